@@ -1,0 +1,73 @@
+import { type Kysely, PostgresAdapter } from "kysely";
+
+// Frozen: this file must keep producing the same schema forever; change the schema in a new migration.
+// One file serves SQLite and PostgreSQL; the only difference is how an auto-increment id is spelled.
+
+function isPostgres(db: Kysely<any>): boolean {
+  return db.getExecutor().adapter instanceof PostgresAdapter;
+}
+
+export async function up(db: Kysely<any>): Promise<void> {
+  const pg = isPostgres(db);
+  await db.schema
+    .createTable("messages")
+    .addColumn("id", pg ? "bigserial" : "integer", (c) =>
+      pg ? c.primaryKey() : c.primaryKey().autoIncrement(),
+    )
+    .addColumn("chat_id", "text", (c) => c.notNull())
+    .addColumn("kind", "text", (c) => c.notNull())
+    .addColumn("role", "text")
+    .addColumn("event_json", "text", (c) => c.notNull())
+    .addColumn("is_user_message", "integer", (c) => c.notNull().defaultTo(0))
+    .addColumn("tool_calls", "integer", (c) => c.notNull().defaultTo(0))
+    .addColumn("prompt_tokens", "integer")
+    .addColumn("estimated_tokens", "integer", (c) => c.notNull().defaultTo(0))
+    .addColumn("search_text", "text", (c) => c.notNull().defaultTo(""))
+    .addColumn("update_id", "bigint")
+    .addColumn("covers_from_id", "bigint")
+    .addColumn("covers_to_id", "bigint")
+    .addColumn("created_at", "text", (c) => c.notNull())
+    .execute();
+  // Context loads read one chat's events after an id; /status and the guardrail walk it backwards.
+  await db.schema
+    .createIndex("messages_chat_id_id")
+    .on("messages")
+    .columns(["chat_id", "id"])
+    .execute();
+  // The latest compaction of a chat, and the latest real user message, are single index probes.
+  await db.schema
+    .createIndex("messages_chat_kind_id")
+    .on("messages")
+    .columns(["chat_id", "kind", "id"])
+    .execute();
+  await db.schema
+    .createIndex("messages_chat_user_message_id")
+    .on("messages")
+    .columns(["chat_id", "is_user_message", "id"])
+    .execute();
+
+  await db.schema
+    .createTable("inbox")
+    .addColumn("update_id", "bigint", (c) => c.primaryKey())
+    .addColumn("chat_id", "text")
+    .addColumn("update_json", "text", (c) => c.notNull())
+    .addColumn("status", "text", (c) => c.notNull())
+    .addColumn("attempts", "integer", (c) => c.notNull().defaultTo(0))
+    .addColumn("lease_until", "bigint")
+    .addColumn("claimed_by", "text")
+    .addColumn("error", "text")
+    .addColumn("received_at", "text", (c) => c.notNull())
+    .addColumn("finished_at", "text")
+    .execute();
+  // Workers look for the oldest unfinished update of each chat.
+  await db.schema
+    .createIndex("inbox_status_chat_update")
+    .on("inbox")
+    .columns(["status", "chat_id", "update_id"])
+    .execute();
+}
+
+export async function down(db: Kysely<any>): Promise<void> {
+  await db.schema.dropTable("inbox").execute();
+  await db.schema.dropTable("messages").execute();
+}

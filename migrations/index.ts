@@ -1,0 +1,7 @@
+import type { Migration } from "kysely/migration";
+import * as createMessagesAndInbox from "./20261130000100_create_messages_and_inbox.js";
+
+/** Every migration, by name; names sort in the order they must run. Add new files here. */
+export const migrations: Record<string, Migration> = {
+  "20261130000100_create_messages_and_inbox": createMessagesAndInbox,
+};

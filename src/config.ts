@@ -1,0 +1,223 @@
+import { existsSync, readFileSync } from "node:fs";
+import { parseEnv } from "node:util";
+import { z } from "zod";
+
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+
+/** Environment flags accept the spellings operators actually type. */
+const flag = (name: string) =>
+  z
+    .string()
+    .default("false")
+    .transform((value, ctx) => {
+      const v = value.trim().toLowerCase();
+      if (["1", "true", "yes", "on"].includes(v)) return true;
+      if (["", "0", "false", "no", "off"].includes(v)) return false;
+      ctx.addIssue({ code: "custom", message: `${name} must be true or false, got "${value}"` });
+      return z.NEVER;
+    });
+
+const count = (name: string, fallback: number, min: number) =>
+  z
+    .string()
+    .default(String(fallback))
+    .transform((value, ctx) => {
+      const n = Number(value.trim());
+      if (!Number.isInteger(n) || n < min) {
+        ctx.addIssue({
+          code: "custom",
+          message: `${name} must be a whole number ≥ ${min}, got "${value}"`,
+        });
+        return z.NEVER;
+      }
+      return n;
+    });
+
+const optionalUrl = (name: string, protocols: readonly string[]) =>
+  z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      if (value === undefined || value.trim() === "") return undefined;
+      try {
+        const url = new URL(value.trim());
+        if (!protocols.includes(url.protocol)) throw new Error("protocol");
+        return url.toString().replace(/\/$/, "");
+      } catch {
+        ctx.addIssue({
+          code: "custom",
+          message: `${name} must be a ${protocols.join(" or ")} URL, got "${value}"`,
+        });
+        return z.NEVER;
+      }
+    });
+
+const userIds = z
+  .string()
+  .default("")
+  .transform((value, ctx) => {
+    const ids: number[] = [];
+    for (const raw of value.split(",")) {
+      const item = raw.trim();
+      if (item === "") continue;
+      if (!/^\d{1,16}$/.test(item)) {
+        ctx.addIssue({
+          code: "custom",
+          message: `ALLOWED_USER_IDS must be comma-separated numeric Telegram user ids, "${item}" is not one`,
+        });
+        return z.NEVER;
+      }
+      ids.push(Number(item));
+    }
+    return ids;
+  });
+
+const nonEmpty = (name: string, hint: string) =>
+  z
+    .string({ error: `${name} is not set: ${hint}` })
+    .trim()
+    .min(1, { error: `${name} is empty: ${hint}` });
+
+const envSchema = (requireTelegram: boolean) =>
+  z.object({
+    TELEGRAM_BOT_TOKEN: requireTelegram
+      ? nonEmpty(
+          "TELEGRAM_BOT_TOKEN",
+          "create a bot with @BotFather and set the token it gives you",
+        )
+      : z.string().optional(),
+    GEMINI_API_KEY: nonEmpty(
+      "GEMINI_API_KEY",
+      "create a key at https://aistudio.google.com/apikey and set it",
+    ),
+    ALLOWED_USER_IDS: userIds,
+    GEMINI_MODEL: z.string().trim().min(1).default("gemini-3-flash-preview"),
+    GEMINI_COMPACTION_MODEL: z.string().trim().optional(),
+    GEMINI_BASE_URL: optionalUrl("GEMINI_BASE_URL", ["http:", "https:"]),
+    TELEGRAM_API_ROOT: optionalUrl("TELEGRAM_API_ROOT", ["http:", "https:"]),
+    DATABASE_URL: z.string().trim().default("sqlite:./data/agent.db"),
+    WEBHOOK_URL: optionalUrl("WEBHOOK_URL", ["https:", "http:"]),
+    WEBHOOK_SECRET: z.string().optional(),
+    HOST: z.string().trim().min(1).default("0.0.0.0"),
+    PORT: count("PORT", 8080, 0).refine((n) => n <= 65535, {
+      error: "PORT must be at most 65535",
+    }),
+    MAX_TOOL_CALLS_PER_TURN: count("MAX_TOOL_CALLS_PER_TURN", 15, 1),
+    COMPACTION_MAX_EVENTS: count("COMPACTION_MAX_EVENTS", 30, 0),
+    COMPACTION_MAX_TOKENS: count("COMPACTION_MAX_TOKENS", 200_000, 0),
+    MEMORY_DIR: z.string().trim().min(1).default("./data/memory"),
+    WORKSPACE_DIR: z.string().trim().min(1).default("./data/workspace"),
+    ENABLE_SHELL_TOOL: flag("ENABLE_SHELL_TOOL"),
+    LOG_LEVEL: z
+      .string()
+      .trim()
+      .toLowerCase()
+      .default("info")
+      .pipe(z.enum(LOG_LEVELS, { error: `LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}` })),
+  });
+
+/** Rules that tie two variables together; checked on the raw values so they are reported even when other variables are invalid. */
+function crossFieldProblems(env: Record<string, string | undefined>): string[] {
+  const problems: string[] = [];
+  const secret = env.WEBHOOK_SECRET?.trim();
+  if (env.WEBHOOK_URL?.trim() && !secret) {
+    problems.push(
+      "WEBHOOK_SECRET is required when WEBHOOK_URL is set: choose 1-256 characters of A-Z, a-z, 0-9, _ and -",
+    );
+  }
+  if (secret && !/^[A-Za-z0-9_-]{1,256}$/.test(secret)) {
+    problems.push(
+      "WEBHOOK_SECRET may only hold 1-256 characters of A-Z, a-z, 0-9, _ and - (Telegram's rule)",
+    );
+  }
+  return problems;
+}
+
+export type DatabaseTarget =
+  | { kind: "sqlite"; path: string }
+  | { kind: "postgres"; connectionString: string };
+
+export type Config = Readonly<{
+  telegramBotToken: string | undefined;
+  geminiApiKey: string;
+  allowedUserIds: readonly number[];
+  geminiModel: string;
+  geminiCompactionModel: string;
+  geminiBaseUrl: string | undefined;
+  telegramApiRoot: string;
+  database: DatabaseTarget;
+  webhookUrl: string | undefined;
+  webhookSecret: string | undefined;
+  host: string;
+  port: number;
+  maxToolCallsPerTurn: number;
+  compactionMaxEvents: number;
+  compactionMaxTokens: number;
+  memoryDir: string;
+  workspaceDir: string;
+  enableShellTool: boolean;
+  logLevel: (typeof LOG_LEVELS)[number];
+}>;
+
+export class ConfigError extends Error {
+  constructor(readonly problems: readonly string[]) {
+    super(
+      `Koroku cannot start: the configuration has ${problems.length} problem${problems.length === 1 ? "" : "s"}:\n${problems
+        .map((p) => `  - ${p}`)
+        .join("\n")}\nSet these in the environment or in a .env file (see .env.example).`,
+    );
+    this.name = "ConfigError";
+  }
+}
+
+export function parseDatabaseUrl(url: string): DatabaseTarget {
+  if (/^postgres(ql)?:\/\//i.test(url)) return { kind: "postgres", connectionString: url };
+  const path = url.replace(/^sqlite:(\/\/)?/i, "");
+  return { kind: "sqlite", path: path === "" ? "./data/agent.db" : path };
+}
+
+/** Reads `.env` (when present) under the real environment, which wins, as dotenv does. */
+export function readEnvironment(
+  env: NodeJS.ProcessEnv = process.env,
+  envFile = ".env",
+): Record<string, string | undefined> {
+  if (!existsSync(envFile)) return { ...env };
+  return { ...parseEnv(readFileSync(envFile, "utf8")), ...env };
+}
+
+export function loadConfig(
+  env: Record<string, string | undefined>,
+  options: { requireTelegram: boolean } = { requireTelegram: true },
+): Config {
+  const parsed = envSchema(options.requireTelegram).safeParse(env);
+  const problems = parsed.success
+    ? []
+    : parsed.error.issues.map((issue) => {
+        const name = issue.path.join(".");
+        return issue.message.startsWith(name) ? issue.message : `${name}: ${issue.message}`;
+      });
+  problems.push(...crossFieldProblems(env));
+  if (!parsed.success || problems.length > 0) throw new ConfigError(problems);
+  const e = parsed.data;
+  return Object.freeze({
+    telegramBotToken: e.TELEGRAM_BOT_TOKEN?.trim() || undefined,
+    geminiApiKey: e.GEMINI_API_KEY,
+    allowedUserIds: Object.freeze([...e.ALLOWED_USER_IDS]),
+    geminiModel: e.GEMINI_MODEL,
+    geminiCompactionModel: e.GEMINI_COMPACTION_MODEL || e.GEMINI_MODEL,
+    geminiBaseUrl: e.GEMINI_BASE_URL,
+    telegramApiRoot: e.TELEGRAM_API_ROOT ?? "https://api.telegram.org",
+    database: parseDatabaseUrl(e.DATABASE_URL),
+    webhookUrl: e.WEBHOOK_URL,
+    webhookSecret: e.WEBHOOK_SECRET?.trim() || undefined,
+    host: e.HOST,
+    port: e.PORT,
+    maxToolCallsPerTurn: e.MAX_TOOL_CALLS_PER_TURN,
+    compactionMaxEvents: e.COMPACTION_MAX_EVENTS,
+    compactionMaxTokens: e.COMPACTION_MAX_TOKENS,
+    memoryDir: e.MEMORY_DIR,
+    workspaceDir: e.WORKSPACE_DIR,
+    enableShellTool: e.ENABLE_SHELL_TOOL,
+    logLevel: e.LOG_LEVEL,
+  });
+}

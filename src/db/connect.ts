@@ -1,0 +1,81 @@
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import SQLite from "better-sqlite3";
+import { Kysely, PostgresDialect, SqliteDialect, sql } from "kysely";
+import pg from "pg";
+import type { DatabaseTarget } from "../config.js";
+import type { Database } from "./schema.js";
+
+export type DatabaseKind = DatabaseTarget["kind"];
+
+export type DatabaseHandle = {
+  db: Kysely<Database>;
+  kind: DatabaseKind;
+  /** True when the database answers a trivial query (for /healthz). */
+  ping(): Promise<boolean>;
+  close(): Promise<void>;
+};
+
+const INT8_OID = 20;
+
+/**
+ * pg returns BIGINT as strings to avoid precision loss past 2^53; our ids, Telegram update ids
+ * and epoch milliseconds all stay far below that, so parse them as numbers like SQLite does.
+ */
+const pgTypes = {
+  getTypeParser: ((oid: number, format?: "text" | "binary") =>
+    oid === INT8_OID
+      ? (value: string) => Number(value)
+      : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+};
+
+function openSqlite(path: string): SQLite.Database {
+  if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+  const database = new SQLite(path);
+  database.pragma("journal_mode = WAL");
+  // Two replicas or the CLI may share the file: wait for a lock instead of failing at once.
+  database.pragma("busy_timeout = 5000");
+  // NORMAL in WAL mode never corrupts and loses nothing when the process dies (kill -9): a commit
+  // is in the OS's hands once it returns. Only a power cut can drop the last commits, and FULL
+  // would cost an fsync on every event we append, which is most of a turn's storage time.
+  database.pragma("synchronous = NORMAL");
+  return database;
+}
+
+export function openDatabase(
+  target: DatabaseTarget,
+  options: { poolSize?: number } = {},
+): DatabaseHandle {
+  if (target.kind === "sqlite") {
+    const database = openSqlite(target.path);
+    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+    return handle(db, "sqlite");
+  }
+  const pool = new pg.Pool({
+    connectionString: target.connectionString,
+    max: options.poolSize ?? 10,
+    types: pgTypes,
+    connectionTimeoutMillis: 5_000,
+  });
+  // An idle client that loses its server (PostgreSQL restart) emits 'error'; without a listener
+  // that would crash the process. The pool drops the client and the next query reconnects.
+  pool.on("error", () => {});
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return handle(db, "postgres");
+}
+
+function handle(db: Kysely<Database>, kind: DatabaseKind): DatabaseHandle {
+  return {
+    db,
+    kind,
+    async ping() {
+      try {
+        await sql`select 1`.execute(db);
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    close: () => db.destroy(),
+  };
+}

@@ -1,0 +1,36 @@
+import type { Kysely } from "kysely";
+import { type MigrationResultSet, Migrator } from "kysely/migration";
+import { migrations } from "../../migrations/index.js";
+import type { Logger } from "../logger.js";
+import type { Database } from "./schema.js";
+
+const SQLITE_BUSY = /SQLITE_BUSY|database is locked/i;
+
+const isBusy = (error: unknown) => error instanceof Error && SQLITE_BUSY.test(error.message);
+
+/**
+ * Brings the schema to the latest migration. On PostgreSQL, Kysely's migrator holds an advisory
+ * lock, so replicas starting together take turns. On SQLite a second process can hit
+ * SQLITE_BUSY while the first migrates; it retries, then finds nothing left to do.
+ */
+export async function migrateToLatest(db: Kysely<Database>, logger: Logger): Promise<void> {
+  const migrator = new Migrator({
+    db,
+    provider: { getMigrations: async () => migrations },
+  });
+  let result: MigrationResultSet = await migrator.migrateToLatest();
+  for (let attempt = 1; attempt < 20 && isBusy(result.error); attempt++) {
+    await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+    result = await migrator.migrateToLatest();
+  }
+  for (const r of result.results ?? []) {
+    if (r.status === "Success") logger.info({ migration: r.migrationName }, "migration applied");
+    if (r.status === "Error") logger.error({ migration: r.migrationName }, "migration failed");
+  }
+  if (result.error) {
+    const reason = result.error instanceof Error ? result.error.message : String(result.error);
+    throw new Error(
+      `Database migration failed: ${reason}. Check DATABASE_URL and that the database is reachable.`,
+    );
+  }
+}

@@ -1,0 +1,58 @@
+import type { ColumnType, Generated, Insertable, Selectable } from "kysely";
+
+/**
+ * Every table Koroku stores, typed once for Kysely. Integers that may pass 2^31 (ids, Telegram
+ * update ids, epoch milliseconds) are BIGINT in PostgreSQL, which `pg` returns as strings unless
+ * told otherwise; src/db/connect.ts parses them back to numbers so both databases yield the same types.
+ */
+export interface MessagesTable {
+  id: Generated<number>;
+  chat_id: string;
+  kind: "session" | "compaction";
+  /** 'user' | 'model' for session events, null for compactions. */
+  role: string | null;
+  /** The zod-validated event (src/session/events.ts), as JSON text. */
+  event_json: string;
+  /** 1 when this is a message a person typed (not a function-response turn): turns start here. */
+  is_user_message: ColumnType<number, number | undefined, number>;
+  /** Tool calls actually executed by this function-response event (the guardrail counts these). */
+  tool_calls: ColumnType<number, number | undefined, number>;
+  /** Gemini's usageMetadata.promptTokenCount for the request that produced this model event. */
+  prompt_tokens: number | null;
+  /** Rough size of this event in tokens (characters / 4), for the budget between two measurements. */
+  estimated_tokens: number;
+  /** Lower-cased plain text of the event, searched by search_history. */
+  search_text: string;
+  /** The Telegram update this event answers, when it came from one. */
+  update_id: number | null;
+  /** For compactions: the inclusive id range of the session events the summary replaces. */
+  covers_from_id: number | null;
+  covers_to_id: number | null;
+  created_at: string;
+}
+
+export type InboxStatus = "pending" | "running" | "done" | "failed";
+
+export interface InboxTable {
+  update_id: number;
+  /** Updates of one chat run one at a time in update_id order; null for updates without a chat. */
+  chat_id: string | null;
+  update_json: string;
+  status: InboxStatus;
+  attempts: ColumnType<number, number | undefined, number>;
+  /** Epoch ms until which the replica in `claimed_by` owns this running update. */
+  lease_until: number | null;
+  claimed_by: string | null;
+  error: string | null;
+  received_at: string;
+  finished_at: string | null;
+}
+
+export interface Database {
+  messages: MessagesTable;
+  inbox: InboxTable;
+}
+
+export type MessageRow = Selectable<MessagesTable>;
+export type NewMessageRow = Insertable<MessagesTable>;
+export type InboxRow = Selectable<InboxTable>;

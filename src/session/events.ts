@@ -1,0 +1,233 @@
+import type { Content, Part } from "@google/genai";
+import { z } from "zod";
+
+/**
+ * The stored shape of a conversation. Gemini 3 rejects a history whose function calls lost their
+ * thoughtSignature, so every part keeps it byte-for-byte, and optional fields stay absent rather
+ * than defaulted: `toContent(fromContent(c))` must equal `c`.
+ */
+export const SCHEMA_VERSION = 1;
+
+const jsonObject = z.record(z.string(), z.unknown());
+
+export const textPartSchema = z.object({
+  kind: z.literal("text"),
+  text: z.string(),
+  thought: z.boolean().optional(),
+  thoughtSignature: z.string().optional(),
+});
+
+export const functionCallPartSchema = z.object({
+  kind: z.literal("function_call"),
+  name: z.string(),
+  args: jsonObject.optional(),
+  id: z.string().optional(),
+  thoughtSignature: z.string().optional(),
+});
+
+export const functionResponsePartSchema = z.object({
+  kind: z.literal("function_response"),
+  name: z.string(),
+  response: jsonObject.optional(),
+  id: z.string().optional(),
+  thoughtSignature: z.string().optional(),
+  /** The call this answers, kept so /history can show `✓ name {args}` without a join. */
+  call: z.object({ name: z.string(), args: jsonObject.optional() }).optional(),
+});
+
+export const partSchema = z.discriminatedUnion("kind", [
+  textPartSchema,
+  functionCallPartSchema,
+  functionResponsePartSchema,
+]);
+
+export const sessionEventSchema = z.object({
+  v: z.literal(SCHEMA_VERSION),
+  event_type: z.literal("session"),
+  role: z.enum(["user", "model"]),
+  parts: z.array(partSchema),
+});
+
+export const compactionEventSchema = z.object({
+  v: z.literal(SCHEMA_VERSION),
+  event_type: z.literal("compaction"),
+  summary: z.array(textPartSchema),
+  /** How many stored events the summary replaced (this compaction's share, not the rolling total). */
+  summarized_events: z.number().int().nonnegative(),
+});
+
+export const eventSchema = z.discriminatedUnion("event_type", [
+  sessionEventSchema,
+  compactionEventSchema,
+]);
+
+export type TextPart = z.infer<typeof textPartSchema>;
+export type FunctionCallPart = z.infer<typeof functionCallPartSchema>;
+export type FunctionResponsePart = z.infer<typeof functionResponsePartSchema>;
+export type EventPart = z.infer<typeof partSchema>;
+export type SessionEvent = z.infer<typeof sessionEventSchema>;
+export type CompactionEvent = z.infer<typeof compactionEventSchema>;
+export type StoredEventBody = z.infer<typeof eventSchema>;
+
+export class UnsupportedPartError extends Error {
+  constructor(
+    readonly partIndex: number,
+    readonly field: string,
+  ) {
+    super(
+      `Part ${partIndex} holds "${field}", which Koroku cannot store yet (supported: text, functionCall, functionResponse)`,
+    );
+    this.name = "UnsupportedPartError";
+  }
+}
+
+const PART_KEYS = new Set([
+  "text",
+  "thought",
+  "thoughtSignature",
+  "functionCall",
+  "functionResponse",
+]);
+const CALL_KEYS = new Set(["name", "args", "id"]);
+const RESPONSE_KEYS = new Set(["name", "response", "id"]);
+
+function checkKeys(index: number, value: object, allowed: Set<string>, prefix: string): void {
+  for (const [key, v] of Object.entries(value)) {
+    if (v !== undefined && !allowed.has(key)) throw new UnsupportedPartError(index, prefix + key);
+  }
+}
+
+function withOptional<T extends object>(target: T, values: Record<string, unknown>): T {
+  for (const [key, value] of Object.entries(values)) {
+    if (value !== undefined) (target as Record<string, unknown>)[key] = value;
+  }
+  return target;
+}
+
+export type CallMetadata = { name: string; args?: Record<string, unknown> };
+
+function partFromGemini(part: Part, index: number, calls: readonly CallMetadata[]): EventPart {
+  checkKeys(index, part, PART_KEYS, "");
+  const common = { thoughtSignature: part.thoughtSignature };
+  if (part.functionCall) {
+    checkKeys(index, part.functionCall, CALL_KEYS, "functionCall.");
+    const { name, args, id } = part.functionCall;
+    return withOptional({ kind: "function_call", name: name ?? "" } as FunctionCallPart, {
+      args,
+      id,
+      ...common,
+    });
+  }
+  if (part.functionResponse) {
+    checkKeys(index, part.functionResponse, RESPONSE_KEYS, "functionResponse.");
+    const { name, response, id } = part.functionResponse;
+    return withOptional({ kind: "function_response", name: name ?? "" } as FunctionResponsePart, {
+      response,
+      id,
+      ...common,
+      call: calls[index],
+    });
+  }
+  if (part.text !== undefined) {
+    return withOptional({ kind: "text", text: part.text } as TextPart, {
+      thought: part.thought,
+      ...common,
+    });
+  }
+  if (part.thought !== undefined || part.thoughtSignature !== undefined) {
+    // A bare signature part (Gemini can send one alone at the end of a turn) is kept as empty text.
+    return withOptional({ kind: "text", text: "" } as TextPart, {
+      thought: part.thought,
+      ...common,
+    });
+  }
+  throw new UnsupportedPartError(index, "(empty part)");
+}
+
+/**
+ * Converts a Gemini Content into an event. `calls[i]` is the call that the i-th part answers
+ * (for function-response turns), stored as metadata so history can show what was called.
+ */
+export function fromContent(
+  content: Content,
+  metadata: { calls?: readonly CallMetadata[] } = {},
+): SessionEvent {
+  const role = content.role ?? "user";
+  if (role !== "user" && role !== "model") {
+    throw new Error(`Content role "${role}" is not supported; expected "user" or "model"`);
+  }
+  return {
+    v: SCHEMA_VERSION,
+    event_type: "session",
+    role,
+    parts: (content.parts ?? []).map((p, i) => partFromGemini(p, i, metadata.calls ?? [])),
+  };
+}
+
+function partToGemini(part: EventPart): Part {
+  switch (part.kind) {
+    case "text":
+      return withOptional({ text: part.text } as Part, {
+        thought: part.thought,
+        thoughtSignature: part.thoughtSignature,
+      });
+    case "function_call":
+      return withOptional(
+        {
+          functionCall: withOptional({ name: part.name }, { args: part.args, id: part.id }),
+        } as Part,
+        { thoughtSignature: part.thoughtSignature },
+      );
+    case "function_response":
+      return withOptional(
+        {
+          functionResponse: withOptional(
+            { name: part.name },
+            { response: part.response, id: part.id },
+          ),
+        } as Part,
+        { thoughtSignature: part.thoughtSignature },
+      );
+  }
+}
+
+export function toContent(event: SessionEvent): Content {
+  return { role: event.role, parts: event.parts.map(partToGemini) };
+}
+
+/** Version 0 is the seed's format: a raw Gemini Content (`{role, parts}`) stored as is. */
+function upgrade(raw: unknown): unknown {
+  if (raw && typeof raw === "object" && !("v" in raw) && "parts" in raw) {
+    return fromContent(raw as Content);
+  }
+  return raw;
+}
+
+export type ParseResult = { ok: true; event: StoredEventBody } | { ok: false; error: string };
+
+/** Parses stored JSON of any schema version into the current shape. */
+export function parseStoredEvent(json: string): ParseResult {
+  let raw: unknown;
+  try {
+    raw = upgrade(JSON.parse(json));
+  } catch (error) {
+    return { ok: false, error: error instanceof Error ? error.message : String(error) };
+  }
+  const result = eventSchema.safeParse(raw);
+  return result.success
+    ? { ok: true, event: result.data }
+    : { ok: false, error: z.prettifyError(result.error) };
+}
+
+export function textOf(parts: readonly EventPart[], options: { thoughts?: boolean } = {}): string {
+  return parts
+    .filter((p): p is TextPart => p.kind === "text" && (options.thoughts || !p.thought))
+    .map((p) => p.text)
+    .join("");
+}
+
+export const isRealUserMessage = (event: SessionEvent): boolean =>
+  event.role === "user" && !event.parts.some((p) => p.kind === "function_response");
+
+export const functionCallsOf = (event: SessionEvent): FunctionCallPart[] =>
+  event.parts.filter((p): p is FunctionCallPart => p.kind === "function_call");

@@ -1,0 +1,391 @@
+import { type Kysely, sql } from "kysely";
+import type { Database, MessageRow, NewMessageRow } from "../db/schema.js";
+import type { Logger } from "../logger.js";
+import { estimateTokens, searchTextOf } from "./event-text.js";
+import {
+  type CompactionEvent,
+  eventSchema,
+  isRealUserMessage,
+  parseStoredEvent,
+  type SessionEvent,
+  textOf,
+} from "./events.js";
+
+export type StoredSession = {
+  id: number;
+  kind: "session";
+  event: SessionEvent;
+  createdAt: string;
+  promptTokens: number | null;
+  estimatedTokens: number;
+  toolCalls: number;
+  updateId: number | null;
+};
+
+export type StoredCompaction = {
+  id: number;
+  kind: "compaction";
+  event: CompactionEvent;
+  createdAt: string;
+  coversFromId: number;
+  coversToId: number;
+  estimatedTokens: number;
+};
+
+export type StoredEvent = StoredSession | StoredCompaction;
+
+/** What the model sees: the latest summary (if any) and every event after the range it covers. */
+export type ChatContext = {
+  summary: StoredCompaction | undefined;
+  events: readonly StoredSession[];
+};
+
+export type NewSessionEvent = {
+  event: SessionEvent;
+  /** usageMetadata.promptTokenCount of the request that produced this model event. */
+  promptTokens?: number;
+  /** Tool calls really executed for this function-response event (not budget refusals). */
+  toolCalls?: number;
+  updateId?: number;
+};
+
+export type NewCompaction = {
+  event: CompactionEvent;
+  coversFromId: number;
+  coversToId: number;
+};
+
+export type SearchHit = { id: number; createdAt: string; role: string; text: string };
+
+export type ChatStats = { events: number; tokens: number; compactions: number };
+
+export type SessionStore = ReturnType<typeof createSessionStore>;
+
+/**
+ * Prompt tokens of the context: the latest size Gemini measured for it, plus an estimate for what
+ * was added since. A measurement taken before the latest compaction counted the summarised
+ * events too, so only measurements newer than the summary are trusted.
+ */
+export function contextTokens(context: ChatContext): number {
+  const { summary, events } = context;
+  let estimate = 0;
+  for (let i = events.length - 1; i >= 0; i--) {
+    const e = events[i] as StoredSession;
+    estimate += e.estimatedTokens;
+    if (e.promptTokens !== null && e.id > (summary?.id ?? 0)) return e.promptTokens + estimate;
+  }
+  return estimate + (summary?.estimatedTokens ?? 0);
+}
+
+type CacheEntry = ChatContext & { lastId: number };
+
+/**
+ * Parsed contexts of recently active chats. A load asks the database only for rows newer than
+ * the last one seen (plus the anchor row, to notice a /clear done elsewhere), so a turn costs the
+ * same whether the context holds 30 events or 10,000.
+ */
+class ContextCache {
+  private readonly entries = new Map<string, CacheEntry>();
+  private size = 0;
+
+  constructor(private readonly maxEvents: number) {}
+
+  get(chatId: string): CacheEntry | undefined {
+    const entry = this.entries.get(chatId);
+    if (entry) {
+      this.entries.delete(chatId);
+      this.entries.set(chatId, entry);
+    }
+    return entry;
+  }
+
+  set(chatId: string, entry: CacheEntry): void {
+    this.delete(chatId);
+    this.entries.set(chatId, entry);
+    this.size += entry.events.length + 1;
+    for (const [oldest, old] of this.entries) {
+      if (this.size <= this.maxEvents || oldest === chatId) break;
+      this.entries.delete(oldest);
+      this.size -= old.events.length + 1;
+    }
+  }
+
+  delete(chatId: string): void {
+    const entry = this.entries.get(chatId);
+    if (!entry) return;
+    this.entries.delete(chatId);
+    this.size -= entry.events.length + 1;
+  }
+}
+
+export function createSessionStore(deps: {
+  db: Kysely<Database>;
+  logger: Logger;
+  now?: () => Date;
+  /** Parsed events kept in memory across chats (least recently used chats are dropped). */
+  cacheEvents?: number;
+}) {
+  const { db, logger } = deps;
+  const now = deps.now ?? (() => new Date());
+  const cache = new ContextCache(deps.cacheEvents ?? 50_000);
+
+  function toStored(row: MessageRow): StoredEvent | undefined {
+    const parsed = parseStoredEvent(row.event_json);
+    const mismatch =
+      parsed.ok && (parsed.event.event_type === "compaction") !== (row.kind === "compaction");
+    if (!parsed.ok || mismatch) {
+      logger.warn(
+        {
+          chat_id: row.chat_id,
+          message_id: row.id,
+          problem: parsed.ok ? "kind mismatch" : parsed.error,
+        },
+        "skipping a stored event that fails validation",
+      );
+      return undefined;
+    }
+    if (parsed.event.event_type === "compaction") {
+      return {
+        id: row.id,
+        kind: "compaction",
+        event: parsed.event,
+        createdAt: row.created_at,
+        coversFromId: row.covers_from_id ?? 0,
+        coversToId: row.covers_to_id ?? 0,
+        estimatedTokens: row.estimated_tokens,
+      };
+    }
+    return {
+      id: row.id,
+      kind: "session",
+      event: parsed.event,
+      createdAt: row.created_at,
+      promptTokens: row.prompt_tokens,
+      estimatedTokens: row.estimated_tokens,
+      toolCalls: row.tool_calls,
+      updateId: row.update_id,
+    };
+  }
+
+  function rowFor(chatId: string, body: SessionEvent | CompactionEvent): NewMessageRow {
+    const event = eventSchema.parse(body);
+    return {
+      chat_id: chatId,
+      kind: event.event_type === "compaction" ? "compaction" : "session",
+      role: event.event_type === "session" ? event.role : null,
+      event_json: JSON.stringify(event),
+      is_user_message: event.event_type === "session" && isRealUserMessage(event) ? 1 : 0,
+      estimated_tokens: estimateTokens(event),
+      search_text: searchTextOf(event),
+      created_at: now().toISOString(),
+    };
+  }
+
+  async function loadFromScratch(chatId: string): Promise<CacheEntry> {
+    const compactions = await db
+      .selectFrom("messages")
+      .selectAll()
+      .where("chat_id", "=", chatId)
+      .where("kind", "=", "compaction")
+      .orderBy("id", "desc")
+      .limit(3)
+      .execute();
+    let summary: StoredCompaction | undefined;
+    for (const row of compactions) {
+      const stored = toStored(row);
+      if (stored?.kind === "compaction") {
+        summary = stored;
+        break;
+      }
+    }
+    const rows = await db
+      .selectFrom("messages")
+      .selectAll()
+      .where("chat_id", "=", chatId)
+      .where("kind", "=", "session")
+      .where("id", ">", summary?.coversToId ?? 0)
+      .orderBy("id")
+      .execute();
+    const events: StoredSession[] = [];
+    for (const row of rows) {
+      const stored = toStored(row);
+      if (stored?.kind === "session") events.push(stored);
+    }
+    const lastId = Math.max(summary?.id ?? 0, rows.at(-1)?.id ?? 0);
+    return { summary, events, lastId };
+  }
+
+  async function refresh(chatId: string, cached: CacheEntry): Promise<CacheEntry | undefined> {
+    const anchor = cached.summary?.id ?? cached.events[0]?.id;
+    const rows = await db
+      .selectFrom("messages")
+      .selectAll()
+      .where("chat_id", "=", chatId)
+      .where((eb) =>
+        anchor === undefined
+          ? eb("id", ">", cached.lastId)
+          : eb.or([eb("id", ">", cached.lastId), eb("id", "=", anchor)]),
+      )
+      .orderBy("id")
+      .execute();
+    if (anchor !== undefined && rows[0]?.id !== anchor) return undefined;
+    const fresh = anchor === undefined ? rows : rows.slice(1);
+    if (fresh.length === 0) return cached;
+    let { summary } = cached;
+    let events = [...cached.events];
+    for (const row of fresh) {
+      const stored = toStored(row);
+      if (stored?.kind === "compaction") {
+        summary = stored;
+        events = events.filter((e) => e.id > stored.coversToId);
+      } else if (stored) {
+        events.push(stored);
+      }
+    }
+    return { summary, events, lastId: (fresh.at(-1) as MessageRow).id };
+  }
+
+  async function loadContext(chatId: string): Promise<ChatContext> {
+    const cached = cache.get(chatId);
+    const entry = (cached && (await refresh(chatId, cached))) ?? (await loadFromScratch(chatId));
+    if (entry !== cached) cache.set(chatId, entry);
+    return { summary: entry.summary, events: entry.events };
+  }
+
+  async function append(
+    chatId: string,
+    items: readonly NewSessionEvent[],
+  ): Promise<StoredSession[]> {
+    if (items.length === 0) return [];
+    const rows = items.map((item) => ({
+      ...rowFor(chatId, item.event),
+      prompt_tokens: item.promptTokens ?? null,
+      tool_calls: item.toolCalls ?? 0,
+      update_id: item.updateId ?? null,
+    }));
+    // One multi-row INSERT is atomic on both databases: a function-call event and its responses
+    // are stored together or not at all.
+    const inserted = await db.insertInto("messages").values(rows).returning("id").execute();
+    const ids = inserted.map((r) => r.id).sort((a, b) => a - b);
+    return items.map((item, i) => ({
+      id: ids[i] as number,
+      kind: "session",
+      event: item.event,
+      createdAt: rows[i]?.created_at as string,
+      promptTokens: item.promptTokens ?? null,
+      estimatedTokens: rows[i]?.estimated_tokens as number,
+      toolCalls: item.toolCalls ?? 0,
+      updateId: item.updateId ?? null,
+    }));
+  }
+
+  async function appendCompaction(
+    chatId: string,
+    compaction: NewCompaction,
+  ): Promise<StoredCompaction> {
+    const row = {
+      ...rowFor(chatId, compaction.event),
+      covers_from_id: compaction.coversFromId,
+      covers_to_id: compaction.coversToId,
+    };
+    const { id } = await db
+      .insertInto("messages")
+      .values(row)
+      .returning("id")
+      .executeTakeFirstOrThrow();
+    return {
+      id,
+      kind: "compaction",
+      event: compaction.event,
+      createdAt: row.created_at,
+      coversFromId: compaction.coversFromId,
+      coversToId: compaction.coversToId,
+      estimatedTokens: row.estimated_tokens as number,
+    };
+  }
+
+  /** The last `turns` turns (a turn starts at a message the user typed), summaries included. */
+  async function lastTurns(chatId: string, turns: number): Promise<StoredEvent[]> {
+    const start = await db
+      .selectFrom("messages")
+      .select("id")
+      .where("chat_id", "=", chatId)
+      .where("is_user_message", "=", 1)
+      .orderBy("id", "desc")
+      .offset(Math.max(0, turns - 1))
+      .limit(1)
+      .executeTakeFirst();
+    const rows = await db
+      .selectFrom("messages")
+      .selectAll()
+      .where("chat_id", "=", chatId)
+      .where("id", ">=", start?.id ?? 0)
+      .orderBy("id")
+      .execute();
+    return rows.map(toStored).filter((e): e is StoredEvent => e !== undefined);
+  }
+
+  /** Every word of the query must appear (case-insensitive); newest matches first. */
+  async function search(chatId: string, query: string, limit: number): Promise<SearchHit[]> {
+    const words = query.toLowerCase().split(/\s+/).filter(Boolean).slice(0, 10);
+    if (words.length === 0) return [];
+    const escapeLike = (w: string) => w.replace(/[\\%_]/g, (c) => `\\${c}`);
+    let q = db
+      .selectFrom("messages")
+      .select(["id", "kind", "role", "event_json", "created_at", "chat_id"])
+      .where("chat_id", "=", chatId);
+    for (const word of words) {
+      q = q.where(sql<boolean>`search_text like ${`%${escapeLike(word)}%`} escape '\\'`);
+    }
+    const rows = await q.orderBy("id", "desc").limit(limit).execute();
+    const hits: SearchHit[] = [];
+    for (const row of rows) {
+      const parsed = parseStoredEvent(row.event_json);
+      if (!parsed.ok) continue;
+      const body = parsed.event;
+      const text =
+        body.event_type === "compaction"
+          ? textOf(body.summary)
+          : textOf(body.parts) ||
+            body.parts
+              .map((p) =>
+                p.kind === "function_call"
+                  ? `${p.name}(${JSON.stringify(p.args ?? {})})`
+                  : p.kind === "function_response"
+                    ? `${p.name} → ${JSON.stringify(p.response ?? {})}`
+                    : "",
+              )
+              .join("\n");
+      hits.push({
+        id: row.id,
+        createdAt: row.created_at,
+        role: body.event_type === "compaction" ? "summary" : (row.role ?? "user"),
+        text,
+      });
+    }
+    return hits;
+  }
+
+  async function clear(chatId: string): Promise<number> {
+    const result = await db.deleteFrom("messages").where("chat_id", "=", chatId).executeTakeFirst();
+    cache.delete(chatId);
+    return Number(result.numDeletedRows);
+  }
+
+  async function stats(chatId: string): Promise<ChatStats> {
+    const context = await loadContext(chatId);
+    const { compactions } = await db
+      .selectFrom("messages")
+      .select((eb) => eb.fn.countAll<number>().as("compactions"))
+      .where("chat_id", "=", chatId)
+      .where("kind", "=", "compaction")
+      .executeTakeFirstOrThrow();
+    return {
+      events: context.events.length + (context.summary ? 1 : 0),
+      tokens: contextTokens(context),
+      compactions: Number(compactions),
+    };
+  }
+
+  return { loadContext, append, appendCompaction, lastTurns, search, clear, stats };
+}

@@ -1,0 +1,113 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { ConfigError, loadConfig, parseDatabaseUrl, readEnvironment } from "../../src/config.js";
+
+const minimal = { TELEGRAM_BOT_TOKEN: "123:abc", GEMINI_API_KEY: "key" };
+
+describe("config", () => {
+  it("applies the defaults of DESIGN.md", () => {
+    const config = loadConfig(minimal);
+    expect(config).toMatchObject({
+      allowedUserIds: [],
+      geminiModel: "gemini-3-flash-preview",
+      geminiCompactionModel: "gemini-3-flash-preview",
+      geminiBaseUrl: undefined,
+      telegramApiRoot: "https://api.telegram.org",
+      database: { kind: "sqlite", path: "./data/agent.db" },
+      webhookUrl: undefined,
+      host: "0.0.0.0",
+      port: 8080,
+      maxToolCallsPerTurn: 15,
+      compactionMaxEvents: 30,
+      compactionMaxTokens: 200000,
+      memoryDir: "./data/memory",
+      workspaceDir: "./data/workspace",
+      enableShellTool: false,
+      logLevel: "info",
+    });
+    expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it("parses every variable", () => {
+    const config = loadConfig({
+      ...minimal,
+      ALLOWED_USER_IDS: " 1, 22 ,333",
+      GEMINI_MODEL: "m1",
+      GEMINI_COMPACTION_MODEL: "m2",
+      GEMINI_BASE_URL: "http://127.0.0.1:9/",
+      TELEGRAM_API_ROOT: "http://127.0.0.1:8",
+      DATABASE_URL: "postgresql://u@h/db",
+      WEBHOOK_URL: "https://bot.example.com/telegram/webhook",
+      WEBHOOK_SECRET: "s3cret_-",
+      PORT: "0",
+      MAX_TOOL_CALLS_PER_TURN: "3",
+      COMPACTION_MAX_EVENTS: "0",
+      ENABLE_SHELL_TOOL: "yes",
+      LOG_LEVEL: "DEBUG",
+    });
+    expect(config.allowedUserIds).toEqual([1, 22, 333]);
+    expect(config.geminiCompactionModel).toBe("m2");
+    expect(config.geminiBaseUrl).toBe("http://127.0.0.1:9");
+    expect(config.database).toEqual({ kind: "postgres", connectionString: "postgresql://u@h/db" });
+    expect(config.port).toBe(0);
+    expect(config.compactionMaxEvents).toBe(0);
+    expect(config.enableShellTool).toBe(true);
+    expect(config.logLevel).toBe("debug");
+  });
+
+  it("lists every problem in one message that says what to set", () => {
+    let error: unknown;
+    try {
+      loadConfig({
+        ALLOWED_USER_IDS: "12,abc",
+        PORT: "http",
+        WEBHOOK_URL: "https://x.y/hook",
+        ENABLE_SHELL_TOOL: "maybe",
+      });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const message = (error as ConfigError).message;
+    for (const name of [
+      "TELEGRAM_BOT_TOKEN",
+      "GEMINI_API_KEY",
+      "ALLOWED_USER_IDS",
+      "PORT",
+      "WEBHOOK_SECRET",
+      "ENABLE_SHELL_TOOL",
+    ]) {
+      expect(message).toContain(name);
+    }
+    expect(message).toContain("@BotFather");
+    expect((error as ConfigError).problems).toHaveLength(6);
+  });
+
+  it("does not need a bot token for the terminal chat", () => {
+    expect(
+      loadConfig({ GEMINI_API_KEY: "k" }, { requireTelegram: false }).telegramBotToken,
+    ).toBeUndefined();
+  });
+
+  it("reads .env under the real environment", () => {
+    const dir = mkdtempSync(join(tmpdir(), "koroku-env-"));
+    const file = join(dir, ".env");
+    writeFileSync(file, "GEMINI_API_KEY=from-file\nGEMINI_MODEL=file-model\n# comment\n");
+    const env = readEnvironment({ GEMINI_MODEL: "env-model" }, file);
+    expect(env.GEMINI_API_KEY).toBe("from-file");
+    expect(env.GEMINI_MODEL).toBe("env-model");
+    expect(readEnvironment({ A: "1" }, join(dir, "missing")).A).toBe("1");
+  });
+
+  it("understands sqlite URLs and bare paths", () => {
+    expect(parseDatabaseUrl("sqlite:/data/agent.db")).toEqual({
+      kind: "sqlite",
+      path: "/data/agent.db",
+    });
+    expect(parseDatabaseUrl("sqlite://./x.db")).toEqual({ kind: "sqlite", path: "./x.db" });
+    expect(parseDatabaseUrl("./plain.db")).toEqual({ kind: "sqlite", path: "./plain.db" });
+    expect(parseDatabaseUrl("postgres://a@b/c").kind).toBe("postgres");
+  });
+});

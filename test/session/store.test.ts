@@ -1,0 +1,287 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
+import { migrateToLatest } from "../../src/db/migrate.js";
+import type { SessionEvent } from "../../src/session/events.js";
+import { contextTokens, createSessionStore, type SessionStore } from "../../src/session/store.js";
+import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../helpers/databases.js";
+import { captureLogger } from "../helpers/logs.js";
+
+const user = (text: string): SessionEvent => ({
+  v: 1,
+  event_type: "session",
+  role: "user",
+  parts: [{ kind: "text", text }],
+});
+const model = (text: string): SessionEvent => ({
+  v: 1,
+  event_type: "session",
+  role: "model",
+  parts: [{ kind: "text", text }],
+});
+const callEvent = (name: string, args: Record<string, unknown>): SessionEvent => ({
+  v: 1,
+  event_type: "session",
+  role: "model",
+  parts: [{ kind: "function_call", name, args, id: "c1", thoughtSignature: "sig==" }],
+});
+const responseEvent = (name: string, response: Record<string, unknown>): SessionEvent => ({
+  v: 1,
+  event_type: "session",
+  role: "user",
+  parts: [{ kind: "function_response", name, response, id: "c1", call: { name, args: {} } }],
+});
+
+describe.each(DATABASE_KINDS)("session store on %s", (kind) => {
+  let testDb: TestDatabase;
+  let handle: DatabaseHandle;
+  let store: SessionStore;
+  const { logger, lines } = captureLogger();
+  let chatSeq = 0;
+  const newChat = () => `chat-${++chatSeq}`;
+
+  beforeAll(async () => {
+    testDb = await createTestDatabase(kind);
+    handle = openDatabase(testDb.target);
+    await migrateToLatest(handle.db, logger);
+    store = createSessionStore({ db: handle.db, logger });
+  });
+  afterAll(async () => {
+    await handle.close();
+    await testDb.dispose();
+  });
+
+  it("migrates twice concurrently without error, from two connections", async () => {
+    const other = openDatabase(testDb.target);
+    try {
+      await Promise.all([migrateToLatest(handle.db, logger), migrateToLatest(other.db, logger)]);
+      expect(await other.ping()).toBe(true);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it("appends events and loads them back in order with their metadata", async () => {
+    const chat = newChat();
+    await store.append(chat, [{ event: user("hello"), updateId: 42 }]);
+    await store.append(chat, [{ event: model("hi there"), promptTokens: 120 }]);
+    const context = await store.loadContext(chat);
+    expect(context.summary).toBeUndefined();
+    expect(context.events.map((e) => e.event)).toEqual([user("hello"), model("hi there")]);
+    expect(context.events[0]?.updateId).toBe(42);
+    expect(context.events[1]?.promptTokens).toBe(120);
+    expect(context.events[0]?.id).toBeLessThan(context.events[1]?.id as number);
+  });
+
+  it("stores a function-call event and its responses in one atomic append", async () => {
+    const chat = newChat();
+    const stored = await store.append(chat, [
+      { event: callEvent("read_file", { path: "a.txt" }) },
+      { event: responseEvent("read_file", { output: "x" }), toolCalls: 1 },
+    ]);
+    expect(stored).toHaveLength(2);
+    const bad = { ...responseEvent("x", {}), role: "system" } as unknown as SessionEvent;
+    await expect(store.append(chat, [{ event: user("half") }, { event: bad }])).rejects.toThrow();
+    const context = await store.loadContext(chat);
+    expect(context.events.map((e) => e.event.parts[0]?.kind)).toEqual([
+      "function_call",
+      "function_response",
+    ]);
+    expect(context.events[1]?.toolCalls).toBe(1);
+  });
+
+  it("loads only the latest compaction and the events after its range", async () => {
+    const chat = newChat();
+    const first = await store.append(chat, [{ event: user("one") }, { event: model("two") }]);
+    const kept = await store.append(chat, [{ event: user("three") }, { event: model("four") }]);
+    await store.appendCompaction(chat, {
+      event: {
+        v: 1,
+        event_type: "compaction",
+        summary: [{ kind: "text", text: "old stuff" }],
+        summarized_events: 2,
+      },
+      coversFromId: first[0]?.id as number,
+      coversToId: first[1]?.id as number,
+    });
+    await store.append(chat, [{ event: user("five") }]);
+    const context = await store.loadContext(chat);
+    expect(context.summary?.event.summary[0]?.text).toBe("old stuff");
+    expect(context.events.map((e) => e.event)).toEqual([
+      user("three"),
+      model("four"),
+      user("five"),
+    ]);
+    expect(context.events[0]?.id).toBe(kept[0]?.id);
+    // A fresh store (a restart) reads the same context from the database.
+    const restarted = createSessionStore({ db: handle.db, logger });
+    const reloaded = await restarted.loadContext(chat);
+    expect(reloaded.summary?.id).toBe(context.summary?.id);
+    expect(reloaded.events.map((e) => e.id)).toEqual(context.events.map((e) => e.id));
+  });
+
+  it("sees events appended and chats cleared by another process", async () => {
+    const chat = newChat();
+    const other = createSessionStore({ db: handle.db, logger });
+    await store.append(chat, [{ event: user("a") }]);
+    expect((await store.loadContext(chat)).events).toHaveLength(1);
+    await other.append(chat, [{ event: model("b") }]);
+    expect((await store.loadContext(chat)).events).toHaveLength(2);
+    await other.clear(chat);
+    await other.append(chat, [{ event: user("fresh") }]);
+    expect((await store.loadContext(chat)).events.map((e) => e.event)).toEqual([user("fresh")]);
+  });
+
+  it("keeps chats isolated in context, history and search", async () => {
+    const a = newChat();
+    const b = newChat();
+    await store.append(a, [{ event: user("secret banana plan") }]);
+    await store.append(b, [{ event: user("apple") }]);
+    expect((await store.loadContext(b)).events.map((e) => e.event)).toEqual([user("apple")]);
+    expect(await store.search(b, "banana", 10)).toEqual([]);
+    expect((await store.lastTurns(b, 10)).map((e) => e.event)).toEqual([user("apple")]);
+    expect((await store.search(a, "BANANA plan", 10)).map((h) => h.text)).toEqual([
+      "secret banana plan",
+    ]);
+  });
+
+  it("returns the last n turns, summaries included", async () => {
+    const chat = newChat();
+    for (let i = 1; i <= 5; i++) {
+      await store.append(chat, [{ event: user(`q${i}`) }, { event: model(`a${i}`) }]);
+    }
+    const turns = await store.lastTurns(chat, 2);
+    expect(turns.map((e) => (e.kind === "session" ? e.event.parts[0] : undefined))).toEqual([
+      { kind: "text", text: "q4" },
+      { kind: "text", text: "a4" },
+      { kind: "text", text: "q5" },
+      { kind: "text", text: "a5" },
+    ]);
+    expect(await store.lastTurns(chat, 100)).toHaveLength(10);
+  });
+
+  it("searches the whole history including compacted events, tool calls and summaries", async () => {
+    const chat = newChat();
+    const old = await store.append(chat, [
+      { event: user("remember the zebra password") },
+      { event: callEvent("write_file", { path: "notes/zebra.txt" }) },
+      { event: responseEvent("write_file", { output: "written" }), toolCalls: 1 },
+    ]);
+    await store.appendCompaction(chat, {
+      event: {
+        v: 1,
+        event_type: "compaction",
+        summary: [{ kind: "text", text: "User talked about a zebra." }],
+        summarized_events: 3,
+      },
+      coversFromId: old[0]?.id as number,
+      coversToId: old[2]?.id as number,
+    });
+    const hits = await store.search(chat, "zebra", 10);
+    expect(hits.map((h) => h.role)).toEqual(["summary", "model", "user"]);
+    expect(hits[1]?.text).toContain("notes/zebra.txt");
+    expect(await store.search(chat, "zebra 100%", 10)).toEqual([]);
+    expect(await store.search(chat, "   ", 10)).toEqual([]);
+    expect(await store.search(chat, "zebra", 1)).toHaveLength(1);
+  });
+
+  it("clears one chat and reports stats", async () => {
+    const chat = newChat();
+    await store.append(chat, [
+      { event: user("x".repeat(400)) },
+      { event: model("ok"), promptTokens: 1000 },
+    ]);
+    const stats = await store.stats(chat);
+    expect(stats).toEqual({ events: 2, tokens: 1001, compactions: 0 });
+    expect(await store.clear(chat)).toBe(2);
+    expect(await store.stats(chat)).toEqual({ events: 0, tokens: 0, compactions: 0 });
+  });
+
+  it("logs and skips a corrupted row instead of failing the chat", async () => {
+    const chat = newChat();
+    await store.append(chat, [{ event: user("good") }]);
+    const { id } = await handle.db
+      .insertInto("messages")
+      .values({
+        chat_id: chat,
+        kind: "session",
+        role: "user",
+        event_json: "{not json",
+        estimated_tokens: 1,
+        search_text: "",
+        created_at: new Date().toISOString(),
+      })
+      .returning("id")
+      .executeTakeFirstOrThrow();
+    await store.append(chat, [{ event: model("still fine") }]);
+    const fresh = createSessionStore({ db: handle.db, logger });
+    const context = await fresh.loadContext(chat);
+    expect(context.events.map((e) => e.event)).toEqual([user("good"), model("still fine")]);
+    expect(lines.some((l) => l.message_id === id && l.msg.includes("fails validation"))).toBe(true);
+  });
+
+  it("loads rows stored in the seed's format (schema version 0)", async () => {
+    const chat = newChat();
+    await handle.db
+      .insertInto("messages")
+      .values({
+        chat_id: chat,
+        kind: "session",
+        role: "model",
+        event_json: JSON.stringify({
+          role: "model",
+          parts: [
+            { functionCall: { name: "get_current_time", args: {} }, thoughtSignature: "abc" },
+          ],
+        }),
+        estimated_tokens: 1,
+        search_text: "",
+        created_at: new Date().toISOString(),
+      })
+      .execute();
+    const context = await createSessionStore({ db: handle.db, logger }).loadContext(chat);
+    expect(context.events[0]?.event.parts[0]).toEqual({
+      kind: "function_call",
+      name: "get_current_time",
+      args: {},
+      thoughtSignature: "abc",
+    });
+  });
+});
+
+describe("contextTokens", () => {
+  const ev = (id: number, est: number, prompt: number | null) => ({
+    id,
+    kind: "session" as const,
+    event: user("x"),
+    createdAt: "",
+    promptTokens: prompt,
+    estimatedTokens: est,
+    toolCalls: 0,
+    updateId: null,
+  });
+  it("adds estimates after the latest measurement", () => {
+    expect(
+      contextTokens({
+        summary: undefined,
+        events: [ev(1, 10, null), ev(2, 5, 100), ev(3, 7, null)],
+      }),
+    ).toBe(112);
+  });
+  it("ignores measurements older than the summary", () => {
+    const summary = {
+      id: 5,
+      kind: "compaction" as const,
+      event: {
+        v: 1 as const,
+        event_type: "compaction" as const,
+        summary: [],
+        summarized_events: 1,
+      },
+      createdAt: "",
+      coversFromId: 1,
+      coversToId: 1,
+      estimatedTokens: 20,
+    };
+    expect(contextTokens({ summary, events: [ev(2, 5, 5000), ev(6, 7, null)] })).toBe(32);
+  });
+});
