@@ -1,0 +1,129 @@
+import type { Logger } from "../logger.js";
+import {
+  type CompactionLimits,
+  contextSize,
+  isOverBudget,
+  planCompaction,
+} from "../session/compaction-plan.js";
+import { textOf } from "../session/events.js";
+import { appendMemory } from "../session/memory-files.js";
+import type { ChatContext, SessionStore } from "../session/store.js";
+import type { AgentHooks } from "./hooks.js";
+import { SUMMARY_INSTRUCTION, SUMMARY_REQUEST, summaryFraming } from "./prompts.js";
+import { transcriptOf } from "./transcript.js";
+import type { Compactor, ModelClient } from "./turn.js";
+
+export const SUMMARY_UNAVAILABLE = "Summary unavailable.";
+
+export type CompactionOutcome =
+  | { status: "compacted"; summarizedEvents: number; context: ChatContext }
+  | { status: "nothing-to-compact"; context: ChatContext }
+  | { status: "failed"; reason: string; context: ChatContext };
+
+export type CompactorDeps = {
+  store: SessionStore;
+  model: ModelClient;
+  hooks: AgentHooks;
+  logger: Logger;
+  settings: CompactionLimits & { model: string; memoryDir: string };
+  now?: () => Date;
+};
+
+export function createCompactor(deps: CompactorDeps): Compactor & {
+  compact(chatId: string, context?: ChatContext): Promise<CompactionOutcome>;
+} {
+  const { store, model, hooks, settings } = deps;
+  const now = deps.now ?? (() => new Date());
+
+  async function summarise(context: ChatContext, events: Parameters<typeof transcriptOf>[0]) {
+    const previous = context.summary
+      ? `${summaryFraming(textOf(context.summary.event.summary))}\n\n`
+      : "";
+    const result = await model.generate({
+      model: settings.model,
+      systemInstruction: SUMMARY_INSTRUCTION,
+      contents: [
+        {
+          role: "user",
+          parts: [
+            { text: `${previous}[Conversation]\n${transcriptOf(events)}\n\n${SUMMARY_REQUEST}` },
+          ],
+        },
+      ],
+    });
+    // Thought parts are the model's reasoning, not the summary.
+    return (result.content.parts ?? [])
+      .filter((p) => !p.thought && p.text)
+      .map((p) => p.text)
+      .join("")
+      .trim();
+  }
+
+  /** Compacts now (same rules as the automatic trigger, minus the trigger). Never throws. */
+  async function compact(chatId: string, given?: ChatContext): Promise<CompactionOutcome> {
+    const log = deps.logger.child({ chat_id: chatId });
+    const context = given ?? (await store.loadContext(chatId));
+    const plan = planCompaction(context, settings);
+    if (!plan) return { status: "nothing-to-compact", context };
+    const started = performance.now();
+    const before = contextSize(context);
+    let summary: string;
+    try {
+      summary = (await summarise(context, plan.summarize)) || SUMMARY_UNAVAILABLE;
+    } catch (error) {
+      // The history stays as it was; the turn goes on uncompacted and the next one tries again.
+      log.warn({ err: error }, "compaction failed: the summary call did not succeed");
+      return {
+        status: "failed",
+        reason: error instanceof Error ? error.message : String(error),
+        context,
+      };
+    }
+    const first = plan.summarize[0];
+    const last = plan.summarize.at(-1);
+    const stored = await store.appendCompaction(chatId, {
+      event: {
+        v: 1,
+        event_type: "compaction",
+        summary: [{ kind: "text", text: summary }],
+        summarized_events: plan.summarize.length,
+      },
+      coversFromId: context.summary?.coversFromId ?? first?.id ?? 0,
+      coversToId: last?.id ?? 0,
+    });
+    await appendMemory({ memoryDir: settings.memoryDir, chatId, at: now(), text: summary }).catch(
+      (error) => log.error({ err: error }, "could not append the summary to the memory file"),
+    );
+    const compacted: ChatContext = { summary: stored, events: plan.keep };
+    const after = contextSize(compacted);
+    const durationMs = Math.round(performance.now() - started);
+    log.info(
+      {
+        events_before: before.events,
+        events_after: after.events,
+        tokens_before: before.tokens,
+        tokens_after: after.tokens,
+        duration_ms: durationMs,
+      },
+      "compacted the conversation",
+    );
+    hooks.emit("compaction", {
+      chatId,
+      summarizedEvents: plan.summarize.length,
+      eventsBefore: before.events,
+      eventsAfter: after.events,
+      tokensBefore: before.tokens,
+      tokensAfter: after.tokens,
+      durationMs,
+    });
+    return { status: "compacted", summarizedEvents: plan.summarize.length, context: compacted };
+  }
+
+  return {
+    compact,
+    async maybeCompact(chatId, context) {
+      if (!isOverBudget(context, settings)) return context;
+      return (await compact(chatId, context)).context;
+    },
+  };
+}

@@ -1,0 +1,209 @@
+import {
+  type Content,
+  type FunctionDeclaration,
+  type GenerateContentConfig,
+  type GenerateContentParameters,
+  type GenerateContentResponse,
+  type GenerateContentResponseUsageMetadata,
+  GoogleGenAI,
+} from "@google/genai";
+import type { Logger } from "pino";
+import {
+  describeFailure,
+  type Failure,
+  GeminiRefusedError,
+  GeminiUnavailableError,
+} from "./gemini-errors.js";
+
+/** Documented value that makes Gemini skip signature validation for a function call. */
+export const SKIP_THOUGHT_SIGNATURE = "skip_thought_signature_validator";
+
+export interface RetryPolicy {
+  /** Requests per generate() call, the first one included. */
+  maxAttempts: number;
+  baseDelayMs: number;
+  /** Cap on one backoff delay, Gemini's own retry hint included. */
+  maxDelayMs: number;
+  /** No retry starts once attempts plus delays would exceed this. */
+  maxTotalMs: number;
+}
+
+const DEFAULT_RETRY: RetryPolicy = {
+  maxAttempts: 5,
+  baseDelayMs: 500,
+  maxDelayMs: 8_000,
+  maxTotalMs: 45_000,
+};
+
+export interface GeminiClientDeps {
+  apiKey: string;
+  baseUrl?: string;
+  logger: Logger;
+  /** Per attempt, enforced by the SDK with an AbortSignal. */
+  timeoutMs?: number;
+  retry?: Partial<RetryPolicy>;
+  sleep?: (ms: number) => Promise<void>;
+  /** Jitter source in [0, 1); injectable so tests can pin the backoff. */
+  random?: () => number;
+}
+
+export interface GeminiRequest {
+  model: string;
+  systemInstruction?: string;
+  contents: Content[];
+  tools?: FunctionDeclaration[];
+}
+
+export interface GeminiUsage {
+  promptTokens: number;
+  /** Visible answer plus thinking: both are billed as output. */
+  outputTokens: number;
+  totalTokens: number;
+}
+
+export interface GeminiResult {
+  content: Content;
+  usage: GeminiUsage;
+  finishReason?: string;
+}
+
+export interface GeminiClient {
+  /**
+   * One non-streaming generateContent call with our retry policy. Throws GeminiRefusedError or
+   * GeminiUnavailableError. An answer without content (safety stop, blocked prompt, empty
+   * candidate) is not an error: it comes back as a model turn "(no answer: <reason>)" so the
+   * turn ends with something the user can read and the history stays a valid alternation.
+   */
+  generate(request: GeminiRequest): Promise<GeminiResult>;
+}
+
+const defaultSleep = (ms: number): Promise<void> =>
+  new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Full-jitter exponential backoff; Gemini's RetryInfo hint wins when present, within the cap. */
+export function backoffDelay(
+  retry: number,
+  failure: Failure,
+  policy: RetryPolicy,
+  random: () => number,
+): number {
+  if (failure.retryAfterMs !== undefined) return Math.min(failure.retryAfterMs, policy.maxDelayMs);
+  const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (retry - 1));
+  return Math.floor(random() * ceiling);
+}
+
+/**
+ * Copy of `contents` whose function calls all carry the placeholder signature. Which signatures
+ * Gemini objected to cannot be told from here, so every call gets it; the caller's array is
+ * left as it was.
+ */
+export function withPlaceholderSignatures(contents: Content[]): Content[] {
+  return contents.map((content) =>
+    content.parts === undefined
+      ? content
+      : {
+          ...content,
+          parts: content.parts.map((part) =>
+            part.functionCall === undefined
+              ? part
+              : { ...part, thoughtSignature: SKIP_THOUGHT_SIGNATURE },
+          ),
+        },
+  );
+}
+
+function paramsFor(request: GeminiRequest, contents: Content[]): GenerateContentParameters {
+  const config: GenerateContentConfig = {};
+  if (request.systemInstruction) config.systemInstruction = request.systemInstruction;
+  if (request.tools && request.tools.length > 0) {
+    config.tools = [{ functionDeclarations: request.tools }];
+  }
+  return { model: request.model, contents, config };
+}
+
+function usageOf(metadata: GenerateContentResponseUsageMetadata | undefined): GeminiUsage {
+  const promptTokens = metadata?.promptTokenCount ?? 0;
+  const outputTokens = (metadata?.candidatesTokenCount ?? 0) + (metadata?.thoughtsTokenCount ?? 0);
+  return {
+    promptTokens,
+    outputTokens,
+    totalTokens: metadata?.totalTokenCount ?? promptTokens + outputTokens,
+  };
+}
+
+function toResult(response: GenerateContentResponse): GeminiResult {
+  const candidate = response.candidates?.[0];
+  const parts = candidate?.content?.parts ?? [];
+  const finishReason = candidate?.finishReason ?? response.promptFeedback?.blockReason;
+  const content: Content =
+    parts.length > 0
+      ? { role: "model", parts }
+      : { role: "model", parts: [{ text: `(no answer: ${finishReason ?? "empty response"})` }] };
+  return {
+    content,
+    usage: usageOf(response.usageMetadata),
+    ...(finishReason === undefined ? {} : { finishReason }),
+  };
+}
+
+export function createGeminiClient(deps: GeminiClientDeps): GeminiClient {
+  const policy: RetryPolicy = { ...DEFAULT_RETRY, ...deps.retry };
+  const sleep = deps.sleep ?? defaultSleep;
+  const random = deps.random ?? Math.random;
+  // Our own loop retries, so the SDK's retryOptions stay unset (the SDK then sends one request).
+  const ai = new GoogleGenAI({
+    apiKey: deps.apiKey,
+    vertexai: false,
+    httpOptions: {
+      timeout: deps.timeoutMs ?? 60_000,
+      ...(deps.baseUrl ? { baseUrl: deps.baseUrl } : {}),
+    },
+  });
+
+  /** Delay before the next attempt, or throws the error that ends generate(). */
+  function planRetry(failure: Failure, attempt: number, spentMs: number): number {
+    if (!failure.retryable) throw new GeminiRefusedError(failure.reason, failure.status);
+    const delayMs = backoffDelay(attempt, failure, policy, random);
+    if (attempt >= policy.maxAttempts || spentMs + delayMs > policy.maxTotalMs) {
+      throw new GeminiUnavailableError(failure.reason, attempt, failure.status);
+    }
+    return delayMs;
+  }
+
+  async function generate(request: GeminiRequest): Promise<GeminiResult> {
+    let contents = request.contents;
+    let repairedSignatures = false;
+    // Planned delays count in full even when an injected sleep returns early.
+    let spentMs = 0;
+    for (let attempt = 1; ; attempt++) {
+      const started = Date.now();
+      try {
+        return toResult(await ai.models.generateContent(paramsFor(request, contents)));
+      } catch (error) {
+        spentMs += Date.now() - started;
+        const failure = describeFailure(error, deps.apiKey);
+        const log = {
+          model: request.model,
+          attempt,
+          status: failure.status,
+          reason: failure.reason,
+        };
+        if (failure.signatureProblem && !repairedSignatures) {
+          repairedSignatures = true;
+          contents = withPlaceholderSignatures(contents);
+          deps.logger.warn(
+            log,
+            "Gemini rejected thought signatures; retrying with the placeholder",
+          );
+          continue;
+        }
+        const delayMs = planRetry(failure, attempt, spentMs);
+        deps.logger.warn({ ...log, delayMs }, "Gemini call failed; retrying");
+        await sleep(delayMs);
+        spentMs += delayMs;
+      }
+    }
+  }
+
+  return { generate };
+}

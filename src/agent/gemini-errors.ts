@@ -1,0 +1,136 @@
+import { ApiError } from "@google/genai";
+
+export type GeminiErrorKind = "refused" | "unavailable";
+
+/** A Gemini call that failed for good; `userMessage` is safe to show in the chat. */
+export class GeminiError extends Error {
+  readonly kind: GeminiErrorKind;
+  readonly userMessage: string;
+  readonly status: number | undefined;
+
+  constructor(kind: GeminiErrorKind, userMessage: string, detail: string, status?: number) {
+    super(detail);
+    this.name = "GeminiError";
+    this.kind = kind;
+    this.userMessage = userMessage;
+    this.status = status;
+  }
+}
+
+/** Gemini answered but will not do it (4xx): retrying the same request cannot help. */
+export class GeminiRefusedError extends GeminiError {
+  constructor(reason: string, status?: number) {
+    const statusText = status === undefined ? "" : ` (HTTP ${status})`;
+    super(
+      "refused",
+      `Gemini refused the request: ${reason}`,
+      `Gemini refused the request${statusText}: ${reason}`,
+      status,
+    );
+    this.name = "GeminiRefusedError";
+  }
+}
+
+/** Gemini did not answer usefully within the retry budget (overload, quota, timeouts, network). */
+export class GeminiUnavailableError extends GeminiError {
+  constructor(detail: string, attempts: number, status?: number) {
+    super(
+      "unavailable",
+      "Gemini is unavailable, try again in a minute.",
+      `Gemini is unavailable after ${attempts} attempt(s): ${detail}`,
+      status,
+    );
+    this.name = "GeminiUnavailableError";
+  }
+}
+
+/** What the retry loop needs to know about one failed attempt. */
+export interface Failure {
+  retryable: boolean;
+  /** Short, single-line and free of the API key. */
+  reason: string;
+  status?: number;
+  /** Gemini's own google.rpc.RetryInfo hint, when it sent one. */
+  retryAfterMs?: number;
+  /** A 400 about thought signatures: the history may be repaired with the placeholder. */
+  signatureProblem: boolean;
+}
+
+const RETRYABLE_STATUSES = new Set([408, 429, 500, 502, 503, 504]);
+const MAX_REASON_LENGTH = 200;
+// Connection-level failures from undici/Node: the request may not have reached Gemini at all.
+const NETWORK_MESSAGES = /fetch failed|terminated|socket hang up|other side closed/i;
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null;
+
+function shorten(text: string, secret: string): string {
+  const redacted = secret === "" ? text : text.split(secret).join("[redacted]");
+  const oneLine = redacted.replace(/\s+/g, " ").trim();
+  return oneLine.length > MAX_REASON_LENGTH
+    ? `${oneLine.slice(0, MAX_REASON_LENGTH - 1)}…`
+    : oneLine;
+}
+
+/** "2s" / "1.5s" → ms, the protobuf Duration JSON form Gemini uses in RetryInfo. */
+function parseDuration(value: unknown): number | undefined {
+  if (typeof value !== "string") return undefined;
+  const match = /^(\d+(?:\.\d+)?)s$/.exec(value);
+  return match?.[1] === undefined ? undefined : Math.round(Number(match[1]) * 1000);
+}
+
+function retryDelayOf(details: unknown): number | undefined {
+  if (!Array.isArray(details)) return undefined;
+  const info = details.find(
+    (detail) => isRecord(detail) && String(detail["@type"]).endsWith("google.rpc.RetryInfo"),
+  );
+  return isRecord(info) ? parseDuration(info.retryDelay) : undefined;
+}
+
+/** The SDK's ApiError carries the response body as JSON text in `message`, not the headers. */
+function parseApiErrorBody(message: string): { message?: string; details?: unknown } {
+  try {
+    const body: unknown = JSON.parse(message);
+    const error = isRecord(body) ? body.error : undefined;
+    if (!isRecord(error)) return {};
+    return {
+      ...(typeof error.message === "string" ? { message: error.message } : {}),
+      details: error.details,
+    };
+  } catch {
+    return { message };
+  }
+}
+
+function describeApiError(error: ApiError, secret: string): Failure {
+  const body = parseApiErrorBody(error.message);
+  const reason = shorten(body.message ?? `HTTP ${error.status}`, secret);
+  const retryAfterMs = retryDelayOf(body.details);
+  return {
+    retryable: RETRYABLE_STATUSES.has(error.status),
+    reason,
+    status: error.status,
+    ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+    signatureProblem: error.status === 400 && /thought[ _]?signature/i.test(reason),
+  };
+}
+
+function isTransportError(error: Error): boolean {
+  if (error.name === "AbortError" || error.name === "TimeoutError") return true;
+  const cause: unknown = error.cause;
+  const hasErrnoCause = isRecord(cause) && typeof cause.code === "string";
+  return NETWORK_MESSAGES.test(error.message) || hasErrnoCause;
+}
+
+/** Classifies anything the SDK throws; `secret` (the API key) never reaches the reason. */
+export function describeFailure(error: unknown, secret: string): Failure {
+  if (error instanceof ApiError) return describeApiError(error, secret);
+  if (error instanceof Error && isTransportError(error)) {
+    const timedOut = error.name === "AbortError" || error.name === "TimeoutError";
+    const reason = timedOut ? "no answer before the timeout" : `network error: ${error.message}`;
+    return { retryable: true, reason: shorten(reason, secret), signatureProblem: false };
+  }
+  // Anything else is the SDK refusing our input before sending it (e.g. "contents are required").
+  const message = error instanceof Error ? error.message : String(error);
+  return { retryable: false, reason: shorten(message, secret), signatureProblem: false };
+}

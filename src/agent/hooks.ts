@@ -1,0 +1,60 @@
+import type { SessionEvent } from "../session/events.js";
+
+export type Usage = { promptTokens: number; outputTokens: number };
+
+export type AgentHookEvents = {
+  modelResponse: { chatId: string; event: SessionEvent; usage: Usage };
+  toolCall: { chatId: string; name: string; args: Record<string, unknown> };
+  toolResult: {
+    chatId: string;
+    name: string;
+    args: Record<string, unknown>;
+    ok: boolean;
+    response: Record<string, unknown>;
+  };
+  turnEnd: { chatId: string; text: string; usage: Usage; modelCalls: number; toolCalls: number };
+  compaction: {
+    chatId: string;
+    summarizedEvents: number;
+    eventsBefore: number;
+    eventsAfter: number;
+    tokensBefore: number;
+    tokensAfter: number;
+    durationMs: number;
+  };
+};
+
+export type HookName = keyof AgentHookEvents;
+type Listener<K extends HookName> = (event: AgentHookEvents[K]) => void;
+
+/**
+ * Typed hooks the Telegram layer and the terminal chat subscribe to. A listener that throws is
+ * reported, not allowed to break the turn that emitted the event.
+ */
+export class AgentHooks {
+  private readonly listeners: { [K in HookName]?: Listener<K>[] } = {};
+
+  constructor(
+    private readonly onListenerError: (name: HookName, error: unknown) => void = () => {},
+  ) {}
+
+  on<K extends HookName>(name: K, listener: Listener<K>): () => void {
+    const list = (this.listeners[name] ?? []) as Listener<K>[];
+    this.listeners[name] = list as (typeof this.listeners)[K];
+    list.push(listener);
+    return () => {
+      const i = list.indexOf(listener);
+      if (i >= 0) list.splice(i, 1);
+    };
+  }
+
+  emit<K extends HookName>(name: K, event: AgentHookEvents[K]): void {
+    for (const listener of (this.listeners[name] ?? []) as Listener<K>[]) {
+      try {
+        listener(event);
+      } catch (error) {
+        this.onListenerError(name, error);
+      }
+    }
+  }
+}

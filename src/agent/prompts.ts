@@ -1,0 +1,50 @@
+/** Every text Koroku sends to Gemini that the user did not write. */
+
+export function systemInstruction(now: Date, timeZone: string): string {
+  const today = new Intl.DateTimeFormat("en-GB", {
+    weekday: "long",
+    day: "numeric",
+    month: "long",
+    year: "numeric",
+    timeZone,
+  }).format(now);
+  return [
+    "You are Koroku, a personal assistant that lives in Telegram.",
+    "Be concise and helpful. When a request is ambiguous, ask a short clarifying question instead of guessing.",
+    `Today is ${today} (time zone ${timeZone}). Use get_current_time when you need the exact time.`,
+    "You remember everything: summaries of past conversations are kept in your memory files (read_memory),",
+    "and search_history searches everything ever said in this chat, including parts that were summarised.",
+    "You can read and write files in your workspace with list_files, read_file and write_file.",
+    "Write in Markdown when formatting helps; keep answers short enough to read on a phone.",
+  ].join("\n");
+}
+
+export function toolBudgetInstruction(used: number): string {
+  return [
+    `[System notice] You have used your tool budget for this turn: ${used} tool calls since the user's last message.`,
+    "Do not call any more tools. Summarise what you did and what you found so far,",
+    "and ask the user whether and how to continue.",
+  ].join(" ");
+}
+
+export function summaryFraming(summary: string): string {
+  return [
+    "[Summary of our earlier conversation, written when it grew too long to keep verbatim.",
+    "Treat it as background you remember; use search_history or read_memory for details.]",
+    "",
+    summary,
+  ].join("\n");
+}
+
+export const SUMMARY_INSTRUCTION = [
+  "You write the memory of a conversation between a user and their assistant, Koroku.",
+  "Summarise the conversation you are given in at most 4 paragraphs:",
+  "first the user's key objective; then what was accomplished (files read, commands run, changes made);",
+  "then blockers or loops and what was learned from them; then the current outcome and the immediate next step.",
+  "If the conversation starts with an earlier summary, fold it in: your summary replaces it.",
+  "Write natural language only: no tool calls, no JSON, no XML, no code blocks, no Markdown lists.",
+  "Be brief, concrete and factual; keep names, numbers, paths and decisions exactly.",
+].join(" ");
+
+export const SUMMARY_REQUEST =
+  "Write the summary of the conversation above now, following your instructions.";

@@ -1,0 +1,31 @@
+import { textOf } from "../session/events.js";
+import type { StoredSession } from "../session/store.js";
+
+const MAX_TOOL_TEXT = 1_500;
+
+const clip = (text: string) =>
+  text.length > MAX_TOOL_TEXT
+    ? `${text.slice(0, MAX_TOOL_TEXT)}… (${text.length - MAX_TOOL_TEXT} more characters)`
+    : text;
+
+/**
+ * The conversation as plain text for the summary model. A transcript instead of the raw turns:
+ * the summary model may differ from the one that signed the function calls, and it must not be
+ * tempted to call tools itself.
+ */
+export function transcriptOf(events: readonly StoredSession[]): string {
+  const lines: string[] = [];
+  for (const { event } of events) {
+    const speaker = event.role === "user" ? "User" : "Koroku";
+    const text = textOf(event.parts);
+    if (text.trim()) lines.push(`${speaker}: ${text}`);
+    for (const part of event.parts) {
+      if (part.kind === "function_call") {
+        lines.push(`Koroku called ${part.name} ${clip(JSON.stringify(part.args ?? {}))}`);
+      } else if (part.kind === "function_response") {
+        lines.push(`Result of ${part.name}: ${clip(JSON.stringify(part.response ?? {}))}`);
+      }
+    }
+  }
+  return lines.join("\n");
+}

@@ -1,0 +1,184 @@
+import type { Content, FunctionDeclaration } from "@google/genai";
+import type { Logger } from "../logger.js";
+import {
+  fromContent,
+  functionCallsOf,
+  isRealUserMessage,
+  type SessionEvent,
+  textOf,
+} from "../session/events.js";
+import type { ChatContext, SessionStore, StoredSession } from "../session/store.js";
+import type { ToolRegistry } from "../tools/registry.js";
+import { contentsFor } from "./contents.js";
+import {
+  BUDGET_EXHAUSTED,
+  repairDanglingCalls,
+  responsePart,
+  toolCallsSinceUserMessage,
+} from "./guardrail.js";
+import type { AgentHooks, Usage } from "./hooks.js";
+import { systemInstruction, toolBudgetInstruction } from "./prompts.js";
+
+export type GenerateRequest = {
+  model: string;
+  systemInstruction?: string;
+  contents: Content[];
+  tools?: FunctionDeclaration[];
+};
+export type GenerateResult = {
+  content: Content;
+  usage: { promptTokens: number; outputTokens: number; totalTokens: number };
+  finishReason?: string;
+};
+/** The one thing the agent needs from Gemini (src/agent/gemini-client.ts provides it). */
+export interface ModelClient {
+  generate(request: GenerateRequest): Promise<GenerateResult>;
+}
+
+export interface Compactor {
+  /** Compacts the chat when its context is over budget; returns the context to use. */
+  maybeCompact(chatId: string, context: ChatContext): Promise<ChatContext>;
+}
+
+export type AgentDeps = {
+  store: SessionStore;
+  model: ModelClient;
+  tools: ToolRegistry;
+  hooks: AgentHooks;
+  logger: Logger;
+  settings: { model: string; maxToolCallsPerTurn: number };
+  compactor?: Compactor;
+  now?: () => Date;
+  timeZone?: string;
+};
+
+export type TurnInput = { text: string; updateId?: number };
+export type TurnResult = {
+  /** What the user sees: the model's text without thought parts. */
+  text: string;
+  usage: Usage;
+  modelCalls: number;
+  toolCalls: number;
+  /** True when the answer was already stored by an earlier, interrupted run of this update. */
+  resumed: boolean;
+};
+
+// After the budget is spent the model gets no tools; if it still answers with calls, a couple of
+// refusals let it recover before we end the turn ourselves.
+const EXTRA_ROUNDS_AFTER_BUDGET = 2;
+
+export type Agent = ReturnType<typeof createAgent>;
+
+export function createAgent(deps: AgentDeps) {
+  const { store, model, tools, hooks, settings } = deps;
+  const now = deps.now ?? (() => new Date());
+  const timeZone = deps.timeZone ?? Intl.DateTimeFormat().resolvedOptions().timeZone;
+
+  function userEvent(text: string): SessionEvent {
+    return { v: 1, event_type: "session", role: "user", parts: [{ kind: "text", text }] };
+  }
+
+  /** An earlier run of this update stored the user message (and maybe the answer) before dying. */
+  function findResumed(context: ChatContext, updateId: number | undefined) {
+    if (updateId === undefined) return undefined;
+    const index = context.events.findIndex(
+      (e) => e.updateId === updateId && isRealUserMessage(e.event),
+    );
+    if (index < 0) return undefined;
+    const last = context.events.at(-1) as StoredSession;
+    const answered =
+      index < context.events.length - 1 &&
+      last.event.role === "model" &&
+      functionCallsOf(last.event).length === 0;
+    return { answer: answered ? textOf(last.event.parts) : undefined };
+  }
+
+  async function runTurn(chatId: string, input: TurnInput): Promise<TurnResult> {
+    const log = deps.logger.child({ chat_id: chatId, update_id: input.updateId });
+    const usage: Usage = { promptTokens: 0, outputTokens: 0 };
+    let modelCalls = 0;
+    let toolCalls = 0;
+
+    let context = await store.loadContext(chatId);
+    const resumed = findResumed(context, input.updateId);
+    if (resumed?.answer !== undefined) {
+      log.info("answer was stored before a restart; delivering it without a new model call");
+      return { text: resumed.answer, usage, modelCalls, toolCalls, resumed: true };
+    }
+    const repair = repairDanglingCalls(context.events);
+    if (repair) {
+      log.warn({ calls: repair.toolCalls }, "completing function calls interrupted by a restart");
+      await store.append(chatId, [{ event: repair.event, toolCalls: repair.toolCalls }]);
+    }
+    if (!resumed) {
+      await store.append(chatId, [{ event: userEvent(input.text), updateId: input.updateId }]);
+    }
+
+    let roundsWithoutTools = 0;
+    for (;;) {
+      context = await store.loadContext(chatId);
+      if (deps.compactor) context = await deps.compactor.maybeCompact(chatId, context);
+      const used = toolCallsSinceUserMessage(context.events);
+      const remaining = settings.maxToolCallsPerTurn - used;
+      const offerTools = remaining > 0;
+      const result = await model.generate({
+        model: settings.model,
+        systemInstruction: systemInstruction(now(), timeZone),
+        contents: contentsFor(context, offerTools ? undefined : toolBudgetInstruction(used)),
+        tools: offerTools ? tools.declarations() : undefined,
+      });
+      modelCalls++;
+      usage.promptTokens += result.usage.promptTokens;
+      usage.outputTokens += result.usage.outputTokens;
+
+      const event = fromContent({ ...result.content, role: "model" });
+      await store.append(chatId, [{ event, promptTokens: result.usage.promptTokens }]);
+      hooks.emit("modelResponse", { chatId, event, usage: { ...usage } });
+
+      const calls = functionCallsOf(event);
+      if (calls.length === 0) {
+        const text = textOf(event.parts);
+        hooks.emit("turnEnd", { chatId, text, usage, modelCalls, toolCalls });
+        return { text, usage, modelCalls, toolCalls, resumed: resumed !== undefined };
+      }
+
+      const parts = [];
+      let executed = 0;
+      for (const call of calls) {
+        const args = call.args ?? {};
+        if (executed >= Math.max(0, remaining)) {
+          parts.push(responsePart(call, { error: BUDGET_EXHAUSTED }));
+          continue;
+        }
+        executed++;
+        hooks.emit("toolCall", { chatId, name: call.name, args });
+        const outcome = await tools.execute(call.name, args, { chatId });
+        hooks.emit("toolResult", {
+          chatId,
+          name: call.name,
+          args,
+          ok: outcome.ok,
+          response: outcome.response,
+        });
+        parts.push(responsePart(call, outcome.response));
+      }
+      toolCalls += executed;
+      await store.append(chatId, [
+        { event: { v: 1, event_type: "session", role: "user", parts }, toolCalls: executed },
+      ]);
+      if (!offerTools && ++roundsWithoutTools > EXTRA_ROUNDS_AFTER_BUDGET) {
+        log.warn("model kept calling tools after its budget was spent; ending the turn");
+        const text = `I stopped after ${used} tool calls, my limit for one message. Tell me whether to continue.`;
+        await store.append(chatId, [
+          {
+            event: { v: 1, event_type: "session", role: "model", parts: [{ kind: "text", text }] },
+          },
+        ]);
+        hooks.emit("turnEnd", { chatId, text, usage, modelCalls, toolCalls });
+        return { text, usage, modelCalls, toolCalls, resumed: resumed !== undefined };
+      }
+    }
+  }
+
+  return { runTurn };
+}

@@ -1,0 +1,69 @@
+import { createCompactor } from "./agent/compaction.js";
+import { createGeminiClient, type GeminiClientDeps } from "./agent/gemini-client.js";
+import { AgentHooks } from "./agent/hooks.js";
+import { createAgent } from "./agent/turn.js";
+import type { Config } from "./config.js";
+import { type DatabaseHandle, openDatabase } from "./db/connect.js";
+import { migrateToLatest } from "./db/migrate.js";
+import type { Logger } from "./logger.js";
+import { createSessionStore } from "./session/store.js";
+import { createBuiltinTools } from "./tools/builtins.js";
+import { createToolRegistry } from "./tools/registry.js";
+
+export type App = Awaited<ReturnType<typeof createApp>>;
+
+/**
+ * Everything a front end (the Telegram service, the terminal chat) needs, built from the config:
+ * the migrated database, the session store, Gemini, the tools, the agent and its compactor.
+ */
+export async function createApp(
+  config: Config,
+  logger: Logger,
+  overrides: {
+    database?: DatabaseHandle;
+    gemini?: Pick<GeminiClientDeps, "retry" | "sleep" | "timeoutMs">;
+  } = {},
+) {
+  const handle = overrides.database ?? openDatabase(config.database);
+  await migrateToLatest(handle.db, logger);
+  const store = createSessionStore({ db: handle.db, logger });
+  const hooks = new AgentHooks((name, error) =>
+    logger.error({ err: error, hook: name }, "a hook listener failed"),
+  );
+  const model = createGeminiClient({
+    apiKey: config.geminiApiKey,
+    baseUrl: config.geminiBaseUrl,
+    logger,
+    ...overrides.gemini,
+  });
+  const tools = createToolRegistry(
+    createBuiltinTools({
+      workspaceDir: config.workspaceDir,
+      memoryDir: config.memoryDir,
+      enableShell: config.enableShellTool,
+      search: (chatId, query, limit) => store.search(chatId, query, limit),
+    }),
+  );
+  const compactor = createCompactor({
+    store,
+    model,
+    hooks,
+    logger,
+    settings: {
+      maxEvents: config.compactionMaxEvents,
+      maxTokens: config.compactionMaxTokens,
+      model: config.geminiCompactionModel,
+      memoryDir: config.memoryDir,
+    },
+  });
+  const agent = createAgent({
+    store,
+    model,
+    tools,
+    hooks,
+    logger,
+    compactor,
+    settings: { model: config.geminiModel, maxToolCallsPerTurn: config.maxToolCallsPerTurn },
+  });
+  return { config, logger, database: handle, store, hooks, agent, compactor, tools };
+}

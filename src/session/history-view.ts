@@ -1,0 +1,55 @@
+import { textOf } from "./events.js";
+import type { StoredEvent } from "./store.js";
+
+export type HistoryLine =
+  | { kind: "user" | "assistant" | "summary"; text: string }
+  | { kind: "tool"; ok: boolean; name: string; args: string };
+
+const MAX_ARGS_CHARS = 200;
+
+function argsText(args: Record<string, unknown> | undefined): string {
+  const json = JSON.stringify(args ?? {});
+  return json.length > MAX_ARGS_CHARS ? `${json.slice(0, MAX_ARGS_CHARS)}…` : json;
+}
+
+/**
+ * Stored events as the replay shows them: what the user said, what Koroku answered (thoughts
+ * hidden), one line per tool call that says whether it worked, and summaries.
+ */
+export function historyLines(events: readonly StoredEvent[]): HistoryLine[] {
+  const lines: HistoryLine[] = [];
+  for (const stored of events) {
+    if (stored.kind === "compaction") {
+      lines.push({ kind: "summary", text: textOf(stored.event.summary) });
+      continue;
+    }
+    const { event } = stored;
+    const text = textOf(event.parts).trim();
+    if (text) lines.push({ kind: event.role === "user" ? "user" : "assistant", text });
+    for (const part of event.parts) {
+      if (part.kind !== "function_response") continue;
+      const ok = !(part.response && "error" in part.response);
+      lines.push({
+        kind: "tool",
+        ok,
+        name: part.call?.name ?? part.name,
+        args: argsText(part.call?.args),
+      });
+    }
+  }
+  return lines;
+}
+
+/** The plain-text form the terminal chat prints. */
+export function historyLineText(line: HistoryLine): string {
+  switch (line.kind) {
+    case "user":
+      return `You: ${line.text}`;
+    case "assistant":
+      return `Koroku: ${line.text}`;
+    case "summary":
+      return `[Summary of earlier conversation] ${line.text}`;
+    case "tool":
+      return `${line.ok ? "✓" : "✗"} ${line.name} ${line.args}`;
+  }
+}

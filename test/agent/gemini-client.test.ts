@@ -1,0 +1,260 @@
+import type { Content } from "@google/genai";
+import { pino } from "pino";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import {
+  createGeminiClient,
+  type GeminiClientDeps,
+  SKIP_THOUGHT_SIGNATURE,
+} from "../../src/agent/gemini-client.js";
+import {
+  GeminiError,
+  GeminiRefusedError,
+  GeminiUnavailableError,
+} from "../../src/agent/gemini-errors.js";
+import {
+  blockedPrompt,
+  call,
+  empty,
+  type FakeGemini,
+  hang,
+  startFakeGemini,
+  status,
+  text,
+} from "../fakes/gemini.js";
+
+const KEY = "AIzaSy-test-secret-key-123";
+const MODEL = "gemini-test";
+const ask = (value: string): Content => ({ role: "user", parts: [{ text: value }] });
+const timeCall = (thoughtSignature?: string): Content => ({
+  role: "model",
+  parts: [{ functionCall: { name: "get_current_time", args: {} }, thoughtSignature }],
+});
+const timeAnswer: Content = {
+  role: "user",
+  parts: [{ functionResponse: { name: "get_current_time", response: { output: "noon" } } }],
+};
+
+const failureOf = async (promise: Promise<unknown>): Promise<GeminiError> => {
+  const error = await promise.then(
+    () => undefined,
+    (reason: unknown) => reason,
+  );
+  if (!(error instanceof GeminiError))
+    throw new Error(`expected a GeminiError, got ${String(error)}`);
+  return error;
+};
+
+describe("createGeminiClient against the fake Gemini", () => {
+  let fake: FakeGemini;
+
+  beforeEach(async () => {
+    fake = await startFakeGemini({ apiKey: KEY });
+  });
+  afterEach(() => fake.close());
+
+  function setup(overrides: Partial<GeminiClientDeps> = {}) {
+    const sleeps: number[] = [];
+    const logLines: string[] = [];
+    const logger = pino({ level: "debug" }, { write: (line: string) => void logLines.push(line) });
+    const client = createGeminiClient({
+      apiKey: KEY,
+      baseUrl: fake.baseUrl,
+      logger,
+      sleep: async (ms) => {
+        sleeps.push(ms);
+      },
+      ...overrides,
+    });
+    return { client, sleeps, logLines };
+  }
+
+  it("returns the model's text with its usage and passes instructions and tools", async () => {
+    fake.script({
+      ...text("hello"),
+      usage: { promptTokenCount: 12, candidatesTokenCount: 3, thoughtsTokenCount: 5 },
+    });
+    const { client } = setup();
+    const tools = [{ name: "get_current_time", description: "ISO time" }];
+    const result = await client.generate({
+      model: MODEL,
+      systemInstruction: "be brief",
+      contents: [ask("hi")],
+      tools,
+    });
+    expect(result).toEqual({
+      content: { role: "model", parts: [{ text: "hello" }] },
+      usage: { promptTokens: 12, outputTokens: 8, totalTokens: 20 },
+      finishReason: "STOP",
+    });
+    expect(fake.requests[0]?.body).toMatchObject({
+      systemInstruction: { parts: [{ text: "be brief" }] },
+      tools: [{ functionDeclarations: tools }],
+    });
+
+    const contents = [ask("again")];
+    const plain = await client.generate({ model: MODEL, contents, tools: [] });
+    expect(plain.usage.promptTokens).toBe(Math.ceil(JSON.stringify(contents).length / 4));
+    expect(plain.usage.totalTokens).toBe(plain.usage.promptTokens + plain.usage.outputTokens);
+    expect(fake.requests[1]?.body.tools).toBeUndefined();
+    expect(fake.requests[1]?.body.systemInstruction).toBeUndefined();
+    expect(fake.rejections).toEqual([]);
+  });
+
+  it("keeps thought signatures so a call and its response round-trip", async () => {
+    fake.script(call("get_current_time"), text("It is noon"));
+    const { client } = setup();
+    const first = await client.generate({ model: MODEL, contents: [ask("time?")] });
+    const contents = [ask("time?"), first.content, timeAnswer];
+    const second = await client.generate({ model: MODEL, contents });
+    expect(second.content.parts).toEqual([{ text: "It is noon" }]);
+    expect(fake.rejections).toEqual([]);
+  });
+
+  it("retries 503s with exponential full-jitter backoff, then succeeds", async () => {
+    fake.script(status(503), status(503), text("back"));
+    const { client, sleeps } = setup({ random: () => 0.999 });
+    const result = await client.generate({ model: MODEL, contents: [ask("hi")] });
+    expect(result.content.parts).toEqual([{ text: "back" }]);
+    expect(fake.requests).toHaveLength(3);
+    expect(sleeps).toEqual([499, 999]);
+  });
+
+  it("waits as long as a 429's retry hint says, but no longer than the delay cap", async () => {
+    fake.script(
+      status(429, "quota", { retryDelay: "3s" }),
+      status(429, "quota", { retryDelay: "30s" }),
+      text("ok"),
+    );
+    const { client, sleeps } = setup();
+    await client.generate({ model: MODEL, contents: [ask("hi")] });
+    expect(sleeps).toEqual([3_000, 8_000]);
+  });
+
+  it("gives up as unavailable after maxAttempts", async () => {
+    fake.setDefault(status(503));
+    const { client, sleeps } = setup({ retry: { maxAttempts: 3 } });
+    const error = await failureOf(client.generate({ model: MODEL, contents: [ask("hi")] }));
+    expect(error).toBeInstanceOf(GeminiUnavailableError);
+    expect(error.kind).toBe("unavailable");
+    expect(error.userMessage).toBe("Gemini is unavailable, try again in a minute.");
+    expect(error.status).toBe(503);
+    expect(fake.requests).toHaveLength(3);
+    expect(sleeps).toHaveLength(2);
+  });
+
+  it("stops retrying when the next delay would overrun the total budget", async () => {
+    fake.setDefault(status(500));
+    const { client, sleeps } = setup({
+      random: () => 0.999,
+      retry: { maxAttempts: 10, maxTotalMs: 2_000 },
+    });
+    await expect(client.generate({ model: MODEL, contents: [ask("hi")] })).rejects.toBeInstanceOf(
+      GeminiUnavailableError,
+    );
+    expect(sleeps).toEqual([499, 999]);
+    expect(fake.requests).toHaveLength(3);
+  });
+
+  it.each([400, 403, 404])("treats a %i as refused and does not retry it", async (code) => {
+    fake.script(status(code, `Invalid value at 'tools' (${code})`));
+    const { client, sleeps } = setup();
+    const error = await failureOf(client.generate({ model: MODEL, contents: [ask("hi")] }));
+    expect(error).toBeInstanceOf(GeminiRefusedError);
+    expect(error.kind).toBe("refused");
+    expect(error.userMessage).toBe(
+      `Gemini refused the request: Invalid value at 'tools' (${code})`,
+    );
+    expect(fake.requests).toHaveLength(1);
+    expect(sleeps).toEqual([]);
+  });
+
+  it("refuses what the SDK rejects before sending", async () => {
+    const { client } = setup();
+    const error = await failureOf(client.generate({ model: MODEL, contents: [] }));
+    expect(error.userMessage).toBe("Gemini refused the request: contents are required");
+    expect(fake.requests).toHaveLength(0);
+  });
+
+  it("retries a hanging request after the timeout, then reports unavailable", async () => {
+    fake.setDefault(hang());
+    const { client, sleeps } = setup({ timeoutMs: 100, retry: { maxAttempts: 2 } });
+    const error = await failureOf(client.generate({ model: MODEL, contents: [ask("hi")] }));
+    expect(error.kind).toBe("unavailable");
+    expect(error.message).toContain("timeout");
+    expect(fake.requests).toHaveLength(2);
+    expect(sleeps).toHaveLength(1);
+  });
+
+  it("retries network errors", async () => {
+    const gone = await startFakeGemini();
+    await gone.close();
+    const { client, sleeps } = setup({ baseUrl: gone.baseUrl, retry: { maxAttempts: 2 } });
+    const error = await failureOf(client.generate({ model: MODEL, contents: [ask("hi")] }));
+    expect(error.kind).toBe("unavailable");
+    expect(error.message).toContain("network error");
+    expect(sleeps).toHaveLength(1);
+  });
+
+  it.each([
+    ["a foreign", "Zm9yZWlnbg=="],
+    ["a missing", undefined],
+  ])("recovers once from %s thought signature with the placeholder", async (_, signature) => {
+    const { client, logLines } = setup();
+    const contents = [ask("time?"), timeCall(signature), timeAnswer];
+    const before = structuredClone(contents);
+    const result = await client.generate({ model: MODEL, contents });
+    expect(result.content.parts).toEqual([{ text: "ok" }]);
+    expect(fake.rejections).toHaveLength(1);
+    expect(fake.requests).toHaveLength(2);
+    expect(fake.requests[1]?.body.contents[1]?.parts?.[0]?.thoughtSignature).toBe(
+      SKIP_THOUGHT_SIGNATURE,
+    );
+    expect(contents).toEqual(before);
+    expect(
+      logLines.some((line) => line.includes("placeholder") && line.includes('"level":40')),
+    ).toBe(true);
+  });
+
+  it("does not repair signatures twice", async () => {
+    fake.script(
+      status(400, "Corrupted thought signature."),
+      status(400, "Corrupted thought signature."),
+    );
+    const { client } = setup();
+    const error = await failureOf(client.generate({ model: MODEL, contents: [ask("hi")] }));
+    expect(error.userMessage).toBe("Gemini refused the request: Corrupted thought signature.");
+    expect(fake.requests).toHaveLength(2);
+  });
+
+  it.each([
+    ["a safety stop", empty("SAFETY"), "SAFETY"],
+    ["a blocked prompt", blockedPrompt("PROHIBITED_CONTENT"), "PROHIBITED_CONTENT"],
+  ])("turns %s into a readable model turn", async (_, step, reason) => {
+    fake.script(step);
+    const { client } = setup();
+    const result = await client.generate({ model: MODEL, contents: [ask("hi")] });
+    expect(result.content).toEqual({ role: "model", parts: [{ text: `(no answer: ${reason})` }] });
+    expect(result.finishReason).toBe(reason);
+  });
+
+  it("never puts the API key in errors or logs", async () => {
+    const wrongKey = "AIzaSy-wrong-secret-key-456";
+    const refused = await failureOf(
+      setup({ apiKey: wrongKey }).client.generate({ model: MODEL, contents: [ask("hi")] }),
+    );
+    expect(refused.userMessage).toBe(
+      "Gemini refused the request: API key not valid. Please pass a valid API key.",
+    );
+    expect(`${refused.message} ${refused.userMessage}`).not.toContain(wrongKey);
+
+    fake.setDefault(status(500, `upstream rejected key ${KEY}`));
+    const { client, logLines } = setup({ retry: { maxAttempts: 2 } });
+    const error = await failureOf(client.generate({ model: MODEL, contents: [ask("hi")] }));
+    const everything = [error.message, error.userMessage, error.stack ?? "", ...logLines].join(
+      "\n",
+    );
+    expect(logLines).toHaveLength(1);
+    expect(everything).toContain("[redacted]");
+    expect(everything).not.toContain(KEY);
+  });
+});

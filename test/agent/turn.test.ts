@@ -1,0 +1,265 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { GeminiRefusedError } from "../../src/agent/gemini-errors.js";
+import { BUDGET_EXHAUSTED, INTERRUPTED } from "../../src/agent/guardrail.js";
+import type { SessionEvent } from "../../src/session/events.js";
+import {
+  call,
+  calls,
+  combine,
+  type RecordedRequest,
+  status,
+  text,
+  thought,
+} from "../fakes/gemini.js";
+import { type Harness, startHarness } from "../helpers/harness.js";
+
+const responsesOf = (e: SessionEvent) => e.parts.filter((p) => p.kind === "function_response");
+const hasTools = (r: RecordedRequest) => (r.body.tools?.length ?? 0) > 0;
+const allText = (r: RecordedRequest) => JSON.stringify(r.body.contents);
+
+describe("agent turn loop", () => {
+  let h: Harness;
+  beforeEach(async () => {
+    h = await startHarness({ env: { MAX_TOOL_CALLS_PER_TURN: "15" } });
+  });
+  afterEach(async () => {
+    expect(h.fake.rejections).toEqual([]);
+    await h.close();
+  });
+
+  it("answers a text turn with the system instruction, tools and stored events", async () => {
+    h.fake.script(text("Hello **there**"));
+    const result = await h.app.agent.runTurn("c1", { text: "hi" });
+    expect(result).toMatchObject({
+      text: "Hello **there**",
+      modelCalls: 1,
+      toolCalls: 0,
+      resumed: false,
+    });
+    const [request] = h.fake.requests;
+    const system = JSON.stringify(request?.body.systemInstruction);
+    expect(system).toContain("Koroku");
+    expect(system).toContain(String(new Date().getFullYear()));
+    expect(system).toContain("read_memory");
+    expect(system).toContain("search_history");
+    const declared = request?.body.tools?.[0]?.functionDeclarations?.map((d) => d.name);
+    expect(declared).toEqual([
+      "get_current_time",
+      "list_files",
+      "read_file",
+      "write_file",
+      "read_memory",
+      "search_history",
+    ]);
+    const context = await h.app.store.loadContext("c1");
+    expect(context.events.map((e) => e.event.role)).toEqual(["user", "model"]);
+  });
+
+  it("runs a tool call and sends its response back with the call's signature", async () => {
+    h.fake.script(call("get_current_time"), text("It is late."));
+    const seen: string[] = [];
+    h.app.hooks.on("toolCall", (e) => seen.push(`call ${e.name}`));
+    h.app.hooks.on("toolResult", (e) => seen.push(`result ${e.name} ${e.ok}`));
+    h.app.hooks.on("turnEnd", (e) => seen.push(`end ${e.toolCalls}`));
+    const result = await h.app.agent.runTurn("c1", { text: "time?" });
+    expect(result.text).toBe("It is late.");
+    expect(seen).toEqual(["call get_current_time", "result get_current_time true", "end 1"]);
+    const second = h.fake.requests[1] as RecordedRequest;
+    const modelTurn = second.body.contents[1];
+    expect(modelTurn?.parts?.[0]?.thoughtSignature).toBe(h.fake.issued[0]?.signature);
+    const response = second.body.contents[2]?.parts?.[0]?.functionResponse;
+    expect(response?.name).toBe("get_current_time");
+    expect(Object.keys(response?.response?.output as object)).toContain("iso");
+    const events = (await h.app.store.loadContext("c1")).events;
+    expect(responsesOf(events[2]?.event as SessionEvent)[0]).toMatchObject({
+      call: { name: "get_current_time", args: {} },
+    });
+    expect(events[2]?.toolCalls).toBe(1);
+  });
+
+  it("runs a parallel batch and answers every call in one turn", async () => {
+    h.fake.script(
+      calls([
+        { name: "write_file", args: { path: "a.txt", content: "A" }, id: "1" },
+        { name: "write_file", args: { path: "b.txt", content: "B" }, id: "2" },
+      ]),
+      text("done"),
+    );
+    await h.app.agent.runTurn("c1", { text: "write two files" });
+    expect(readFileSync(join(h.dirs.workspace, "b.txt"), "utf8")).toBe("B");
+    const events = (await h.app.store.loadContext("c1")).events;
+    expect(responsesOf(events[2]?.event as SessionEvent).map((p) => p.id)).toEqual(["1", "2"]);
+  });
+
+  it("stores thought parts, sends them back, and never shows them", async () => {
+    h.fake.script(combine(thought("secret plan"), text("visible answer")), text("second"));
+    const first = await h.app.agent.runTurn("c1", { text: "q1" });
+    expect(first.text).toBe("visible answer");
+    await h.app.agent.runTurn("c1", { text: "q2" });
+    expect(allText(h.fake.requests[1] as RecordedRequest)).toContain("secret plan");
+    const lines = await h.app.store.lastTurns("c1", 10);
+    expect(JSON.stringify(lines)).toContain("secret plan");
+  });
+
+  it("keeps signatures valid across a restart on the same database", async () => {
+    h.fake.script(call("list_files"), text("listed"));
+    await h.app.agent.runTurn("c1", { text: "ls" });
+    const restarted = await h.restart();
+    h.fake.script(text("still valid"));
+    expect((await restarted.agent.runTurn("c1", { text: "again" })).text).toBe("still valid");
+    expect(h.fake.requests).toHaveLength(3);
+  });
+
+  it("stops offering tools after exactly 15 calls and says why, without storing the notice", async () => {
+    h.fake.setDefault((req) =>
+      hasTools(req) ? call("get_current_time") : text("I used my budget; continue?"),
+    );
+    let executed = 0;
+    h.app.hooks.on("toolCall", () => executed++);
+    const result = await h.app.agent.runTurn("c1", { text: "loop forever" });
+    expect(executed).toBe(15);
+    expect(result).toMatchObject({
+      toolCalls: 15,
+      modelCalls: 16,
+      text: "I used my budget; continue?",
+    });
+    const last = h.fake.requests.at(-1) as RecordedRequest;
+    expect(hasTools(last)).toBe(false);
+    expect(allText(last)).toContain("tool budget");
+    const stored = JSON.stringify((await h.app.store.loadContext("c1")).events);
+    expect(stored).not.toContain("tool budget");
+    // A new user message gives a fresh budget.
+    h.fake.setDefault(text("ok"));
+    h.fake.script(call("get_current_time"), text("ok"));
+    await h.app.agent.runTurn("c1", { text: "one more" });
+    expect(hasTools(h.fake.requests.at(-2) as RecordedRequest)).toBe(true);
+  });
+
+  it("runs only what fits of a parallel batch that crosses the limit", async () => {
+    let n = 0;
+    h.fake.setDefault((req) => {
+      if (!hasTools(req)) return text("stopped");
+      n++;
+      return n < 15
+        ? call("get_current_time")
+        : calls([0, 1, 2].map((i) => ({ name: "get_current_time", id: `b${i}` })));
+    });
+    let executed = 0;
+    h.app.hooks.on("toolCall", () => executed++);
+    await h.app.agent.runTurn("c1", { text: "go" });
+    expect(executed).toBe(15);
+    const events = (await h.app.store.loadContext("c1")).events;
+    const batch = responsesOf(events.at(-2)?.event as SessionEvent);
+    expect(batch.map((p) => p.response)).toEqual([
+      expect.objectContaining({ output: expect.anything() }),
+      { error: BUDGET_EXHAUSTED },
+      { error: BUDGET_EXHAUSTED },
+    ]);
+    expect(events.at(-2)?.toolCalls).toBe(1);
+  });
+
+  it("keeps the budget across a restart in the middle of a turn", async () => {
+    let answered = 0;
+    h.fake.setDefault((req) => {
+      if (!hasTools(req)) return text("budget spent");
+      answered++;
+      return answered <= 10 ? call("get_current_time") : status(400, "boom: simulated crash point");
+    });
+    await expect(
+      h.app.agent.runTurn("c1", { text: "long job", updateId: 7 }),
+    ).rejects.toBeInstanceOf(GeminiRefusedError);
+    const restarted = await h.restart();
+    h.fake.setDefault((req) => (hasTools(req) ? call("get_current_time") : text("budget spent")));
+    let executed = 0;
+    restarted.hooks.on("toolCall", () => executed++);
+    const result = await restarted.agent.runTurn("c1", { text: "long job", updateId: 7 });
+    expect(executed).toBe(5);
+    expect(result.text).toBe("budget spent");
+    const events = (await restarted.store.loadContext("c1")).events;
+    expect(
+      events.filter((e) => e.event.role === "user" && e.event.parts[0]?.kind === "text"),
+    ).toHaveLength(1);
+  });
+
+  it("retries a 503 and succeeds", async () => {
+    h.fake.script(status(503), text("after retry"));
+    expect((await h.app.agent.runTurn("c1", { text: "hi" })).text).toBe("after retry");
+    expect(h.fake.requests).toHaveLength(2);
+  });
+
+  it("ends the turn on a permanent 400 with a message for the user, and the chat keeps working", async () => {
+    h.fake.script(status(400, "Request contains an invalid argument."));
+    const error = await h.app.agent.runTurn("c1", { text: "hi" }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(GeminiRefusedError);
+    expect((error as GeminiRefusedError).userMessage).toMatch(/^Gemini refused the request/);
+    expect(h.fake.requests).toHaveLength(1);
+    h.fake.script(text("fine now"));
+    expect((await h.app.agent.runTurn("c1", { text: "again" })).text).toBe("fine now");
+  });
+
+  it("turns tool failures into error responses and goes on", async () => {
+    h.fake.script(
+      calls([
+        { name: "no_such_tool", id: "1" },
+        { name: "read_file", args: { path: 42 }, id: "2" },
+        { name: "read_file", args: { path: "../../etc/passwd" }, id: "3" },
+        { name: "read_file", args: { path: "/etc/passwd" }, id: "4" },
+      ]),
+      text("sorry"),
+    );
+    const results: boolean[] = [];
+    h.app.hooks.on("toolResult", (e) => results.push(e.ok));
+    expect((await h.app.agent.runTurn("c1", { text: "try" })).text).toBe("sorry");
+    expect(results).toEqual([false, false, false, false]);
+    const events = (await h.app.store.loadContext("c1")).events;
+    const errors = responsesOf(events[2]?.event as SessionEvent).map((p) =>
+      String(p.response?.error),
+    );
+    expect(errors[0]).toContain("unknown tool");
+    expect(errors[1]).toContain("path");
+    expect(errors[2]).toMatch(/outside|workspace/i);
+    expect(errors[3]).toMatch(/absolute|workspace/i);
+  });
+
+  it("completes function calls left dangling by a crash before the next model call", async () => {
+    await h.app.store.append("c1", [
+      {
+        event: {
+          v: 1,
+          event_type: "session",
+          role: "user",
+          parts: [{ kind: "text", text: "do it" }],
+        },
+      },
+      {
+        event: {
+          v: 1,
+          event_type: "session",
+          role: "model",
+          parts: [
+            {
+              kind: "function_call",
+              name: "get_current_time",
+              args: {},
+              thoughtSignature: "skip_thought_signature_validator",
+            },
+          ],
+        },
+      },
+    ]);
+    h.fake.script(text("recovered"));
+    expect((await h.app.agent.runTurn("c1", { text: "hello?" })).text).toBe("recovered");
+    expect(allText(h.fake.requests[0] as RecordedRequest)).toContain(INTERRUPTED);
+  });
+
+  it("does not store a resumed update's message twice and reuses a stored answer", async () => {
+    h.fake.script(text("first answer"));
+    await h.app.agent.runTurn("c1", { text: "question", updateId: 99 });
+    const again = await h.app.agent.runTurn("c1", { text: "question", updateId: 99 });
+    expect(again).toMatchObject({ text: "first answer", resumed: true, modelCalls: 0 });
+    expect(h.fake.requests).toHaveLength(1);
+    expect((await h.app.store.loadContext("c1")).events).toHaveLength(2);
+  });
+});

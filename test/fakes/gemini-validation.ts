@@ -1,0 +1,271 @@
+/**
+ * The fake Gemini's request checks. They mirror the real API's 400s (same wording where it is
+ * known) and are deliberately stricter in one place: a call the fake issued must come back with
+ * its own signature in any turn, not only the current one, so persistence bugs surface at once.
+ */
+
+export const SKIP_SIGNATURE = "skip_thought_signature_validator";
+
+export interface IssuedCall {
+  signature: string;
+  model: string;
+  name: string;
+  args: Record<string, unknown>;
+  id?: string;
+}
+
+export interface SignatureBook {
+  bySignature: ReadonlyMap<string, IssuedCall>;
+  callKeys: ReadonlySet<string>;
+}
+
+interface WireCall {
+  name: string;
+  args: unknown;
+  id?: string;
+}
+
+interface WirePart {
+  call?: WireCall;
+  response?: { name: string; id?: string };
+  signature?: string;
+}
+
+interface WireContent {
+  role: "user" | "model";
+  parts: WirePart[];
+}
+
+const DATA_FIELDS = [
+  "text",
+  "inlineData",
+  "fileData",
+  "functionCall",
+  "functionResponse",
+  "executableCode",
+  "codeExecutionResult",
+  "toolCall",
+  "toolResponse",
+] as const;
+
+// Proto JSON accepts both base64 alphabets for bytes fields; the placeholder is valid base64url.
+const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/;
+const FUNCTION_NAME = /^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$/;
+
+const PAIRING_COUNT =
+  "Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn.";
+const RESPONSE_WITHOUT_CALL =
+  "Please ensure that function response turn comes immediately after a function call turn.";
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+const field = (path: string, problem: string): string =>
+  `* GenerateContentRequest.${path}: ${problem}\n`;
+
+function canonical(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(canonical);
+  if (!isRecord(value)) return value;
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((key) => [key, canonical(value[key])]),
+  );
+}
+
+/** Identifies a call by content; key order is ignored because stores (jsonb) may reorder it. */
+export const callKey = (call: { name: string; args?: unknown; id?: string }): string =>
+  JSON.stringify([call.name, canonical(call.args ?? {}), call.id ?? null]);
+
+export const missingSignatureMessage = (name: string, position: number): string =>
+  `Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call \`default_api:${name}\` , position ${position}. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.`;
+
+function parseNamed(value: unknown, path: string): { name: string; id?: string } | string {
+  if (!isRecord(value) || typeof value.name !== "string" || value.name === "") {
+    return field(`${path}.name`, "Name cannot be empty.");
+  }
+  if (value.id !== undefined && typeof value.id !== "string") {
+    return field(`${path}.id`, "Invalid value, expected a string.");
+  }
+  return value.id === undefined ? { name: value.name } : { name: value.name, id: value.id };
+}
+
+function parsePart(raw: unknown, path: string): WirePart | string {
+  if (!isRecord(raw)) return field(path, "Invalid value, expected a Part object.");
+  const present = DATA_FIELDS.filter((key) => raw[key] !== undefined);
+  if (present.length === 0) {
+    return field(`${path}.data`, "required oneof field 'data' must have one initialized field");
+  }
+  if (present.length > 1) {
+    return field(`${path}.data`, `oneof field 'data' is already set. Cannot set '${present[1]}'`);
+  }
+  const part: WirePart = {};
+  const signature = raw.thoughtSignature;
+  if (signature !== undefined) {
+    if (typeof signature !== "string" || !BASE64.test(signature)) {
+      return `Invalid value at '${path}.thought_signature' (TYPE_BYTES), Base64 decoding failed for "${String(signature)}"`;
+    }
+    part.signature = signature;
+  }
+  if (raw.functionCall !== undefined) {
+    const named = parseNamed(raw.functionCall, `${path}.function_call`);
+    if (typeof named === "string") return named;
+    part.call = { ...named, args: isRecord(raw.functionCall) ? raw.functionCall.args : undefined };
+  }
+  if (raw.functionResponse !== undefined) {
+    const named = parseNamed(raw.functionResponse, `${path}.function_response`);
+    if (typeof named === "string") return named;
+    part.response = named;
+  }
+  return part;
+}
+
+function parseContent(raw: unknown, path: string): WireContent | string {
+  if (!isRecord(raw)) return field(path, "Invalid value, expected a Content object.");
+  const role = raw.role ?? "user";
+  if (role !== "user" && role !== "model") return "Please use a valid role: user, model.";
+  if (!Array.isArray(raw.parts) || raw.parts.length === 0) {
+    return field(`${path}.parts`, "contents.parts must not be empty.");
+  }
+  const parts: WirePart[] = [];
+  for (const [index, rawPart] of raw.parts.entries()) {
+    const part = parsePart(rawPart, `${path}.parts[${index}]`);
+    if (typeof part === "string") return part;
+    parts.push(part);
+  }
+  return { role, parts };
+}
+
+function parseContents(raw: unknown): WireContent[] | string {
+  if (!Array.isArray(raw) || raw.length === 0) {
+    return field("contents", "contents is not specified");
+  }
+  const contents: WireContent[] = [];
+  for (const [index, rawContent] of raw.entries()) {
+    const parsed = parseContent(rawContent, `contents[${index}]`);
+    if (typeof parsed === "string") return parsed;
+    contents.push(parsed);
+  }
+  return contents;
+}
+
+function checkTools(tools: unknown): string | undefined {
+  if (tools === undefined) return undefined;
+  if (!Array.isArray(tools)) return field("tools", "Invalid value, expected a list.");
+  const seen = new Set<string>();
+  for (const [toolIndex, tool] of tools.entries()) {
+    const declarations = isRecord(tool) ? (tool.functionDeclarations ?? []) : undefined;
+    if (!Array.isArray(declarations)) {
+      return field(`tools[${toolIndex}]`, "Invalid value, expected a Tool object.");
+    }
+    for (const [index, declaration] of declarations.entries()) {
+      const name = isRecord(declaration) ? declaration.name : undefined;
+      if (typeof name !== "string" || !FUNCTION_NAME.test(name)) {
+        return field(
+          `tools[${toolIndex}].function_declarations[${index}].name`,
+          "Invalid function name. Must start with a letter or an underscore. Must be alphameric (a-z, A-Z, 0-9), underscores (_), dots (.), colons (:), or dashes (-), with a maximum length of 64.",
+        );
+      }
+      if (seen.has(name)) return `Duplicate function declaration found: ${name}`;
+      seen.add(name);
+    }
+  }
+  return undefined;
+}
+
+const isUserMessage = (content: WireContent): boolean =>
+  content.role === "user" && content.parts.some((part) => part.response === undefined);
+
+/** Like the real API: the current turn (after the last real user message) must be signed. */
+function checkSignatures(contents: WireContent[], book: SignatureBook): string | undefined {
+  const turnStart = contents.findLastIndex(isUserMessage) + 1;
+  for (const [index, content] of contents.entries()) {
+    if (content.role !== "model") continue;
+    const withCalls = content.parts.filter((part) => part.call !== undefined);
+    for (const [order, part] of withCalls.entries()) {
+      const mustBeSigned = index >= turnStart && order === 0;
+      const problem = checkSignature(part, index + 1, book, mustBeSigned);
+      if (problem !== undefined) return problem;
+    }
+  }
+  return undefined;
+}
+
+function checkSignature(
+  part: WirePart,
+  position: number,
+  book: SignatureBook,
+  mustBeSigned: boolean,
+): string | undefined {
+  const call = part.call;
+  if (call === undefined || part.signature === SKIP_SIGNATURE) return undefined;
+  if (part.signature === undefined) {
+    const issuedByFake = book.callKeys.has(callKey(call));
+    return mustBeSigned || issuedByFake ? missingSignatureMessage(call.name, position) : undefined;
+  }
+  const issued = book.bySignature.get(part.signature);
+  return issued !== undefined && callKey(issued) === callKey(call)
+    ? undefined
+    : "Corrupted thought signature.";
+}
+
+const sortedNames = (items: { name: string }[]): string =>
+  JSON.stringify(items.map((item) => item.name).sort());
+
+const sortedIds = (items: { id?: string }[]): string =>
+  JSON.stringify(items.map((item) => item.id ?? null).sort());
+
+function checkAnswered(
+  calls: WireCall[],
+  next: WireContent | undefined,
+  index: number,
+): string | undefined {
+  if (next === undefined) {
+    return `${PAIRING_COUNT} The last content (contents[${index}]) is a model turn with ${calls.length} function call(s) and no function responses follow it.`;
+  }
+  const responses = next.parts.flatMap((part) => (part.response ? [part.response] : []));
+  if (next.role !== "user" || responses.length !== calls.length) {
+    return `${PAIRING_COUNT} contents[${index}] has ${calls.length} function call(s), contents[${index + 1}] has ${responses.length} function response(s).`;
+  }
+  if (sortedNames(calls) !== sortedNames(responses)) {
+    return `Function response names ${sortedNames(responses)} in contents[${index + 1}] do not match the function calls ${sortedNames(calls)} in contents[${index}].`;
+  }
+  const callsHaveIds = calls.some((item) => item.id !== undefined);
+  if (callsHaveIds && sortedIds(calls) !== sortedIds(responses)) {
+    return `Function response ids ${sortedIds(responses)} in contents[${index + 1}] do not match the function call ids ${sortedIds(calls)} in contents[${index}].`;
+  }
+  return undefined;
+}
+
+function checkPairing(contents: WireContent[]): string | undefined {
+  for (const [index, content] of contents.entries()) {
+    const calls = content.parts.flatMap((part) => (part.call ? [part.call] : []));
+    const hasResponses = content.parts.some((part) => part.response !== undefined);
+    if (content.role === "user" && calls.length > 0) {
+      return field(`contents[${index}]`, "function_call parts are only allowed in model turns.");
+    }
+    if (content.role === "model" && hasResponses) {
+      return field(`contents[${index}]`, "function_response parts are only allowed in user turns.");
+    }
+    const previous = contents[index - 1];
+    const previousCalls = previous?.parts.some((part) => part.call !== undefined) ?? false;
+    if (hasResponses && !previousCalls) return RESPONSE_WITHOUT_CALL;
+    if (calls.length > 0) {
+      const problem = checkAnswered(calls, contents[index + 1], index);
+      if (problem !== undefined) return problem;
+    }
+  }
+  return undefined;
+}
+
+/** Returns the 400 message the fake answers with, or undefined when the request is valid. */
+export function validateRequest(body: unknown, book: SignatureBook): string | undefined {
+  if (!isRecord(body)) return "Invalid JSON payload received. Expected a JSON object.";
+  const contents = parseContents(body.contents);
+  if (typeof contents === "string") return contents;
+  if (body.systemInstruction !== undefined) {
+    const system = parseContent(body.systemInstruction, "system_instruction");
+    if (typeof system === "string") return system;
+  }
+  return checkTools(body.tools) ?? checkSignatures(contents, book) ?? checkPairing(contents);
+}

@@ -1,0 +1,263 @@
+import { ApiError, type Content, GoogleGenAI, type Part } from "@google/genai";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import {
+  blockedPrompt,
+  call,
+  calls,
+  combine,
+  type FakeGemini,
+  hang,
+  SKIP_SIGNATURE,
+  startFakeGemini,
+  status,
+  text,
+  thought,
+} from "./gemini.js";
+
+const MODEL = "gemini-test";
+const ask = (value: string): Content => ({ role: "user", parts: [{ text: value }] });
+const answer = (name: string, output: unknown, id?: string): Part => ({
+  functionResponse: { name, response: { output }, ...(id ? { id } : {}) },
+});
+
+describe("fake Gemini through the real SDK", () => {
+  let fake: FakeGemini;
+  let ai: GoogleGenAI;
+  const generate = (contents: Content[], model = MODEL) =>
+    ai.models.generateContent({ model, contents });
+  const apiErrorOf = async (promise: Promise<unknown>): Promise<ApiError> => {
+    const error = await promise.then(
+      () => undefined,
+      (reason: unknown) => reason,
+    );
+    if (!(error instanceof ApiError)) throw new Error(`expected an ApiError, got ${String(error)}`);
+    return error;
+  };
+  /** Asks once and returns the model turn the fake answered with. */
+  const modelTurn = async (contents: Content[]): Promise<Content> => {
+    const response = await generate(contents);
+    const content = response.candidates?.[0]?.content;
+    if (!content) throw new Error("the fake answered without content");
+    return content;
+  };
+
+  beforeEach(async () => {
+    fake = await startFakeGemini();
+    ai = new GoogleGenAI({
+      apiKey: "test-key",
+      vertexai: false,
+      httpOptions: { baseUrl: fake.baseUrl },
+    });
+  });
+  afterEach(() => fake.close());
+
+  it("answers scripted text, then the default, and records what was sent", async () => {
+    fake.script(combine(thought("thinking"), text("hi")));
+    const contents = [ask("hello")];
+    const response = await ai.models.generateContent({
+      model: MODEL,
+      contents,
+      config: { systemInstruction: "be brief", tools: [{ functionDeclarations: [{ name: "f" }] }] },
+    });
+    expect(response.text).toBe("hi");
+    expect(response.candidates?.[0]?.content?.parts?.[0]).toEqual({
+      text: "thinking",
+      thought: true,
+    });
+    expect(response.usageMetadata?.promptTokenCount).toBe(
+      Math.ceil(JSON.stringify(contents).length / 4),
+    );
+    expect((await generate(contents)).text).toBe("ok");
+    expect(fake.requests[0]).toMatchObject({
+      model: MODEL,
+      apiKey: "test-key",
+      body: {
+        contents,
+        systemInstruction: { parts: [{ text: "be brief" }] },
+        tools: [{ functionDeclarations: [{ name: "f" }] }],
+      },
+    });
+    expect(fake.rejections).toEqual([]);
+  });
+
+  it("accepts a signed call answered by its response", async () => {
+    fake.script(call("get_time", { tz: "UTC" }), text("It is noon"));
+    const history = [ask("time?")];
+    const turn = await modelTurn(history);
+    const signature = turn.parts?.[0]?.thoughtSignature;
+    expect(signature).toMatch(/^[A-Za-z0-9+/]{20,}={0,2}$/);
+    expect(fake.issued).toMatchObject([{ name: "get_time", args: { tz: "UTC" }, signature }]);
+    const next = await generate([
+      ...history,
+      turn,
+      { role: "user", parts: [answer("get_time", "12:00")] },
+    ]);
+    expect(next.text).toBe("It is noon");
+    expect(fake.rejections).toEqual([]);
+  });
+
+  it("signs every parallel call and wants exactly one response per call, ids matching", async () => {
+    fake.script(
+      calls([
+        { name: "a", id: "1" },
+        { name: "b", id: "2" },
+      ]),
+    );
+    const history = [ask("both")];
+    const turn = await modelTurn(history);
+    expect(turn.parts?.every((part) => typeof part.thoughtSignature === "string")).toBe(true);
+
+    const one = await apiErrorOf(
+      generate([...history, turn, { role: "user", parts: [answer("a", 1, "1")] }]),
+    );
+    expect(one.status).toBe(400);
+    expect(fake.lastError?.message).toContain("number of function response parts is equal");
+
+    const wrongIds = [answer("a", 1, "1"), answer("b", 2, "9")];
+    await apiErrorOf(generate([...history, turn, { role: "user", parts: wrongIds }]));
+    expect(fake.lastError?.message).toContain("ids");
+
+    const right = [answer("b", 2, "2"), answer("a", 1, "1")];
+    expect((await generate([...history, turn, { role: "user", parts: right }])).text).toBe("ok");
+  });
+
+  it("refuses a call that lost its signature, with the real message", async () => {
+    fake.script(call("get_time"));
+    const history = [ask("time?")];
+    const turn = await modelTurn(history);
+    const stripped = { role: "model", parts: [{ functionCall: { name: "get_time", args: {} } }] };
+    const error = await apiErrorOf(
+      generate([...history, stripped, { role: "user", parts: [answer("get_time", "noon")] }]),
+    );
+    expect(error.status).toBe(400);
+    expect(JSON.parse(error.message)).toMatchObject({
+      error: { code: 400, status: "INVALID_ARGUMENT" },
+    });
+    expect(fake.lastError?.message).toMatch(/^Function call is missing a thought_signature/);
+    expect(fake.requests.at(-1)?.rejection).toBe(fake.lastError?.message);
+    expect(turn.parts?.[0]?.thoughtSignature).toBeDefined();
+  });
+
+  it("wants its own calls signed in older turns too, unlike hand-written unsigned ones", async () => {
+    fake.script(call("get_time"));
+    await modelTurn([ask("time?")]);
+    const olderTurn = (args: Record<string, unknown>): Content[] => [
+      ask("time?"),
+      { role: "model", parts: [{ functionCall: { name: "get_time", args } }] },
+      { role: "user", parts: [answer("get_time", "noon")] },
+      { role: "model", parts: [{ text: "noon" }] },
+      ask("thanks"),
+    ];
+    await apiErrorOf(generate(olderTurn({})));
+    expect(fake.lastError?.message).toContain("missing a thought_signature");
+    expect((await generate(olderTurn({ tz: "UTC" }))).text).toBe("ok");
+    expect(fake.rejections).toHaveLength(1);
+  });
+
+  it("refuses an unknown signature as corrupted but accepts the documented placeholder", async () => {
+    const withSignature = (thoughtSignature: string): Content[] => [
+      ask("time?"),
+      {
+        role: "model",
+        parts: [{ functionCall: { name: "get_time", args: {} }, thoughtSignature }],
+      },
+      { role: "user", parts: [answer("get_time", "noon")] },
+    ];
+    await apiErrorOf(generate(withSignature("Zm9yZWlnbg==")));
+    expect(fake.lastError?.message).toBe("Corrupted thought signature.");
+    expect((await generate(withSignature(SKIP_SIGNATURE))).text).toBe("ok");
+    expect(fake.rejections).toHaveLength(1);
+  });
+
+  it("refuses a signature moved onto a different call", async () => {
+    fake.script(call("get_time", { tz: "UTC" }));
+    const turn = await modelTurn([ask("time?")]);
+    const signature = turn.parts?.[0]?.thoughtSignature;
+    const moved = {
+      functionCall: { name: "get_time", args: { tz: "CET" } },
+      thoughtSignature: signature,
+    };
+    await apiErrorOf(
+      generate([
+        ask("time?"),
+        { role: "model", parts: [moved] },
+        { role: "user", parts: [answer("get_time", 1)] },
+      ]),
+    );
+    expect(fake.lastError?.message).toBe("Corrupted thought signature.");
+  });
+
+  it("refuses calls left unanswered and responses without a call", async () => {
+    fake.script(call("get_time"));
+    const history = [ask("time?")];
+    const turn = await modelTurn(history);
+    await apiErrorOf(generate([...history, turn]));
+    expect(fake.lastError?.message).toContain("no function responses follow it");
+    await apiErrorOf(generate([...history, turn, ask("never mind")]));
+    expect(fake.lastError?.message).toContain("has 0 function response(s)");
+    await apiErrorOf(generate([...history, { role: "user", parts: [answer("get_time", 1)] }]));
+    expect(fake.lastError?.message).toContain("function response turn comes immediately after");
+    expect(fake.rejections).toHaveLength(3);
+  });
+
+  it("refuses parts without data and empty contents, in the real error shape", async () => {
+    await apiErrorOf(generate([{ role: "user", parts: [{ thought: true }] }]));
+    expect(fake.lastError?.message).toContain("required oneof field 'data'");
+    const raw = await fetch(`${fake.baseUrl}/v1beta/models/${MODEL}:generateContent`, {
+      method: "POST",
+      headers: { "x-goog-api-key": "k", "content-type": "application/json" },
+      body: JSON.stringify({ contents: [] }),
+    });
+    expect(raw.status).toBe(400);
+    expect(await raw.json()).toEqual({
+      error: {
+        code: 400,
+        message: "* GenerateContentRequest.contents: contents is not specified\n",
+        status: "INVALID_ARGUMENT",
+      },
+    });
+  });
+
+  it("routes steps by model and lets a function step answer from the request", async () => {
+    fake.scriptFor("summary-model", (request) =>
+      text(`summary of ${request.body.contents.length} contents`),
+    );
+    fake.script(text("chat"));
+    expect((await generate([ask("a")])).text).toBe("chat");
+    expect((await generate([ask("a"), ask("b")], "summary-model")).text).toBe(
+      "summary of 2 contents",
+    );
+    expect(fake.pendingSteps()).toBe(0);
+  });
+
+  it("serves scripted errors with retry hints, blocked prompts and usage overrides", async () => {
+    fake.script(status(429, "quota", { retryDelay: "2s" }), blockedPrompt(), {
+      ...text("counted"),
+      usage: { promptTokenCount: 7, candidatesTokenCount: 3 },
+    });
+    const error = await apiErrorOf(generate([ask("a")]));
+    expect(error.status).toBe(429);
+    expect(JSON.parse(error.message)).toMatchObject({
+      error: { status: "RESOURCE_EXHAUSTED", details: [{ retryDelay: "2s" }] },
+    });
+    const blocked = await generate([ask("a")]);
+    expect(blocked.candidates).toBeUndefined();
+    expect(blocked.promptFeedback?.blockReason).toBe("SAFETY");
+    const counted = await generate([ask("a")]);
+    expect(counted.usageMetadata).toMatchObject({ promptTokenCount: 7, totalTokenCount: 10 });
+    expect(fake.rejections).toEqual([]);
+  });
+
+  it("holds a hang step until the client gives up", async () => {
+    fake.script(hang());
+    const impatient = new GoogleGenAI({
+      apiKey: "k",
+      vertexai: false,
+      httpOptions: { baseUrl: fake.baseUrl, timeout: 50 },
+    });
+    await expect(
+      impatient.models.generateContent({ model: MODEL, contents: [ask("a")] }),
+    ).rejects.toThrow(/abort/i);
+    expect(fake.requests).toHaveLength(1);
+  });
+});

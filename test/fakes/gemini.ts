@@ -1,0 +1,250 @@
+/**
+ * A strict fake of the Gemini REST API (`POST /v1/models/{model}:generateContent`), for
+ * tests that drive the real @google/genai SDK with `httpOptions.baseUrl = fake.baseUrl`.
+ *
+ * Answers come from scripted steps (see gemini-steps.ts): per-model queues first, then the
+ * shared queue, then the default responder (text "ok"). Every request is validated first, like
+ * the real API, and refused with a 400 in the real error shape; refusals do not consume a step
+ * and are recorded in `rejections`, so a test can assert the code under test sent only valid
+ * requests with `expect(fake.rejections).toEqual([])`.
+ */
+import { randomBytes } from "node:crypto";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { setTimeout as delay } from "node:timers/promises";
+import type { Part } from "@google/genai";
+import {
+  type ErrorStep,
+  type GenerateBody,
+  type RecordedRequest,
+  type ReplyStep,
+  type StaticStep,
+  type Step,
+  text,
+} from "./gemini-steps.js";
+import { callKey, type IssuedCall, validateRequest } from "./gemini-validation.js";
+
+export * from "./gemini-steps.js";
+export { type IssuedCall, SKIP_SIGNATURE } from "./gemini-validation.js";
+
+export interface Rejection {
+  status: number;
+  message: string;
+  request?: RecordedRequest;
+}
+
+export interface FakeGemini {
+  readonly baseUrl: string;
+  /** Every generateContent request whose body parsed as JSON, refused ones included. */
+  readonly requests: RecordedRequest[];
+  /** Requests the fake's validation refused (not scripted errors). */
+  readonly rejections: Rejection[];
+  readonly lastError: Rejection | undefined;
+  /** Function calls the fake answered with, and the signature each one carried. */
+  readonly issued: IssuedCall[];
+  script(...steps: Step[]): void;
+  /** Steps only requests for this model (id without `models/`) consume, before the shared queue. */
+  scriptFor(model: string, ...steps: Step[]): void;
+  /** Answer used when no scripted step is left. */
+  setDefault(step: Step): void;
+  /** Scripted steps not consumed yet, over all queues. */
+  pendingSteps(): number;
+  close(): Promise<void>;
+}
+
+export interface FakeGeminiOptions {
+  /** When set, any other key is refused the way Gemini refuses a bad key. */
+  apiKey?: string;
+}
+
+const STATUS_NAMES: Record<number, string> = {
+  400: "INVALID_ARGUMENT",
+  401: "UNAUTHENTICATED",
+  403: "PERMISSION_DENIED",
+  404: "NOT_FOUND",
+  408: "DEADLINE_EXCEEDED",
+  429: "RESOURCE_EXHAUSTED",
+  500: "INTERNAL",
+  502: "UNAVAILABLE",
+  503: "UNAVAILABLE",
+  504: "DEADLINE_EXCEEDED",
+};
+
+// SDK 3.x defaults to v1; v1beta/v1alpha are what `apiVersion` overrides select.
+const GENERATE_PATH = /^\/(v1|v1beta|v1alpha)\/models\/([^/]+):generateContent$/;
+
+const estimateTokens = (value: unknown): number => Math.ceil(JSON.stringify(value).length / 4);
+
+const randomSignature = (): string => randomBytes(48).toString("base64");
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  if (res.destroyed) return;
+  res.writeHead(status, { "content-type": "application/json; charset=UTF-8" });
+  res.end(JSON.stringify(body));
+}
+
+function sendError(res: ServerResponse, step: Omit<ErrorStep, "kind">): void {
+  const details = step.retryDelay
+    ? [{ "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay: step.retryDelay }]
+    : undefined;
+  const status = STATUS_NAMES[step.status] ?? "UNKNOWN";
+  sendJson(res, step.status, {
+    error: { code: step.status, message: step.message, status, ...(details ? { details } : {}) },
+  });
+}
+
+async function readJson(req: IncomingMessage): Promise<{ json: unknown } | undefined> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(Buffer.from(chunk));
+  try {
+    return { json: JSON.parse(Buffer.concat(chunks).toString("utf8")) };
+  } catch {
+    return undefined;
+  }
+}
+
+function keyProblem(
+  given: string | undefined,
+  expected: string | undefined,
+): { status: number; message: string } | undefined {
+  if (given === undefined || given === "") {
+    return {
+      status: 403,
+      message:
+        "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.",
+    };
+  }
+  if (expected !== undefined && given !== expected) {
+    return { status: 400, message: "API key not valid. Please pass a valid API key." };
+  }
+  return undefined;
+}
+
+export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<FakeGemini> {
+  const requests: RecordedRequest[] = [];
+  const rejections: Rejection[] = [];
+  const issued: IssuedCall[] = [];
+  const bySignature = new Map<string, IssuedCall>();
+  const callKeys = new Set<string>();
+  const shared: Step[] = [];
+  const perModel = new Map<string, Step[]>();
+  let fallback: Step = text("ok");
+
+  const nextStep = (model: string): Step =>
+    perModel.get(model)?.shift() ?? shared.shift() ?? fallback;
+
+  const signPart = (part: Part, model: string): Part => {
+    const call = part.functionCall;
+    if (call === undefined) return part;
+    const signature = part.thoughtSignature ?? randomSignature();
+    const record: IssuedCall = { signature, model, name: call.name ?? "", args: call.args ?? {} };
+    if (call.id !== undefined) record.id = call.id;
+    issued.push(record);
+    bySignature.set(signature, record);
+    callKeys.add(callKey(record));
+    return { ...part, thoughtSignature: signature };
+  };
+
+  const buildReply = (step: ReplyStep, request: RecordedRequest) => {
+    const parts = step.parts.map((part) => signPart(part, request.model));
+    const promptTokenCount = step.usage?.promptTokenCount ?? estimateTokens(request.body.contents);
+    const blocked = step.promptBlockReason !== undefined;
+    const candidatesTokenCount =
+      step.usage?.candidatesTokenCount ?? (blocked ? 0 : estimateTokens(parts));
+    const thoughtsTokenCount = step.usage?.thoughtsTokenCount;
+    const usageMetadata = {
+      promptTokenCount,
+      candidatesTokenCount,
+      ...(thoughtsTokenCount === undefined ? {} : { thoughtsTokenCount }),
+      totalTokenCount:
+        step.usage?.totalTokenCount ??
+        promptTokenCount + candidatesTokenCount + (thoughtsTokenCount ?? 0),
+    };
+    const meta = { usageMetadata, modelVersion: request.model, responseId: randomSignature() };
+    if (blocked) return { promptFeedback: { blockReason: step.promptBlockReason }, ...meta };
+    const candidate = {
+      ...(parts.length > 0 ? { content: { role: "model", parts } } : {}),
+      finishReason: step.finishReason ?? "STOP",
+      index: 0,
+    };
+    return { candidates: [candidate], ...meta };
+  };
+
+  const answer = async (res: ServerResponse, step: StaticStep, request: RecordedRequest) => {
+    if (step.kind === "hang") return;
+    if (step.delayMs !== undefined) await delay(step.delayMs);
+    if (step.kind === "error") sendError(res, step);
+    else sendJson(res, 200, buildReply(step, request));
+  };
+
+  const refuse = (res: ServerResponse, rejection: Rejection): void => {
+    rejections.push(rejection);
+    if (rejection.request) rejection.request.rejection = rejection.message;
+    sendError(res, rejection);
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const path = new URL(req.url ?? "/", "http://fake").pathname;
+    const match = req.method === "POST" ? GENERATE_PATH.exec(path) : null;
+    if (!match?.[1] || !match[2]) {
+      const message = `The fake Gemini serves only POST /{v1,v1beta,v1alpha}/models/{model}:generateContent, not ${req.method} ${path}.`;
+      return refuse(res, { status: 404, message });
+    }
+    const parsed = await readJson(req);
+    if (parsed === undefined)
+      return refuse(res, { status: 400, message: "Invalid JSON payload received." });
+    const apiKey = req.headers["x-goog-api-key"];
+    const request: RecordedRequest = {
+      apiVersion: match[1],
+      model: decodeURIComponent(match[2]),
+      // Recorded as sent; validateRequest decides whether it is well formed.
+      body: (typeof parsed.json === "object" && parsed.json !== null
+        ? parsed.json
+        : { contents: [] }) as GenerateBody,
+      apiKey: typeof apiKey === "string" ? apiKey : undefined,
+      at: Date.now(),
+    };
+    requests.push(request);
+    const problem =
+      keyProblem(request.apiKey, options.apiKey) ??
+      validateRequest(parsed.json, { bySignature, callKeys });
+    if (typeof problem === "string") return refuse(res, { status: 400, message: problem, request });
+    if (problem !== undefined) return refuse(res, { ...problem, request });
+    const step = nextStep(request.model);
+    await answer(res, typeof step === "function" ? await step(request) : step, request);
+  };
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      sendError(res, { status: 500, message: `The fake Gemini failed: ${String(error)}` });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    requests,
+    rejections,
+    get lastError() {
+      return rejections.at(-1);
+    },
+    issued,
+    script: (...steps) => {
+      shared.push(...steps);
+    },
+    scriptFor: (model, ...steps) => {
+      perModel.set(model, [...(perModel.get(model) ?? []), ...steps]);
+    },
+    setDefault: (step) => {
+      fallback = step;
+    },
+    pendingSteps: () =>
+      [...perModel.values()].reduce((sum, queue) => sum + queue.length, shared.length),
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((error) => (error ? reject(error) : resolve()));
+        server.closeAllConnections();
+      }),
+  };
+}
