@@ -1,0 +1,112 @@
+import { appendFile, mkdir, readdir, readFile } from "node:fs/promises";
+import path from "node:path";
+
+/**
+ * Per-chat memory files: MEMORY_DIR/<chat_id>/dd-mm-yyyy.md, one file per local day.
+ *
+ * Entry format: `[HH:MM]: <text>` followed by a blank line. Paragraphs inside the text stay on
+ * their own lines, but blank lines inside it are removed, so every entry is one contiguous block
+ * and the blank line alone separates entries. Files are only ever appended to.
+ */
+
+export const MEMORY_DATE_PATTERN = /^(\d{2})-(\d{2})-(\d{4})$/;
+
+// Telegram chat ids are integers (negative for groups); the terminal chat is "local". Anything
+// without dots or separators cannot climb out of MEMORY_DIR.
+const CHAT_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+
+function pad2(n: number): string {
+  return String(n).padStart(2, "0");
+}
+
+export function memoryDate(at: Date): string {
+  return `${pad2(at.getDate())}-${pad2(at.getMonth() + 1)}-${at.getFullYear()}`;
+}
+
+function memoryTime(at: Date): string {
+  return `${pad2(at.getHours())}:${pad2(at.getMinutes())}`;
+}
+
+function chatMemoryDir(memoryDir: string, chatId: string): string {
+  if (!CHAT_ID_PATTERN.test(chatId)) {
+    throw new Error(
+      `invalid chat id ${JSON.stringify(chatId)} for a memory folder: expected a Telegram chat id ` +
+        `(an integer) or a name of letters, digits, "_" and "-" such as "local"`,
+    );
+  }
+  return path.join(memoryDir, chatId);
+}
+
+function assertMemoryDate(date: string): void {
+  if (!MEMORY_DATE_PATTERN.test(date)) {
+    throw new Error(`invalid memory date ${JSON.stringify(date)}: use dd-mm-yyyy, e.g. 05-03-2025`);
+  }
+}
+
+function formatEntry(at: Date, text: string): string {
+  const block = text
+    .replace(/\r\n?/g, "\n")
+    .trim()
+    .split("\n")
+    .map((line) => line.trimEnd())
+    .filter((line) => line !== "")
+    .join("\n");
+  if (block === "") {
+    throw new Error("memory text is empty: there is nothing to append");
+  }
+  return `[${memoryTime(at)}]: ${block}\n\n`;
+}
+
+export async function appendMemory(options: {
+  memoryDir: string;
+  chatId: string;
+  at: Date;
+  text: string;
+}): Promise<string> {
+  const dir = chatMemoryDir(options.memoryDir, options.chatId);
+  const entry = formatEntry(options.at, options.text);
+  await mkdir(dir, { recursive: true });
+  const file = path.join(dir, `${memoryDate(options.at)}.md`);
+  await appendFile(file, entry, "utf8");
+  return file;
+}
+
+function sortKey(date: string): string {
+  const [, dd, mm, yyyy] = MEMORY_DATE_PATTERN.exec(date) ?? [];
+  return `${yyyy}${mm}${dd}`;
+}
+
+function isNotFound(error: unknown): boolean {
+  return error instanceof Error && "code" in error && error.code === "ENOENT";
+}
+
+/** Dates (dd-mm-yyyy) that have a memory file for this chat, oldest first. */
+export async function listMemoryDates(memoryDir: string, chatId: string): Promise<string[]> {
+  let names: string[];
+  try {
+    names = await readdir(chatMemoryDir(memoryDir, chatId));
+  } catch (error) {
+    if (isNotFound(error)) return [];
+    throw error;
+  }
+  return names
+    .filter((name) => name.endsWith(".md"))
+    .map((name) => name.slice(0, -".md".length))
+    .filter((date) => MEMORY_DATE_PATTERN.test(date))
+    .sort((a, b) => sortKey(a).localeCompare(sortKey(b)));
+}
+
+/** The memory file's content for that date, or null when there is none. */
+export async function readMemory(
+  memoryDir: string,
+  chatId: string,
+  date: string,
+): Promise<string | null> {
+  assertMemoryDate(date);
+  try {
+    return await readFile(path.join(chatMemoryDir(memoryDir, chatId), `${date}.md`), "utf8");
+  } catch (error) {
+    if (isNotFound(error)) return null;
+    throw error;
+  }
+}

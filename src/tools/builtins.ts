@@ -1,0 +1,31 @@
+import { createGetCurrentTimeTool } from "./get-current-time.js";
+import { createListFilesTool } from "./list-files.js";
+import { createReadFileTool } from "./read-file.js";
+import { createReadMemoryTool } from "./read-memory.js";
+import type { Tool } from "./registry.js";
+import { createRunCommandTool } from "./run-command.js";
+import { createSearchHistoryTool, type SearchHistory } from "./search-history.js";
+import { createWriteFileTool } from "./write-file.js";
+
+export interface BuiltinToolDeps {
+  workspaceDir: string;
+  memoryDir: string;
+  /** ENABLE_SHELL_TOOL: without it the model never learns run_command exists. */
+  enableShell: boolean;
+  search: SearchHistory;
+  now?: () => Date;
+}
+
+export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
+  const { workspaceDir } = deps;
+  const tools: Tool[] = [
+    createGetCurrentTimeTool({ now: deps.now ?? (() => new Date()) }),
+    createListFilesTool({ workspaceDir }),
+    createReadFileTool({ workspaceDir }),
+    createWriteFileTool({ workspaceDir }),
+    createReadMemoryTool({ memoryDir: deps.memoryDir }),
+    createSearchHistoryTool({ search: deps.search }),
+  ];
+  if (deps.enableShell) tools.push(createRunCommandTool({ workspaceDir }));
+  return tools;
+}

@@ -1,0 +1,71 @@
+import { z } from "zod";
+import { listMemoryDates, MEMORY_DATE_PATTERN, readMemory } from "../session/memory-files.js";
+import { defineTool } from "./registry.js";
+
+export const READ_MEMORY_MAX_CHARS = 64 * 1024;
+
+const schema = z.object({
+  date: z
+    .string()
+    .regex(MEMORY_DATE_PATTERN, "expected a date written dd-mm-yyyy, e.g. 05-03-2025")
+    .optional()
+    .describe("Day to read, written dd-mm-yyyy; omit it for the most recent memories"),
+});
+
+interface MemoryFile {
+  date: string;
+  content: string;
+}
+
+/** The end of a file is its newest part, so that is what survives clipping. */
+function keepEnd(content: string, maxChars: number): string {
+  return content.length <= maxChars ? content : content.slice(content.length - maxChars);
+}
+
+async function readRecent(
+  memoryDir: string,
+  chatId: string,
+  datesNewestFirst: string[],
+  maxChars: number,
+): Promise<{ files: MemoryFile[]; truncated: boolean }> {
+  const files: MemoryFile[] = [];
+  let room = maxChars;
+  for (const date of datesNewestFirst) {
+    const content = (await readMemory(memoryDir, chatId, date)) ?? "";
+    if (content.length > room) {
+      if (room > 0) files.push({ date, content: keepEnd(content, room) });
+      return { files, truncated: true };
+    }
+    files.push({ date, content });
+    room -= content.length;
+  }
+  return { files, truncated: false };
+}
+
+export function createReadMemoryTool(deps: { memoryDir: string; maxChars?: number }) {
+  const maxChars = deps.maxChars ?? READ_MEMORY_MAX_CHARS;
+  return defineTool({
+    name: "read_memory",
+    description:
+      "Reads this chat's memory: summaries of earlier conversation, one file per day. With a " +
+      "date (dd-mm-yyyy) reads that day; without, lists the days and returns the most recent " +
+      `memories, newest first, up to ${maxChars} characters.`,
+    schema,
+    async run(args, ctx) {
+      const dates = (await listMemoryDates(deps.memoryDir, ctx.chatId)).reverse();
+      if (args.date !== undefined) {
+        const content = await readMemory(deps.memoryDir, ctx.chatId, args.date);
+        if (content === null) {
+          const available = dates.length > 0 ? dates.join(", ") : "none yet";
+          throw new Error(`no memory for ${args.date}; days with memory: ${available}`);
+        }
+        const clipped = keepEnd(content, maxChars);
+        return { date: args.date, content: clipped, truncated: content.length > maxChars };
+      }
+      if (dates.length === 0) {
+        return { dates, files: [], note: "There is no memory for this chat yet." };
+      }
+      return { dates, ...(await readRecent(deps.memoryDir, ctx.chatId, dates, maxChars)) };
+    },
+  });
+}

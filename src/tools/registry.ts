@@ -1,0 +1,186 @@
+import type { FunctionDeclaration } from "@google/genai";
+import { z } from "zod";
+
+export interface ToolContext {
+  chatId: string;
+  signal?: AbortSignal;
+}
+
+export interface Tool<S extends z.ZodType = z.ZodType> {
+  name: string;
+  description: string;
+  /** A z.object: the model always calls a function with named arguments. */
+  schema: S;
+  run(args: z.infer<S>, ctx: ToolContext): Promise<unknown>;
+}
+
+export type ToolOutcome =
+  | { ok: true; response: { output: unknown } }
+  | { ok: false; response: { error: string } };
+
+export interface ToolRegistry {
+  declarations(): FunctionDeclaration[];
+  readonly names: readonly string[];
+  has(name: string): boolean;
+  /** Never throws: every failure becomes an `{ error }` response the model can read. */
+  execute(name: string, args: unknown, ctx: ToolContext): Promise<ToolOutcome>;
+}
+
+export function defineTool<S extends z.ZodType>(tool: Tool<S>): Tool<S> {
+  return tool;
+}
+
+// The API rejects other names with a 400 for the whole request (64 characters at most).
+const TOOL_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$/;
+
+// The JSON Schema keywords Gemini documents for parametersJsonSchema. Others (e.g. "$schema",
+// "exclusiveMinimum", "pattern") are stripped: the API may reject or silently misread them, and
+// zod still enforces the full schema when the call arrives.
+const GEMINI_SCHEMA_KEYS = new Set([
+  "$id",
+  "$defs",
+  "$ref",
+  "$anchor",
+  "type",
+  "format",
+  "title",
+  "description",
+  "enum",
+  "items",
+  "prefixItems",
+  "minItems",
+  "maxItems",
+  "minimum",
+  "maximum",
+  "anyOf",
+  "oneOf",
+  "properties",
+  "additionalProperties",
+  "required",
+  "propertyOrdering",
+]);
+const SCHEMA_MAP_KEYS = new Set(["properties", "$defs"]);
+const SCHEMA_LIST_KEYS = new Set(["prefixItems", "anyOf", "oneOf"]);
+const SCHEMA_VALUE_KEYS = new Set(["items", "additionalProperties"]);
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function mapValues(
+  record: Record<string, unknown>,
+  fn: (value: unknown) => unknown,
+): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(record).map(([key, value]) => [key, fn(value)]));
+}
+
+function toGeminiSchema(schema: unknown): unknown {
+  if (!isRecord(schema)) return schema;
+  const result: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(schema)) {
+    if (!GEMINI_SCHEMA_KEYS.has(key)) continue;
+    if (SCHEMA_MAP_KEYS.has(key) && isRecord(value)) {
+      result[key] = mapValues(value, toGeminiSchema);
+    } else if (SCHEMA_LIST_KEYS.has(key) && Array.isArray(value)) {
+      result[key] = value.map(toGeminiSchema);
+    } else if (SCHEMA_VALUE_KEYS.has(key)) {
+      result[key] = toGeminiSchema(value);
+    } else {
+      result[key] = value;
+    }
+  }
+  return result;
+}
+
+function declare(tool: Tool): FunctionDeclaration {
+  // "input" describes what the model must send: fields with defaults stay optional.
+  const schema = toGeminiSchema(z.toJSONSchema(tool.schema, { io: "input" }));
+  if (!isRecord(schema) || schema.type !== "object") {
+    throw new Error(`tool "${tool.name}" must take a z.object schema of named arguments`);
+  }
+  const hasParameters = isRecord(schema.properties) && Object.keys(schema.properties).length > 0;
+  // Gemini rejects an object schema without properties; a tool without arguments omits it.
+  return hasParameters
+    ? { name: tool.name, description: tool.description, parametersJsonSchema: schema }
+    : { name: tool.name, description: tool.description };
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  const field = issue.path.length > 0 ? issue.path.map(String).join(".") : "arguments";
+  return `${field}: ${issue.message}`;
+}
+
+function errorMessage(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  if (typeof error === "string") return error;
+  return `tool failed: ${JSON.stringify(toJsonValue(error))}`;
+}
+
+/** Turns a tool's output into plain JSON so it survives storage and the API request. */
+function toJsonValue(value: unknown, ancestors: readonly object[] = []): unknown {
+  if (value === null || typeof value === "string" || typeof value === "boolean") return value;
+  if (typeof value === "number") return Number.isFinite(value) ? value : String(value);
+  if (typeof value === "bigint") return value.toString();
+  if (typeof value !== "object") return value === undefined ? null : String(value);
+  if (ancestors.includes(value)) return "[Circular]";
+  const inner = [...ancestors, value];
+  if ("toJSON" in value && typeof value.toJSON === "function") {
+    return toJsonValue(value.toJSON(), inner);
+  }
+  if (value instanceof Error) return value.message;
+  if (Array.isArray(value)) return value.map((item) => toJsonValue(item, inner));
+  if (value instanceof Map) return toJsonValue(Object.fromEntries(value), inner);
+  if (value instanceof Set) return toJsonValue([...value], inner);
+  const result: Record<string, unknown> = {};
+  for (const [key, item] of Object.entries(value)) {
+    if (item === undefined || typeof item === "function" || typeof item === "symbol") continue;
+    result[key] = toJsonValue(item, inner);
+  }
+  return result;
+}
+
+function failure(error: string): ToolOutcome {
+  return { ok: false, response: { error } };
+}
+
+export function createToolRegistry(tools: Tool[]): ToolRegistry {
+  const byName = new Map<string, Tool>();
+  for (const tool of tools) {
+    if (!TOOL_NAME_PATTERN.test(tool.name)) {
+      throw new Error(
+        `invalid tool name "${tool.name}": start with a letter or "_", then use letters, ` +
+          'digits, "_", ".", ":" or "-", 64 characters at most',
+      );
+    }
+    if (byName.has(tool.name)) throw new Error(`tool "${tool.name}" is registered twice`);
+    byName.set(tool.name, tool);
+  }
+  const names = [...byName.keys()];
+  const declarations = tools.map(declare);
+
+  async function execute(name: string, args: unknown, ctx: ToolContext): Promise<ToolOutcome> {
+    const tool = byName.get(name);
+    if (!tool) {
+      return failure(`unknown tool "${name}"; available: ${names.join(", ")}`);
+    }
+    try {
+      // Gemini omits args for a call without parameters.
+      const parsed = tool.schema.safeParse(args ?? {});
+      if (!parsed.success) {
+        const issues = parsed.error.issues.map(describeIssue).join("; ");
+        return failure(`invalid arguments for ${name}: ${issues}`);
+      }
+      const output = await tool.run(parsed.data, ctx);
+      return { ok: true, response: { output: toJsonValue(output) } };
+    } catch (error) {
+      return failure(errorMessage(error));
+    }
+  }
+
+  return {
+    declarations: () => structuredClone(declarations),
+    names,
+    has: (name) => byName.has(name),
+    execute,
+  };
+}

@@ -1,0 +1,98 @@
+import { readdir, readFile, stat } from "node:fs/promises";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import {
+  appendMemory,
+  listMemoryDates,
+  memoryDate,
+  readMemory,
+} from "../../src/session/memory-files.js";
+import { useTempDir } from "../tools/temp-dir.js";
+
+// Local-time constructors keep the expectations independent of the machine's time zone.
+const at = (day: number, hours: number, minutes: number) => new Date(2025, 2, day, hours, minutes);
+
+describe("memory files", () => {
+  const memoryDir = useTempDir("memory");
+
+  it("formats dates as dd-mm-yyyy in local time", () => {
+    expect(memoryDate(new Date(2025, 0, 7, 23, 59))).toBe("07-01-2025");
+    expect(memoryDate(new Date(1999, 11, 31, 0, 0))).toBe("31-12-1999");
+  });
+
+  it("appends [HH:MM]: text to <chat>/<dd-mm-yyyy>.md and returns the path", async () => {
+    const file = await appendMemory({
+      memoryDir: memoryDir(),
+      chatId: "-1001234",
+      at: at(5, 9, 3),
+      text: "talked about the trip",
+    });
+    expect(file).toBe(path.join(memoryDir(), "-1001234", "05-03-2025.md"));
+    expect(await readFile(file, "utf8")).toBe("[09:03]: talked about the trip\n\n");
+  });
+
+  it("is append-only: a second entry keeps the first", async () => {
+    const dir = memoryDir();
+    await appendMemory({ memoryDir: dir, chatId: "42", at: at(5, 9, 3), text: "first" });
+    await appendMemory({ memoryDir: dir, chatId: "42", at: at(5, 18, 45), text: "second" });
+    expect(await readMemory(dir, "42", "05-03-2025")).toBe("[09:03]: first\n\n[18:45]: second\n\n");
+  });
+
+  it("keeps paragraphs of one entry on their own lines but in one block", async () => {
+    const dir = memoryDir();
+    const text = "  Summary:\r\n\r\n- bought milk  \n\n\n- fixed the bike\n";
+    await appendMemory({ memoryDir: dir, chatId: "local", at: at(5, 7, 0), text });
+    expect(await readMemory(dir, "local", "05-03-2025")).toBe(
+      "[07:00]: Summary:\n- bought milk\n- fixed the bike\n\n",
+    );
+  });
+
+  it("refuses empty text instead of writing an empty entry", async () => {
+    const dir = memoryDir();
+    await expect(
+      appendMemory({ memoryDir: dir, chatId: "1", at: at(5, 7, 0), text: " \n\n " }),
+    ).rejects.toThrow(/empty/);
+    expect(await readdir(dir)).toEqual([]);
+  });
+
+  it("keeps one folder per chat", async () => {
+    const dir = memoryDir();
+    await appendMemory({ memoryDir: dir, chatId: "1", at: at(5, 7, 0), text: "one" });
+    await appendMemory({ memoryDir: dir, chatId: "2", at: at(5, 7, 0), text: "two" });
+    expect((await readdir(dir)).sort()).toEqual(["1", "2"]);
+    expect(await readMemory(dir, "1", "05-03-2025")).toBe("[07:00]: one\n\n");
+    expect(await readMemory(dir, "2", "05-03-2025")).toBe("[07:00]: two\n\n");
+  });
+
+  it.each(["../x", "..", "a/b", "a\\b", ".", "", "x".repeat(65), "1.5"])(
+    "rejects the chat id %j so nothing lands outside MEMORY_DIR",
+    async (chatId) => {
+      const dir = memoryDir();
+      await expect(
+        appendMemory({ memoryDir: dir, chatId, at: at(5, 7, 0), text: "x" }),
+      ).rejects.toThrow(/invalid chat id/);
+      await expect(listMemoryDates(dir, chatId)).rejects.toThrow(/invalid chat id/);
+      expect(await readdir(dir)).toEqual([]);
+      await expect(stat(path.join(dir, "..", "x"))).rejects.toThrow();
+    },
+  );
+
+  it("lists dates oldest first, across months and years, ignoring other files", async () => {
+    const dir = memoryDir();
+    for (const day of [new Date(2025, 0, 2), new Date(2024, 11, 31), new Date(2025, 0, 1)]) {
+      await appendMemory({ memoryDir: dir, chatId: "7", at: day, text: "x" });
+    }
+    await appendMemory({ memoryDir: dir, chatId: "8", at: new Date(2026, 0, 1), text: "x" });
+    expect(await listMemoryDates(dir, "7")).toEqual(["31-12-2024", "01-01-2025", "02-01-2025"]);
+  });
+
+  it("returns no dates and null content for a chat without memory", async () => {
+    expect(await listMemoryDates(memoryDir(), "9")).toEqual([]);
+    expect(await readMemory(memoryDir(), "9", "01-01-2025")).toBeNull();
+  });
+
+  it("rejects a malformed date", async () => {
+    await expect(readMemory(memoryDir(), "9", "2025-01-01")).rejects.toThrow(/dd-mm-yyyy/);
+    await expect(readMemory(memoryDir(), "9", "../../etc/passwd")).rejects.toThrow(/dd-mm-yyyy/);
+  });
+});

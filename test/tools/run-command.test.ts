@@ -1,0 +1,126 @@
+import { access, readFile, realpath } from "node:fs/promises";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { createToolRegistry, type ToolOutcome } from "../../src/tools/registry.js";
+import {
+  type CommandResult,
+  createRunCommandTool,
+  RUN_COMMAND_MAX_OUTPUT_BYTES,
+} from "../../src/tools/run-command.js";
+import { errorOf, outputOf, useWorkspaceDirs } from "./temp-dir.js";
+
+async function isGone(pid: number): Promise<boolean> {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return true;
+  }
+  // A killed child of a killed shell may linger as a zombie until something reaps it.
+  const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
+  return stat === "" || stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z");
+}
+
+async function waitFor(condition: () => Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+describe("run_command", () => {
+  const dirs = useWorkspaceDirs();
+  const run = (
+    command: unknown,
+    options: { timeoutMs?: number; env?: NodeJS.ProcessEnv; signal?: AbortSignal } = {},
+  ): Promise<ToolOutcome> =>
+    createToolRegistry([
+      createRunCommandTool({
+        workspaceDir: dirs().ws,
+        timeoutMs: options.timeoutMs,
+        env: options.env,
+      }),
+    ]).execute("run_command", { command }, { chatId: "1", signal: options.signal });
+
+  it("returns the exit code, stdout and stderr", async () => {
+    expect(outputOf(await run("echo hi; echo oops >&2; exit 3"))).toEqual({
+      exitCode: 3,
+      stdout: "hi\n",
+      stderr: "oops\n",
+      timedOut: false,
+    });
+  });
+
+  it("runs in the workspace with HOME there and no secrets in the environment", async () => {
+    const env = {
+      PATH: process.env.PATH,
+      LANG: "C.UTF-8",
+      GEMINI_API_KEY: "gemini-secret",
+      TELEGRAM_BOT_TOKEN: "telegram-secret",
+    };
+    const output = outputOf(await run("pwd; env", { env })) as CommandResult;
+    const ws = await realpath(dirs().ws);
+    const [cwd, ...variables] = output.stdout.trim().split("\n");
+    expect(cwd).toBe(ws);
+    expect(variables).toContain(`HOME=${ws}`);
+    expect(variables).toContain("LANG=C.UTF-8");
+    expect(output.stdout).not.toContain("secret");
+  });
+
+  it("kills the whole process group at the time limit", async () => {
+    const started = Date.now();
+    const output = outputOf(
+      await run("echo started; sleep 30 & echo $!; wait", { timeoutMs: 300 }),
+    ) as CommandResult;
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(output).toMatchObject({ exitCode: null, timedOut: true });
+    const [first, pid] = output.stdout.trim().split("\n");
+    expect(first).toBe("started");
+    await waitFor(() => isGone(Number(pid)), `background sleep ${pid} to die`);
+  });
+
+  it("kills background jobs the shell leaves behind when it exits", async () => {
+    const output = outputOf(await run("sleep 30 & echo $!")) as CommandResult;
+    expect(output.timedOut).toBe(false);
+    await waitFor(() => isGone(Number(output.stdout.trim())), "the background job to die");
+  });
+
+  it("caps stdout and stderr together and notes what it cut", async () => {
+    const output = outputOf(
+      await run("head -c 40000 /dev/zero | tr '\\0' a; head -c 10000 /dev/zero | tr '\\0' b >&2"),
+    ) as CommandResult;
+    const kept = (text: string) =>
+      text.replace(/\n\[output truncated: \d+ more bytes not shown\]$/, "");
+    expect(kept(output.stdout).length + kept(output.stderr).length).toBe(
+      RUN_COMMAND_MAX_OUTPUT_BYTES,
+    );
+    expect(`${output.stdout}${output.stderr}`).toMatch(/\[output truncated: \d+ more bytes/);
+    const shown = kept(output.stdout).length + kept(output.stderr).length;
+    const dropped = [...`${output.stdout}${output.stderr}`.matchAll(/(\d+) more bytes/g)].reduce(
+      (sum, match) => sum + Number(match[1]),
+      0,
+    );
+    expect(shown + dropped).toBe(50_000);
+  });
+
+  it("stops the command when the turn is cancelled", async () => {
+    const controller = new AbortController();
+    const pending = run("touch started; sleep 30", { signal: controller.signal });
+    const marker = path.join(dirs().ws, "started");
+    await waitFor(
+      () =>
+        access(marker).then(
+          () => true,
+          () => false,
+        ),
+      "the command to start",
+    );
+    controller.abort();
+    expect(errorOf(await pending)).toBe("command was cancelled");
+  });
+
+  it("refuses an empty command", async () => {
+    expect(errorOf(await run("  "))).toMatch(/command: /);
+    expect(errorOf(await run(undefined))).toMatch(/command: .*expected string/);
+  });
+});
