@@ -108,6 +108,7 @@ const envSchema = (requireTelegram: boolean) =>
     MEMORY_DIR: z.string().trim().min(1).default("./data/memory"),
     WORKSPACE_DIR: z.string().trim().min(1).default("./data/workspace"),
     ENABLE_SHELL_TOOL: flag("ENABLE_SHELL_TOOL"),
+    INBOX_LEASE_SECONDS: count("INBOX_LEASE_SECONDS", 30, 1),
     LOG_LEVEL: z
       .string()
       .trim()
@@ -157,6 +158,8 @@ export type Config = Readonly<{
   workspaceDir: string;
   enableShellTool: boolean;
   logLevel: (typeof LOG_LEVELS)[number];
+  /** How long a replica owns a running update before another may take it over (PostgreSQL). */
+  inboxLeaseSeconds: number;
 }>;
 
 export class ConfigError extends Error {
@@ -219,5 +222,6 @@ export function loadConfig(
     workspaceDir: e.WORKSPACE_DIR,
     enableShellTool: e.ENABLE_SHELL_TOOL,
     logLevel: e.LOG_LEVEL,
+    inboxLeaseSeconds: e.INBOX_LEASE_SECONDS,
   });
 }

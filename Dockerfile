@@ -1,0 +1,35 @@
+# syntax=docker/dockerfile:1
+
+FROM node:20-bookworm-slim AS build
+# better-sqlite3 compiles its native addon when no prebuilt binary can be fetched.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 make g++ \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+# Dependencies first, so a source change reuses this layer. Only better-sqlite3 and protobufjs
+# have install scripts (package.json "allowScripts"); protobufjs's is a version check, so only
+# the native build is run. `prepare` (the tsc build) needs the sources and runs below.
+COPY package.json package-lock.json ./
+RUN npm ci --ignore-scripts && npm rebuild better-sqlite3
+COPY . .
+RUN npm run build && npm prune --omit=dev
+
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production \
+    DATABASE_URL=sqlite:/data/agent.db \
+    MEMORY_DIR=/data/memory \
+    WORKSPACE_DIR=/data/workspace \
+    PORT=8080
+WORKDIR /app
+COPY --from=build /app/package.json ./
+COPY --from=build /app/node_modules ./node_modules
+# dist/migrations holds the compiled migrations; the service runs them at start-up.
+COPY --from=build /app/dist ./dist
+# The directory must exist and belong to node before VOLUME, so a new named volume inherits it.
+RUN mkdir -p /data/memory /data/workspace && chown -R node:node /data
+VOLUME /data
+USER node
+EXPOSE 8080
+HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1)).catch(()=>process.exit(1))"]
+CMD ["node", "dist/src/main.js"]

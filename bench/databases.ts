@@ -1,0 +1,50 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pg from "pg";
+import { type DatabaseTarget, parseDatabaseUrl } from "../src/config.js";
+
+export type BenchDatabase = {
+  target: DatabaseTarget;
+  dispose(): Promise<void>;
+};
+
+async function runAdminStatement(postgresUrl: string, statement: string): Promise<void> {
+  const client = new pg.Client({ connectionString: postgresUrl, connectionTimeoutMillis: 5_000 });
+  try {
+    await client.connect();
+    await client.query(statement);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new Error(
+      `PostgreSQL at ${postgresUrl} failed "${statement}": ${reason}. Start PostgreSQL or point BENCH_POSTGRES_URL at one you may create schemas in.`,
+    );
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+/**
+ * An empty database of the benchmark's own: a temporary SQLite file, or a PostgreSQL schema
+ * selected through the connection's search_path, so a run never touches real data or another run.
+ */
+export async function createBenchDatabase(
+  kind: DatabaseTarget["kind"],
+  postgresUrl: string,
+): Promise<BenchDatabase> {
+  if (kind === "sqlite") {
+    const dir = mkdtempSync(join(tmpdir(), "koroku-bench-"));
+    return {
+      target: parseDatabaseUrl(`sqlite:${join(dir, "bench.db")}`),
+      dispose: async () => rmSync(dir, { recursive: true, force: true }),
+    };
+  }
+  const schema = `bench_${process.pid}_${Date.now().toString(36)}`;
+  await runAdminStatement(postgresUrl, `create schema "${schema}"`);
+  const separator = postgresUrl.includes("?") ? "&" : "?";
+  const options = encodeURIComponent(`-c search_path=${schema}`);
+  return {
+    target: parseDatabaseUrl(`${postgresUrl}${separator}options=${options}`),
+    dispose: () => runAdminStatement(postgresUrl, `drop schema if exists "${schema}" cascade`),
+  };
+}

@@ -1,0 +1,81 @@
+import { writeFileSync } from "node:fs";
+import { cpus } from "node:os";
+import { fileURLToPath } from "node:url";
+import { storageBenchmark } from "./storage.js";
+
+export type BenchRow = {
+  benchmark: string;
+  database: "sqlite" | "postgres";
+  case: string;
+  metric: string;
+  value: number;
+  unit: string;
+  target?: string;
+  ok?: boolean;
+  note?: string;
+};
+
+export type Benchmark = () => Promise<BenchRow[]>;
+
+const POSTGRES_URL = process.env.BENCH_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+const progress = (line: string) => process.stderr.write(`${line}\n`);
+
+/** Every benchmark `npm run bench` runs, in order. */
+const benchmarks: readonly Benchmark[] = [
+  () => storageBenchmark({ postgresUrl: POSTGRES_URL, progress }),
+];
+
+// This file runs as dist/bench/run.js; the results live next to the sources, in bench/.
+const RESULTS_PATH = fileURLToPath(new URL("../../bench/results.json", import.meta.url));
+
+const COLUMNS = ["benchmark", "database", "case", "metric", "value", "target", "ok", "note"];
+
+function cellsOf(row: BenchRow): string[] {
+  return [
+    row.benchmark,
+    row.database,
+    row.case,
+    row.metric,
+    `${row.value} ${row.unit}`,
+    row.target ?? "",
+    row.ok === undefined ? "" : row.ok ? "yes" : "NO",
+    row.note ?? "",
+  ];
+}
+
+function formatTable(rows: readonly BenchRow[]): string {
+  const lines = [COLUMNS, ...rows.map(cellsOf)];
+  const widths = COLUMNS.map((_, c) => Math.max(...lines.map((cells) => cells[c]?.length ?? 0)));
+  const format = (cells: readonly string[]) =>
+    cells
+      .map((cell, c) => cell.padEnd(widths[c] ?? 0))
+      .join("  ")
+      .trimEnd();
+  const rule = widths.map((w) => "-".repeat(w)).join("  ");
+  return [format(COLUMNS), rule, ...rows.map((row) => format(cellsOf(row)))].join("\n");
+}
+
+async function main(): Promise<void> {
+  const rows: BenchRow[] = [];
+  for (const benchmark of benchmarks) {
+    try {
+      rows.push(...(await benchmark()));
+    } catch (error) {
+      process.exitCode = 1;
+      progress(`benchmark failed: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+  process.stdout.write(`${formatTable(rows)}\n`);
+  const missed = rows.filter((row) => row.ok === false).length;
+  if (missed > 0) process.stdout.write(`\n${missed} target(s) missed\n`);
+  const machine = {
+    node: process.version,
+    cpu: cpus()[0]?.model ?? "unknown",
+    cores: cpus().length,
+  };
+  const report = { date: new Date().toISOString(), machine, rows };
+  writeFileSync(RESULTS_PATH, `${JSON.stringify(report, null, 2)}\n`);
+  process.stdout.write(`results written to ${RESULTS_PATH}\n`);
+}
+
+await main();

@@ -1,0 +1,39 @@
+import { pino } from "pino";
+import { createApp } from "./app.js";
+import { type Config, ConfigError, loadConfig, readEnvironment } from "./config.js";
+import { createLogger } from "./logger.js";
+import { runTerminalChat } from "./terminal/chat.js";
+
+/** `npm run chat`: the agent in this terminal, on the same database as the bot, as chat `local`. */
+async function main(): Promise<number> {
+  let config: Config;
+  try {
+    config = loadConfig(readEnvironment(), { requireTelegram: false });
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`${error.message}\n`);
+    return 1;
+  }
+  // stdout carries only the conversation; synchronous so nothing is lost at process.exit.
+  const logger = createLogger({
+    level: config.logLevel,
+    secrets: [config.geminiApiKey, config.telegramBotToken, config.webhookSecret],
+    destination: pino.destination({ dest: 2, sync: true }),
+  });
+  const app = await createApp(config, logger);
+  try {
+    await runTerminalChat({ app, input: process.stdin, output: process.stdout });
+  } finally {
+    await app.database.close();
+  }
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    const reason = error instanceof Error ? error.message : String(error);
+    process.stderr.write(`Koroku's terminal chat stopped: ${reason}\n`);
+    process.exit(1);
+  },
+);

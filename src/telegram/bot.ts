@@ -1,0 +1,58 @@
+import { autoRetry } from "@grammyjs/auto-retry";
+import { Bot } from "grammy";
+import type { UserFromGetMe } from "grammy/types";
+import type { CompactionOutcome } from "../agent/compaction.js";
+import type { AgentHooks } from "../agent/hooks.js";
+import type { Agent } from "../agent/turn.js";
+import type { Logger } from "../logger.js";
+import type { CompactionLimits } from "../session/compaction-plan.js";
+import type { SessionStore } from "../session/store.js";
+import { commandsComposer } from "./commands.js";
+import { conversationComposer } from "./conversation.js";
+import { createDelivery } from "./delivery.js";
+
+export type BotDeps = {
+  token: string;
+  apiRoot: string;
+  allowedUserIds: readonly number[];
+  agent: Agent;
+  hooks: AgentHooks;
+  store: SessionStore;
+  compact(chatId: string): Promise<CompactionOutcome>;
+  logger: Logger;
+  settings: CompactionLimits & { model: string };
+  /** Known bot identity (tests); otherwise `bot.init()` asks Telegram with getMe. */
+  botInfo?: UserFromGetMe;
+};
+
+// 429s wait Telegram's retry_after, but not for long: a stalled send holds up its chat's inbox.
+const MAX_RETRY_DELAY_SECONDS = 30;
+const MAX_RETRY_ATTEMPTS = 3;
+
+/**
+ * The grammY bot: commands, then conversation. It handles updates the inbox hands it; it never
+ * fetches updates itself (src/telegram/polling.ts and the webhook feed the inbox).
+ */
+export function createBot(deps: BotDeps) {
+  const bot = new Bot(deps.token, { client: { apiRoot: deps.apiRoot }, botInfo: deps.botInfo });
+  bot.api.config.use(
+    autoRetry({ maxDelaySeconds: MAX_RETRY_DELAY_SECONDS, maxRetryAttempts: MAX_RETRY_ATTEMPTS }),
+  );
+  const delivery = createDelivery({ api: bot.api, logger: deps.logger });
+  const allowed = new Set(deps.allowedUserIds);
+
+  // The inbox only admits allowed users; checking again here keeps the bot safe on its own.
+  bot.use((ctx, next) => (ctx.from && allowed.has(ctx.from.id) ? next() : undefined));
+  bot.use(
+    commandsComposer({
+      store: deps.store,
+      compact: deps.compact,
+      delivery,
+      settings: deps.settings,
+    }),
+  );
+  bot.use(
+    conversationComposer({ agent: deps.agent, hooks: deps.hooks, delivery, logger: deps.logger }),
+  );
+  return { bot, delivery };
+}

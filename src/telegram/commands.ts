@@ -1,0 +1,136 @@
+import { Composer, type Context } from "grammy";
+import type { CompactionOutcome } from "../agent/compaction.js";
+import type { CompactionLimits } from "../session/compaction-plan.js";
+import { type HistoryLine, historyLines } from "../session/history-view.js";
+import type { ChatStats, SessionStore } from "../session/store.js";
+import type { Delivery } from "./delivery.js";
+import { escapeHtml } from "./render.js";
+
+export const COMMANDS = [
+  { command: "start", description: "What Koroku is and what it can do" },
+  { command: "help", description: "The commands" },
+  { command: "clear", description: "Wipe this chat's conversation (memory files stay)" },
+  { command: "history", description: "Replay the last n turns: /history 5" },
+  { command: "status", description: "Model, context size and compaction budget" },
+  { command: "compact", description: "Summarise the conversation now" },
+] as const;
+
+const DEFAULT_HISTORY_TURNS = 10;
+const MAX_HISTORY_TURNS = 100;
+const MAX_LINE_CHARS = 1_500;
+
+export function helpHtml(): string {
+  return [
+    "<b>Koroku</b> is your personal assistant on Gemini. It remembers every conversation, can read and write files in its workspace, and searches everything you said before.",
+    "",
+    "Just write to it. Commands:",
+    ...COMMANDS.filter((c) => c.command !== "start").map(
+      (c) => `/${c.command} — ${escapeHtml(c.description)}`,
+    ),
+  ].join("\n");
+}
+
+export function compactionNotice(summarizedEvents: number): string {
+  return `🧠 Compacted ${summarizedEvents} earlier message${summarizedEvents === 1 ? "" : "s"} into a summary`;
+}
+
+const clip = (text: string) =>
+  text.length > MAX_LINE_CHARS ? `${text.slice(0, MAX_LINE_CHARS)}…` : text;
+
+function historyLineHtml(line: HistoryLine): string {
+  switch (line.kind) {
+    case "user":
+      return `<b>You:</b> ${escapeHtml(clip(line.text))}`;
+    case "assistant":
+      return `<b>Koroku:</b> ${escapeHtml(clip(line.text))}`;
+    case "summary":
+      return `🧠 <i>Summary of earlier conversation:</i> ${escapeHtml(clip(line.text))}`;
+    case "tool":
+      return `${line.ok ? "✓" : "✗"} <code>${escapeHtml(line.name)}</code> <code>${escapeHtml(line.args)}</code>`;
+  }
+}
+
+function percentLeft(stats: ChatStats, limits: CompactionLimits): string {
+  const left: number[] = [];
+  if (limits.maxEvents > 0) left.push(1 - stats.events / limits.maxEvents);
+  if (limits.maxTokens > 0) left.push(1 - stats.tokens / limits.maxTokens);
+  if (left.length === 0) return "compaction is off";
+  const pct = Math.max(0, Math.min(100, Math.round(Math.min(...left) * 100)));
+  return `${pct}% (events ${stats.events}/${limits.maxEvents || "∞"}, tokens ${stats.tokens.toLocaleString("en-US")}/${limits.maxTokens ? limits.maxTokens.toLocaleString("en-US") : "∞"})`;
+}
+
+function outcomeHtml(outcome: CompactionOutcome): string {
+  switch (outcome.status) {
+    case "compacted":
+      return compactionNotice(outcome.summarizedEvents);
+    case "nothing-to-compact":
+      return "Nothing to compact yet: the conversation holds only the latest exchange.";
+    case "failed":
+      return `Compaction failed: ${escapeHtml(outcome.reason)}. The conversation is unchanged; try again in a minute.`;
+  }
+}
+
+export type CommandDeps = {
+  store: SessionStore;
+  compact(chatId: string): Promise<CompactionOutcome>;
+  delivery: Delivery;
+  settings: CompactionLimits & { model: string };
+};
+
+/** The slash commands: answered from the database, without a model call (except /compact). */
+export function commandsComposer(deps: CommandDeps): Composer<Context> {
+  const { store, delivery, settings } = deps;
+  const composer = new Composer<Context>();
+  const reply = (ctx: Context, html: string) =>
+    delivery.sendHtml(ctx.chat?.id as number, html, threadOf(ctx));
+
+  composer.command(["start", "help"], (ctx) => reply(ctx, helpHtml()));
+
+  composer.command("clear", async (ctx) => {
+    const removed = await store.clear(String(ctx.chat.id));
+    await reply(
+      ctx,
+      `🧹 Cleared this chat's conversation (${removed} stored event${removed === 1 ? "" : "s"}). The memory files with earlier summaries are kept.`,
+    );
+  });
+
+  composer.command("history", async (ctx) => {
+    const arg = ctx.match.trim();
+    const turns = arg === "" ? DEFAULT_HISTORY_TURNS : Number(arg);
+    if (!Number.isInteger(turns) || turns < 1 || turns > MAX_HISTORY_TURNS) {
+      await reply(
+        ctx,
+        `Usage: /history [n], where n is a number of turns from 1 to ${MAX_HISTORY_TURNS} (default ${DEFAULT_HISTORY_TURNS}).`,
+      );
+      return;
+    }
+    const lines = historyLines(await store.lastTurns(String(ctx.chat.id), turns));
+    await reply(
+      ctx,
+      lines.length === 0 ? "No conversation yet." : lines.map(historyLineHtml).join("\n"),
+    );
+  });
+
+  composer.command("status", async (ctx) => {
+    const stats = await store.stats(String(ctx.chat.id));
+    await reply(
+      ctx,
+      [
+        `<b>Model:</b> ${escapeHtml(settings.model)}`,
+        `<b>Context:</b> ${stats.events} events, ~${stats.tokens.toLocaleString("en-US")} tokens`,
+        `<b>Compaction budget left:</b> ${percentLeft(stats, settings)}`,
+        `<b>Compactions so far:</b> ${stats.compactions}`,
+      ].join("\n"),
+    );
+  });
+
+  composer.command("compact", async (ctx) => {
+    await reply(ctx, outcomeHtml(await deps.compact(String(ctx.chat.id))));
+  });
+
+  return composer;
+}
+
+export function threadOf(ctx: Context): number | undefined {
+  return ctx.msg?.is_topic_message ? ctx.msg.message_thread_id : undefined;
+}

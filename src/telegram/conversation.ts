@@ -1,0 +1,77 @@
+import { Composer, type Context, GrammyError, HttpError } from "grammy";
+import { GeminiError } from "../agent/gemini-errors.js";
+import type { AgentHooks } from "../agent/hooks.js";
+import type { Agent } from "../agent/turn.js";
+import type { Logger } from "../logger.js";
+import { compactionNotice, threadOf } from "./commands.js";
+import type { Delivery } from "./delivery.js";
+import { escapeHtml } from "./render.js";
+
+export const NON_TEXT_REPLY =
+  "I can only read text messages for now: photos, voice messages, stickers and files are not supported yet. Please type your message.";
+
+export type ConversationDeps = {
+  agent: Agent;
+  hooks: AgentHooks;
+  delivery: Delivery;
+  logger: Logger;
+};
+
+/** In a group the bot is addressed as @name; the model only needs the words. */
+function messageText(ctx: Context): string {
+  const raw = (ctx.msg?.text ?? "").toWellFormed();
+  if (ctx.chat?.type === "private") return raw;
+  const text = raw.replace(new RegExp(`@${ctx.me.username}\\b`, "gi"), "").trim();
+  const name = [ctx.from?.first_name, ctx.from?.last_name].filter(Boolean).join(" ");
+  return `[${name || `user ${ctx.from?.id}`}] ${text}`;
+}
+
+const isTelegramFailure = (error: unknown) =>
+  error instanceof GrammyError || error instanceof HttpError;
+
+/** Text messages become agent turns; anything else gets told what the bot can read. */
+export function conversationComposer(deps: ConversationDeps): Composer<Context> {
+  const { agent, hooks, delivery } = deps;
+  const composer = new Composer<Context>();
+
+  composer.on("message:text", async (ctx) => {
+    const chatId = ctx.chat.id;
+    const session = String(chatId);
+    const threadId = threadOf(ctx);
+    const log = deps.logger.child({ chat_id: session, update_id: ctx.update.update_id });
+    const stopTyping = delivery.showTyping(chatId, threadId);
+    const notices: Promise<void>[] = [];
+    const stopNotices = hooks.on("compaction", (e) => {
+      if (e.chatId === session)
+        notices.push(delivery.sendHtml(chatId, compactionNotice(e.summarizedEvents), threadId));
+    });
+    try {
+      const result = await agent.runTurn(session, {
+        text: messageText(ctx),
+        updateId: ctx.update.update_id,
+      });
+      stopNotices();
+      await Promise.all(notices);
+      await delivery.sendMarkdown(chatId, result.text, threadId);
+    } catch (error) {
+      stopNotices();
+      // Telegram itself failing: let the inbox run the update again; the stored answer is reused.
+      if (isTelegramFailure(error)) throw error;
+      const message =
+        error instanceof GeminiError
+          ? error.userMessage
+          : "Sorry, something went wrong on my side while answering. Please try again.";
+      log.error({ err: error }, "turn failed");
+      await delivery.sendHtml(chatId, escapeHtml(message), threadId);
+    } finally {
+      stopNotices();
+      stopTyping();
+    }
+  });
+
+  composer.on("message", (ctx) =>
+    delivery.sendHtml(ctx.chat.id, escapeHtml(NON_TEXT_REPLY), threadOf(ctx)),
+  );
+
+  return composer;
+}

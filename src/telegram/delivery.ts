@@ -1,0 +1,65 @@
+import { type Api, GrammyError } from "grammy";
+import type { Logger } from "../logger.js";
+import { htmlToPlainText, renderMarkdown, splitMessage } from "./render.js";
+
+const CANT_PARSE = /can't parse entities/i;
+// Telegram shows "typing…" for about 5 seconds after each chat action.
+export const TYPING_INTERVAL_MS = 4_000;
+
+export type Delivery = ReturnType<typeof createDelivery>;
+
+/** Sends what Koroku has to say, in as many valid messages as it takes. */
+export function createDelivery(deps: { api: Api; logger: Logger }) {
+  const { api } = deps;
+
+  async function sendChunk(chatId: number, html: string, threadId?: number): Promise<void> {
+    const extra = threadId === undefined ? {} : { message_thread_id: threadId };
+    try {
+      await api.sendMessage(chatId, html, {
+        parse_mode: "HTML",
+        link_preview_options: { is_disabled: true },
+        ...extra,
+      });
+    } catch (error) {
+      if (
+        !(
+          error instanceof GrammyError &&
+          error.error_code === 400 &&
+          CANT_PARSE.test(error.description)
+        )
+      ) {
+        throw error;
+      }
+      // Our renderer should never produce HTML Telegram rejects; if it does, the words still arrive.
+      deps.logger.warn(
+        { err: error },
+        "Telegram rejected the HTML; sending the chunk as plain text",
+      );
+      await api.sendMessage(chatId, htmlToPlainText(html), extra);
+    }
+  }
+
+  /** Sends prepared Telegram HTML, split under the length limit. */
+  async function sendHtml(chatId: number, html: string, threadId?: number): Promise<void> {
+    for (const chunk of splitMessage(html)) await sendChunk(chatId, chunk, threadId);
+  }
+
+  /** Sends Markdown (what Gemini writes) rendered to Telegram HTML. */
+  async function sendMarkdown(chatId: number, markdown: string, threadId?: number): Promise<void> {
+    const html = renderMarkdown(markdown);
+    await sendHtml(chatId, html.trim() === "" ? "<i>(no answer)</i>" : html, threadId);
+  }
+
+  /** Shows "typing…" until the returned function is called. Failures only cost the indicator. */
+  function showTyping(chatId: number, threadId?: number): () => void {
+    const extra = threadId === undefined ? {} : { message_thread_id: threadId };
+    const send = () => {
+      api.sendChatAction(chatId, "typing", extra).catch(() => {});
+    };
+    send();
+    const timer = setInterval(send, TYPING_INTERVAL_MS);
+    return () => clearInterval(timer);
+  }
+
+  return { sendHtml, sendMarkdown, showTyping };
+}

@@ -1,0 +1,131 @@
+import type { Logger } from "../logger.js";
+import type { Inbox, InboxItem } from "./inbox.js";
+
+export type DispatcherDeps = {
+  inbox: Inbox;
+  /** Runs one update to completion; a throw is an infrastructure failure and the update is retried. */
+  handle(item: InboxItem): Promise<void>;
+  logger: Logger;
+  /** Updates running at once, over all chats. */
+  concurrency: number;
+  /** How often to look for work nobody announced (other replicas, expired leases). */
+  pollMs: number;
+  /** How often a running update's lease is extended. */
+  renewMs: number;
+  /** Infrastructure failures tolerated before an update is given up as failed. */
+  maxAttempts: number;
+};
+
+/**
+ * Pulls updates from the inbox and runs them: as many at once as `concurrency` allows, never two
+ * of one chat (the inbox's claim guarantees that, across replicas too).
+ */
+export class Dispatcher {
+  private readonly active = new Set<Promise<void>>();
+  private running = false;
+  private wakeUp: (() => void) | undefined;
+  private loop: Promise<void> | undefined;
+
+  constructor(private readonly deps: DispatcherDeps) {}
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  /** New work may be claimable: an update arrived or a chat finished one. */
+  wake(): void {
+    const wake = this.wakeUp;
+    this.wakeUp = undefined;
+    wake?.();
+  }
+
+  /** Stops claiming, then waits (up to `timeoutMs`) for running updates to finish. */
+  async stop(timeoutMs: number): Promise<boolean> {
+    this.running = false;
+    this.wake();
+    await this.loop;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), timeoutMs);
+    });
+    const drained = Promise.all([...this.active]).then(() => true);
+    const finished = await Promise.race([drained, timeout]);
+    clearTimeout(timer);
+    return finished;
+  }
+
+  get activeCount(): number {
+    return this.active.size;
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      if (this.active.size >= this.deps.concurrency) {
+        await this.sleep(this.deps.pollMs);
+        continue;
+      }
+      let item: InboxItem | undefined;
+      try {
+        item = await this.deps.inbox.claim();
+      } catch (error) {
+        this.deps.logger.error({ err: error }, "could not read the inbox; retrying");
+        await this.sleep(this.deps.pollMs);
+        continue;
+      }
+      if (!item) {
+        await this.sleep(this.deps.pollMs);
+        continue;
+      }
+      const task = this.execute(item).finally(() => {
+        this.active.delete(task);
+        this.wake();
+      });
+      this.active.add(task);
+    }
+  }
+
+  private async execute(item: InboxItem): Promise<void> {
+    const { inbox, logger } = this.deps;
+    const log = logger.child({ update_id: item.updateId, chat_id: item.chatId });
+    const renewal = setInterval(() => {
+      inbox
+        .renew(item.updateId)
+        .catch((error: unknown) => log.warn({ err: error }, "could not renew the lease"));
+    }, this.deps.renewMs);
+    try {
+      await this.deps.handle(item);
+      await inbox.finish(item.updateId);
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      try {
+        if (item.attempts >= this.deps.maxAttempts) {
+          log.error({ err: error, attempts: item.attempts }, "giving up on an update");
+          await inbox.finish(item.updateId, { error: reason });
+        } else {
+          log.warn({ err: error, attempts: item.attempts }, "update failed; it will run again");
+          await inbox.release(item.updateId, reason);
+        }
+      } catch (storeError) {
+        // The database is away; the lease will expire and the update will run again.
+        log.error({ err: storeError }, "could not record the update's failure");
+      }
+    } finally {
+      clearInterval(renewal);
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.wakeUp = undefined;
+        resolve();
+      }, ms);
+      this.wakeUp = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+}

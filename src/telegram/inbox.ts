@@ -1,0 +1,167 @@
+import { type Kysely, sql, type Transaction } from "kysely";
+import type { DatabaseKind } from "../db/connect.js";
+import type { Database, InboxRow } from "../db/schema.js";
+
+export type InboxItem = {
+  updateId: number;
+  chatId: string | null;
+  update: unknown;
+  attempts: number;
+};
+
+export type Inbox = ReturnType<typeof createInbox>;
+
+// A constant key for pg_advisory_xact_lock: claims across replicas take turns, so two replicas can
+// never both see "nothing running" for one chat and start two of its updates at once.
+const CLAIM_LOCK_KEY = 0x6b6f726f;
+
+/**
+ * The durable queue between Telegram and the agent. An update is stored (once, by update_id)
+ * before Telegram gets its 200; workers claim the oldest unfinished update of a chat with a
+ * lease, so one chat runs in order while other chats run alongside, on one process or many.
+ */
+export function createInbox(deps: {
+  db: Kysely<Database>;
+  kind: DatabaseKind;
+  workerId: string;
+  leaseMs: number;
+  now?: () => number;
+}) {
+  const { db, workerId, leaseMs } = deps;
+  const now = deps.now ?? Date.now;
+
+  /** Stores an update; false when this update_id was already stored (a retry or an overlap). */
+  async function add(updateId: number, chatId: string | null, update: unknown): Promise<boolean> {
+    const result = await db
+      .insertInto("inbox")
+      .values({
+        update_id: updateId,
+        chat_id: chatId,
+        update_json: JSON.stringify(update),
+        status: "pending",
+        received_at: new Date(now()).toISOString(),
+      })
+      .onConflict((oc) => oc.column("update_id").doNothing())
+      .returning("update_id")
+      .executeTakeFirst();
+    return result !== undefined;
+  }
+
+  async function claimIn(
+    trx: Kysely<Database> | Transaction<Database>,
+  ): Promise<InboxRow | undefined> {
+    const at = now();
+    // The first unfinished update of its chat, and free: pending, or running under an expired
+    // lease (its replica died). A running update with a live lease blocks the rest of its chat.
+    const candidate = await trx
+      .selectFrom("inbox as u")
+      .select("u.update_id")
+      .where("u.status", "in", ["pending", "running"])
+      .where((eb) => eb.or([eb("u.status", "=", "pending"), eb("u.lease_until", "<", at)]))
+      .where(({ not, exists, selectFrom }) =>
+        not(
+          exists(
+            selectFrom("inbox as o")
+              .select("o.update_id")
+              .whereRef("o.chat_id", "=", "u.chat_id")
+              .where("o.status", "in", ["pending", "running"])
+              .whereRef("o.update_id", "<", "u.update_id"),
+          ),
+        ),
+      )
+      .orderBy("u.update_id")
+      .limit(1)
+      .executeTakeFirst();
+    if (!candidate) return undefined;
+    return trx
+      .updateTable("inbox")
+      .set((eb) => ({
+        status: "running",
+        claimed_by: workerId,
+        lease_until: at + leaseMs,
+        attempts: eb("attempts", "+", 1),
+      }))
+      .where("update_id", "=", candidate.update_id)
+      .returningAll()
+      .executeTakeFirst();
+  }
+
+  /** Takes the next update that may run now, or undefined when there is none. */
+  async function claim(): Promise<InboxItem | undefined> {
+    const row =
+      deps.kind === "postgres"
+        ? await db.transaction().execute(async (trx) => {
+            await sql`select pg_advisory_xact_lock(${CLAIM_LOCK_KEY})`.execute(trx);
+            return claimIn(trx);
+          })
+        : // One SQLite connection serialises every query of this process, and SQLite is not
+          // shared between replicas, so the claim needs no lock of its own.
+          await db.transaction().execute((trx) => claimIn(trx));
+    if (!row) return undefined;
+    return {
+      updateId: row.update_id,
+      chatId: row.chat_id,
+      update: JSON.parse(row.update_json),
+      attempts: row.attempts,
+    };
+  }
+
+  /** Extends the lease of an update this worker still runs; false if it lost it. */
+  async function renew(updateId: number): Promise<boolean> {
+    const result = await db
+      .updateTable("inbox")
+      .set({ lease_until: now() + leaseMs })
+      .where("update_id", "=", updateId)
+      .where("claimed_by", "=", workerId)
+      .where("status", "=", "running")
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
+  }
+
+  async function finish(updateId: number, outcome: { error?: string } = {}): Promise<void> {
+    await db
+      .updateTable("inbox")
+      .set({
+        status: outcome.error ? "failed" : "done",
+        error: outcome.error ?? null,
+        lease_until: null,
+        finished_at: new Date(now()).toISOString(),
+      })
+      .where("update_id", "=", updateId)
+      .execute();
+  }
+
+  /** Gives an update back to the queue (an infrastructure error); it runs again later. */
+  async function release(updateId: number, error: string): Promise<void> {
+    await db
+      .updateTable("inbox")
+      .set({ status: "pending", lease_until: null, claimed_by: null, error })
+      .where("update_id", "=", updateId)
+      .execute();
+  }
+
+  /**
+   * SQLite has one process by construction: whatever it was running when it died can run again
+   * at once instead of waiting for the lease to expire.
+   */
+  async function recoverAfterCrash(): Promise<number> {
+    if (deps.kind !== "sqlite") return 0;
+    const result = await db
+      .updateTable("inbox")
+      .set({ status: "pending", lease_until: null, claimed_by: null })
+      .where("status", "=", "running")
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows);
+  }
+
+  async function counts(): Promise<Record<string, number>> {
+    const rows = await db
+      .selectFrom("inbox")
+      .select(["status", (eb) => eb.fn.countAll<number>().as("n")])
+      .groupBy("status")
+      .execute();
+    return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
+  }
+
+  return { add, claim, renew, finish, release, recoverAfterCrash, counts };
+}

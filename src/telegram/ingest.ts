@@ -1,0 +1,60 @@
+import type { Update } from "grammy/types";
+import { z } from "zod";
+import type { Logger } from "../logger.js";
+import { type BotIdentity, rejectionHtml, routeUpdate } from "./access.js";
+import type { Delivery } from "./delivery.js";
+import type { Inbox } from "./inbox.js";
+
+/**
+ * The parts of an update Koroku relies on. Anything else passes through untouched; a body that
+ * doesn't even have these is answered 400 instead of failing somewhere later.
+ */
+export const updateSchema = z.looseObject({
+  update_id: z.number().int().nonnegative(),
+  message: z
+    .looseObject({
+      message_id: z.number().int(),
+      chat: z.looseObject({ id: z.number().int(), type: z.string() }),
+      from: z.looseObject({ id: z.number().int(), is_bot: z.boolean() }).optional(),
+      text: z.string().optional(),
+    })
+    .optional(),
+});
+
+export type IngestResult = "stored" | "duplicate" | "rejected" | "ignored";
+
+export type Ingest = (update: Update) => Promise<IngestResult>;
+
+/**
+ * Where every update enters, from the webhook or from polling: routed, then stored in the inbox
+ * before anyone acknowledges it. Throws only when the inbox cannot store it (so it is not acked).
+ */
+export function createIngest(deps: {
+  inbox: Inbox;
+  delivery: Delivery;
+  allowedUserIds: readonly number[];
+  bot: BotIdentity;
+  logger: Logger;
+  onStored(): void;
+}): Ingest {
+  const allowed = new Set(deps.allowedUserIds);
+  return async (update) => {
+    const route = routeUpdate(update, allowed, deps.bot);
+    if (route.action === "ignore") return "ignored";
+    if (route.action === "reject") {
+      deps.logger.info(
+        { user_id: route.userId, update_id: update.update_id },
+        "message from a user not on the allowlist",
+      );
+      deps.delivery
+        .sendHtml(route.chatId, rejectionHtml(route.userId), route.threadId)
+        .catch((error: unknown) =>
+          deps.logger.warn({ err: error }, "could not answer a user who is not allowed"),
+        );
+      return "rejected";
+    }
+    const stored = await deps.inbox.add(update.update_id, route.chatId, update);
+    if (stored) deps.onStored();
+    return stored ? "stored" : "duplicate";
+  };
+}

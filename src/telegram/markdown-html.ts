@@ -1,0 +1,194 @@
+import type { Token } from "markdown-it";
+import MarkdownIt from "markdown-it";
+
+/**
+ * Markdown (as Gemini writes it) → the HTML subset Telegram accepts with parse_mode "HTML".
+ * Walks markdown-it's token stream, so unbalanced markup is already resolved to literal text
+ * by a real parser before anything is emitted.
+ */
+
+interface TreeNode {
+  readonly token: Token;
+  readonly children: TreeNode[];
+}
+
+interface RenderContext {
+  /** How many lists enclose the block being rendered. */
+  readonly listDepth: number;
+  /** Telegram cannot nest blockquotes, so inner ones are flattened. */
+  readonly inQuote: boolean;
+  /** Telegram cannot nest links or put code inside a link. */
+  readonly inLink: boolean;
+}
+
+const LIST_INDENT = "    ";
+const HORIZONTAL_RULE = "———";
+const ALLOWED_LINK = /^(?:https?|tg|mailto):/i;
+
+// html:false turns raw HTML in the Markdown into text, which escapeHtml then neutralises.
+// The parser keeps no per-document state, so one instance serves every call.
+const parser = new MarkdownIt("commonmark", {
+  html: false,
+  linkify: false,
+  typographer: false,
+}).enable(["strikethrough", "table"]);
+
+export function escapeHtml(text: string): string {
+  return text.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
+}
+
+function escapeAttribute(value: string): string {
+  return escapeHtml(value).replaceAll('"', "&quot;");
+}
+
+export function renderMarkdown(markdown: string): string {
+  const tree = toTree(parser.parse(markdown, {}));
+  return renderBlocks(tree, { listDepth: 0, inQuote: false, inLink: false }, "\n\n").trim();
+}
+
+/** markdown-it emits flat open/close pairs; a tree lets each construct render its own children. */
+function toTree(tokens: readonly Token[]): TreeNode[] {
+  const root: TreeNode[] = [];
+  const stack: TreeNode[][] = [root];
+  for (const token of tokens) {
+    if (token.nesting === -1) {
+      stack.pop();
+      continue;
+    }
+    const node: TreeNode = { token, children: [] };
+    (stack.at(-1) ?? root).push(node);
+    if (token.nesting === 1) stack.push(node.children);
+  }
+  return root;
+}
+
+function renderBlocks(nodes: readonly TreeNode[], ctx: RenderContext, separator: string): string {
+  return nodes
+    .map((node) => renderBlock(node, ctx))
+    .filter((html) => html !== "")
+    .join(separator);
+}
+
+function renderBlock(node: TreeNode, ctx: RenderContext): string {
+  const { token } = node;
+  switch (token.type) {
+    case "inline":
+      return renderInline(toTree(token.children ?? []), ctx);
+    case "heading_open": {
+      const text = renderBlocks(node.children, ctx, "\n");
+      return text === "" ? "" : `<b>${text}</b>`;
+    }
+    case "bullet_list_open":
+    case "ordered_list_open":
+      return renderList(node, ctx);
+    case "blockquote_open": {
+      const inner = renderBlocks(node.children, { ...ctx, inQuote: true }, "\n\n");
+      return ctx.inQuote || inner === "" ? inner : `<blockquote>${inner}</blockquote>`;
+    }
+    case "fence":
+    case "code_block":
+      return renderCode(token);
+    case "hr":
+      return HORIZONTAL_RULE;
+    case "table_open":
+      return renderTable(node, ctx);
+    default:
+      return node.children.length > 0
+        ? renderBlocks(node.children, ctx, "\n")
+        : escapeHtml(token.content);
+  }
+}
+
+function renderCode(token: Token): string {
+  const code = token.content.replace(/\n$/, "");
+  if (code === "") return "";
+  const language =
+    token.type === "fence" ? parser.utils.unescapeAll(token.info).trim().split(/\s+/)[0] : "";
+  const open = language ? `<code class="language-${escapeAttribute(language)}">` : "<code>";
+  return `<pre>${open}${escapeHtml(code)}</code></pre>`;
+}
+
+function renderList(node: TreeNode, ctx: RenderContext): string {
+  const ordered = node.token.type === "ordered_list_open";
+  const start = Number(node.token.attrGet("start") ?? "1");
+  return node.children
+    .map((item, index) => renderListItem(item, ordered ? `${start + index}.` : "•", ctx))
+    .join("\n");
+}
+
+function renderListItem(item: TreeNode, marker: string, ctx: RenderContext): string {
+  const pad = LIST_INDENT.repeat(ctx.listDepth);
+  const nested: RenderContext = { ...ctx, listDepth: ctx.listDepth + 1 };
+  const parts = item.children.map((child) => {
+    if (isList(child)) return renderBlock(child, nested);
+    const html = renderBlock(child, ctx);
+    // Code keeps its own indentation; prose wraps under the marker.
+    return isCode(child) ? html : html.replaceAll("\n", `\n${pad}${LIST_INDENT}`);
+  });
+  const [first = "", ...rest] = parts.filter((html) => html !== "");
+  const head = first === "" ? `${pad}${marker}` : `${pad}${marker} ${first}`;
+  return [head, ...rest].join("\n");
+}
+
+function isList(node: TreeNode): boolean {
+  return node.token.type === "bullet_list_open" || node.token.type === "ordered_list_open";
+}
+
+function isCode(node: TreeNode): boolean {
+  return node.token.type === "fence" || node.token.type === "code_block";
+}
+
+/** Telegram has no tables: one line per row, cells separated by a bar. */
+function renderTable(node: TreeNode, ctx: RenderContext): string {
+  const rows = node.children.flatMap((section) => section.children);
+  return rows
+    .map((row) => row.children.map((cell) => renderBlocks(cell.children, ctx, " ")).join(" | "))
+    .join("\n");
+}
+
+function renderInline(nodes: readonly TreeNode[], ctx: RenderContext): string {
+  return nodes.map((node) => renderInlineNode(node, ctx)).join("");
+}
+
+function renderInlineNode(node: TreeNode, ctx: RenderContext): string {
+  const { token } = node;
+  switch (token.type) {
+    case "softbreak":
+    case "hardbreak":
+      return "\n";
+    case "code_inline":
+      return ctx.inLink ? escapeHtml(token.content) : `<code>${escapeHtml(token.content)}</code>`;
+    case "strong_open":
+      return wrap("b", renderInline(node.children, ctx));
+    case "em_open":
+      return wrap("i", renderInline(node.children, ctx));
+    case "s_open":
+      return wrap("s", renderInline(node.children, ctx));
+    case "link_open":
+      return renderLink(node, ctx);
+    case "image":
+      return renderImage(token, ctx);
+    default:
+      return node.children.length > 0
+        ? renderInline(node.children, ctx)
+        : escapeHtml(token.content);
+  }
+}
+
+function wrap(tag: string, inner: string): string {
+  return inner === "" ? "" : `<${tag}>${inner}</${tag}>`;
+}
+
+function renderLink(node: TreeNode, ctx: RenderContext): string {
+  const href = String(node.token.attrGet("href") ?? "");
+  const inner = renderInline(node.children, { ...ctx, inLink: true });
+  if (ctx.inLink || !ALLOWED_LINK.test(href)) return inner;
+  return `<a href="${escapeAttribute(href)}">${inner === "" ? escapeHtml(href) : inner}</a>`;
+}
+
+function renderImage(token: Token, ctx: RenderContext): string {
+  const src = String(token.attrGet("src") ?? "");
+  const alt = escapeHtml(token.content);
+  if (ctx.inLink || !ALLOWED_LINK.test(src)) return alt;
+  return `<a href="${escapeAttribute(src)}">${alt === "" ? "image" : alt}</a>`;
+}

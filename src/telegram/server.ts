@@ -1,0 +1,113 @@
+import { timingSafeEqual } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { Update } from "grammy/types";
+import type { Logger } from "../logger.js";
+import { type Ingest, updateSchema } from "./ingest.js";
+
+export const WEBHOOK_PATH = "/telegram/webhook";
+// Telegram's updates are a few KB; anything this large is not from Telegram.
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+export type HttpServerDeps = {
+  ping(): Promise<boolean>;
+  logger: Logger;
+  /** Present in webhook mode only. */
+  webhook?: { secret: string; ingest: Ingest };
+};
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  const json = JSON.stringify(body);
+  res.writeHead(status, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(json),
+  });
+  res.end(json);
+}
+
+function sameSecret(given: string | string[] | undefined, expected: string): boolean {
+  if (typeof given !== "string") return false;
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+class BodyTooLarge extends Error {}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const declared = Number(req.headers["content-length"] ?? 0);
+  if (declared > MAX_BODY_BYTES) throw new BodyTooLarge();
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY_BYTES) throw new BodyTooLarge();
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+async function handleWebhook(
+  req: IncomingMessage,
+  res: ServerResponse,
+  webhook: NonNullable<HttpServerDeps["webhook"]>,
+  logger: Logger,
+): Promise<void> {
+  if (!sameSecret(req.headers["x-telegram-bot-api-secret-token"], webhook.secret)) {
+    send(res, 401, { error: "missing or wrong X-Telegram-Bot-Api-Secret-Token" });
+    return;
+  }
+  let raw: string;
+  try {
+    raw = await readBody(req);
+  } catch (error) {
+    if (error instanceof BodyTooLarge) {
+      send(res, 413, { error: `body larger than ${MAX_BODY_BYTES} bytes` });
+      req.resume();
+      return;
+    }
+    throw error;
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch {
+    send(res, 400, { error: "body is not JSON" });
+    return;
+  }
+  const parsed = updateSchema.safeParse(json);
+  if (!parsed.success) {
+    send(res, 400, { error: "body is not a Telegram update (needs a numeric update_id)" });
+    return;
+  }
+  try {
+    await webhook.ingest(parsed.data as unknown as Update);
+    send(res, 200, { ok: true });
+  } catch (error) {
+    // Not stored: a 500 makes Telegram deliver the update again later.
+    logger.error({ err: error, update_id: parsed.data.update_id }, "could not store an update");
+    send(res, 500, { error: "could not store the update; Telegram will retry" });
+  }
+}
+
+/** /healthz in every mode; /telegram/webhook when a webhook is configured. */
+export function createHttpServer(deps: HttpServerDeps): Server {
+  return createServer((req, res) => {
+    const path = (req.url ?? "/").split("?")[0];
+    const route = async () => {
+      if (path === "/healthz" && (req.method === "GET" || req.method === "HEAD")) {
+        const ok = await deps.ping();
+        send(res, ok ? 200 : 503, { status: ok ? "ok" : "database unavailable" });
+      } else if (path === WEBHOOK_PATH && deps.webhook) {
+        if (req.method !== "POST") send(res, 405, { error: "use POST" });
+        else await handleWebhook(req, res, deps.webhook, deps.logger);
+      } else {
+        send(res, 404, { error: "not found" });
+      }
+    };
+    route().catch((error: unknown) => {
+      deps.logger.error({ err: error }, "HTTP request failed");
+      if (!res.headersSent) send(res, 500, { error: "internal error" });
+      else res.destroy();
+    });
+  });
+}

@@ -1,0 +1,157 @@
+import type { AddressInfo } from "node:net";
+import { hostname } from "node:os";
+import { GrammyError } from "grammy";
+import type { Update } from "grammy/types";
+import type { App } from "../app.js";
+import type { Logger } from "../logger.js";
+import { createBot } from "./bot.js";
+import { COMMANDS } from "./commands.js";
+import { Dispatcher } from "./dispatcher.js";
+import { createInbox } from "./inbox.js";
+import { createIngest, type Ingest } from "./ingest.js";
+import { startPolling } from "./polling.js";
+import { createHttpServer } from "./server.js";
+
+// Turns at once over all chats: enough to keep many chats moving while each waits on Gemini,
+// few enough that a burst cannot exhaust the database pool or memory.
+const CONCURRENCY = 32;
+const SHUTDOWN_WAIT_MS = 25_000;
+const ALLOWED_UPDATES = ["message"] as const;
+
+export type Service = {
+  /** The HTTP listener's address (PORT=0 picks a free port). */
+  address: AddressInfo;
+  mode: "webhook" | "polling";
+  /** Stops taking updates, lets running turns finish (bounded), closes the listener. */
+  stop(): Promise<void>;
+};
+
+export class StartupError extends Error {}
+
+function explainTelegramFailure(error: unknown): Error {
+  if (error instanceof GrammyError && (error.error_code === 401 || error.error_code === 404)) {
+    return new StartupError(
+      `Telegram rejected TELEGRAM_BOT_TOKEN (${error.error_code} ${error.description}): copy the token from @BotFather again.`,
+    );
+  }
+  const reason = error instanceof Error ? error.message : String(error);
+  return new StartupError(
+    `Could not reach Telegram at start-up (${reason}). Check the network and TELEGRAM_API_ROOT.`,
+  );
+}
+
+export async function startService(app: App, logger: Logger): Promise<Service> {
+  const { config } = app;
+  if (!config.telegramBotToken) throw new StartupError("TELEGRAM_BOT_TOKEN is not set.");
+  let ingest: Ingest | undefined;
+  const server = createHttpServer({
+    ping: () => app.database.ping(),
+    logger,
+    webhook: config.webhookUrl
+      ? {
+          secret: config.webhookSecret as string,
+          ingest: (update) =>
+            ingest ? ingest(update) : Promise.reject(new Error("still starting up")),
+        }
+      : undefined,
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+
+  const settings = {
+    model: config.geminiModel,
+    maxEvents: config.compactionMaxEvents,
+    maxTokens: config.compactionMaxTokens,
+  };
+  const { bot, delivery } = createBot({
+    token: config.telegramBotToken,
+    apiRoot: config.telegramApiRoot,
+    allowedUserIds: config.allowedUserIds,
+    agent: app.agent,
+    hooks: app.hooks,
+    store: app.store,
+    compact: (chatId) => app.compactor.compact(chatId),
+    logger,
+    settings,
+  });
+  try {
+    await bot.init();
+    await bot.api.setMyCommands(COMMANDS.map((c) => ({ ...c })));
+  } catch (error) {
+    server.close();
+    throw explainTelegramFailure(error);
+  }
+
+  const inbox = createInbox({
+    db: app.database.db,
+    kind: app.database.kind,
+    workerId: `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`,
+    leaseMs: config.inboxLeaseSeconds * 1000,
+  });
+  const recovered = await inbox.recoverAfterCrash();
+  if (recovered > 0)
+    logger.warn({ updates: recovered }, "running again updates interrupted by a restart");
+  const dispatcher = new Dispatcher({
+    inbox,
+    handle: (item) => bot.handleUpdate(item.update as Update),
+    logger,
+    concurrency: CONCURRENCY,
+    pollMs: 1_000,
+    renewMs: Math.max(1_000, (config.inboxLeaseSeconds * 1000) / 3),
+    maxAttempts: 3,
+  });
+  ingest = createIngest({
+    inbox,
+    delivery,
+    allowedUserIds: config.allowedUserIds,
+    bot: { id: bot.botInfo.id, username: bot.botInfo.username },
+    logger,
+    onStored: () => dispatcher.wake(),
+  });
+
+  let polling: ReturnType<typeof startPolling> | undefined;
+  try {
+    if (config.webhookUrl) {
+      await bot.api.setWebhook(config.webhookUrl, {
+        secret_token: config.webhookSecret,
+        allowed_updates: [...ALLOWED_UPDATES],
+      });
+    } else {
+      await bot.api.deleteWebhook();
+      polling = startPolling({
+        api: bot.api,
+        ingest,
+        logger,
+        allowedUpdates: [...ALLOWED_UPDATES],
+      });
+    }
+  } catch (error) {
+    server.close();
+    throw explainTelegramFailure(error);
+  }
+  dispatcher.start();
+  const mode = config.webhookUrl ? "webhook" : "polling";
+  logger.info(
+    { mode, host: address.address, port: address.port, bot: bot.botInfo.username },
+    "Koroku is running",
+  );
+
+  return {
+    address,
+    mode,
+    async stop() {
+      logger.info("shutting down: no new updates, waiting for running turns");
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      await polling?.stop();
+      const drained = await dispatcher.stop(SHUTDOWN_WAIT_MS);
+      if (!drained)
+        logger.warn("some turns were still running; they will run again after the restart");
+      server.closeAllConnections();
+      await closed;
+    },
+  };
+}

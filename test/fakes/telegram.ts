@@ -1,0 +1,619 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { BotCommand, Message, Update, UserFromGetMe, WebhookInfo } from "grammy/types";
+import { validateTelegramHtml } from "./telegram-html.js";
+import {
+  botAsUser,
+  botFromToken,
+  buildTextUpdate,
+  chatFor,
+  type TextUpdateParams,
+  unixNow,
+} from "./telegram-objects.js";
+
+export { type TelegramHtmlResult, validateTelegramHtml } from "./telegram-html.js";
+export { buildTextUpdate, DEFAULT_USER_ID, type TextUpdateParams } from "./telegram-objects.js";
+
+/**
+ * A strict, in-process fake of the Telegram Bot API for end-to-end tests, spoken to the way
+ * grammY speaks: `POST {apiRoot}/bot<token>/<method>` with a JSON body. It records every call,
+ * serves long polling from a queue the test fills, and rejects what Telegram would reject.
+ */
+
+export const TELEGRAM_TEXT_LIMIT = 4096;
+export const DEFAULT_FAKE_TOKEN = "7000000001:AAFakeTelegramTokenForTestsOnly";
+
+const MAX_BODY_BYTES = 1024 * 1024;
+const DEFAULT_WAIT_MS = 5000;
+const CHAT_ACTIONS = new Set([
+  "typing",
+  "upload_photo",
+  "record_video",
+  "upload_video",
+  "record_voice",
+  "upload_voice",
+  "upload_document",
+  "choose_sticker",
+  "find_location",
+  "record_video_note",
+  "upload_video_note",
+]);
+
+export type Params = Record<string, unknown>;
+
+export type ApiResponse =
+  | { readonly ok: true; readonly result: unknown }
+  | {
+      readonly ok: false;
+      readonly error_code: number;
+      readonly description: string;
+      readonly parameters?: { readonly retry_after: number };
+    };
+
+export interface RecordedCall {
+  readonly method: string;
+  readonly body: Params;
+  /** Date.now() when the request arrived. */
+  readonly at: number;
+  /** Set when answered; a long poll still waiting has none. */
+  readonly response?: ApiResponse;
+}
+
+type CallRecord = { -readonly [K in keyof RecordedCall]: RecordedCall[K] };
+
+export interface SentMessage {
+  readonly message_id: number;
+  readonly chat_id: number;
+  /** The text as sent: HTML when parse_mode is "HTML". */
+  readonly text: string;
+  readonly parse_mode: string | undefined;
+  /** The text as the user sees it. */
+  readonly plain_text: string;
+  readonly body: Params;
+  readonly message: Message;
+}
+
+export interface ScriptedFailure {
+  readonly error_code: number;
+  /** Defaults to Telegram's wording for the code. */
+  readonly description?: string;
+  /** Seconds; sent as parameters.retry_after (429 always carries it). */
+  readonly retry_after?: number;
+}
+
+export interface WebhookState {
+  readonly url: string;
+  readonly secret_token: string | undefined;
+}
+
+export type UpdateInput = Omit<Update, "update_id"> & { readonly update_id?: number };
+
+export type CallMatcher = string | ((call: RecordedCall) => boolean);
+
+export interface FakeTelegram {
+  /** Pass as grammY's `client.apiRoot`. */
+  readonly apiRoot: string;
+  readonly token: string;
+  readonly bot: UserFromGetMe;
+  readonly calls: readonly RecordedCall[];
+  /** Successful sendMessage calls, in order. */
+  readonly sent: readonly SentMessage[];
+  /** The last setMyCommands list. */
+  readonly commands: readonly BotCommand[];
+  readonly webhook: WebhookState | undefined;
+  /** Resolves with the first recorded call matching a method name or predicate. */
+  waitFor(match: CallMatcher, timeoutMs?: number): Promise<RecordedCall>;
+  /**
+   * Queues an update for getUpdates; assigns the next update_id when none is given. Nothing
+   * delivers it in webhook mode: post `buildTextUpdate(...)` to the service instead.
+   */
+  pushUpdate(update: UpdateInput): Update;
+  /** Queues a text message from a user (a private chat unless chatId says otherwise). */
+  pushText(params: Omit<TextUpdateParams, "updateId" | "messageId">): Update;
+  /** The next `times` calls of `method` fail with this error instead of running. */
+  failNext(method: string, failure: ScriptedFailure, times?: number): void;
+  close(): Promise<void>;
+}
+
+export interface FakeTelegramOptions {
+  readonly token?: string;
+}
+
+export async function startFakeTelegram(options: FakeTelegramOptions = {}): Promise<FakeTelegram> {
+  const fake = new FakeTelegramServer(options.token ?? DEFAULT_FAKE_TOKEN);
+  await fake.listen();
+  return fake;
+}
+
+/** A request Telegram refuses; the dispatcher turns it into `{ok:false}`. */
+class ApiError extends Error {
+  constructor(
+    readonly errorCode: number,
+    readonly description: string,
+    readonly retryAfter?: number,
+  ) {
+    super(description);
+  }
+}
+
+function badRequest(reason: string): ApiError {
+  return new ApiError(400, `Bad Request: ${reason}`);
+}
+
+interface PendingPoll {
+  readonly limit: number;
+  finish(response: ApiResponse): void;
+}
+
+interface Waiter {
+  readonly matches: (call: RecordedCall) => boolean;
+  readonly resolve: (call: RecordedCall) => void;
+  readonly reject: (error: Error) => void;
+  readonly timer: NodeJS.Timeout;
+}
+
+type Handler = (params: Params, signal: AbortSignal) => ApiResponse | Promise<ApiResponse>;
+
+class FakeTelegramServer implements FakeTelegram {
+  readonly bot: UserFromGetMe;
+  readonly calls: RecordedCall[] = [];
+  readonly sent: SentMessage[] = [];
+  commands: BotCommand[] = [];
+  webhook: WebhookState | undefined;
+
+  private readonly server: Server;
+  private readonly handlers: ReadonlyMap<string, Handler>;
+  private readonly failures = new Map<string, ScriptedFailure[]>();
+  private readonly polls = new Set<PendingPoll>();
+  private readonly waiters = new Set<Waiter>();
+  private queue: Update[] = [];
+  private nextUpdateId = 100_000_001;
+  private nextMessageId = 1;
+  private port = 0;
+
+  constructor(readonly token: string) {
+    this.bot = botFromToken(token);
+    this.server = createServer((req, res) => {
+      this.handleRequest(req, res).catch((error: unknown) => {
+        respond(res, {
+          ok: false,
+          error_code: 500,
+          description: `fake Telegram crashed: ${error}`,
+        });
+      });
+    });
+    const handlers: Record<string, Handler> = {
+      getme: () => ok(this.bot),
+      sendmessage: (params) => ok(this.sendMessage(params)),
+      sendchataction: (params) => ok(this.sendChatAction(params)),
+      setmycommands: (params) => ok(this.setMyCommands(params)),
+      getmycommands: () => ok(this.commands),
+      deletemycommands: () => ok(this.setCommands([])),
+      setwebhook: (params) => ok(this.setWebhook(params)),
+      deletewebhook: (params) => ok(this.deleteWebhook(params)),
+      getwebhookinfo: () => ok(this.webhookInfo()),
+      getupdates: (params, signal) => this.getUpdates(params, signal),
+    };
+    this.handlers = new Map(Object.entries(handlers));
+  }
+
+  get apiRoot(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  async listen(): Promise<void> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once("error", reject);
+      this.server.listen(0, "127.0.0.1", () => {
+        this.server.off("error", reject);
+        resolve();
+      });
+    });
+    const address = this.server.address();
+    if (address === null || typeof address === "string") {
+      throw new Error("fake Telegram: expected a TCP address after listen()");
+    }
+    this.port = address.port;
+  }
+
+  waitFor(match: CallMatcher, timeoutMs = DEFAULT_WAIT_MS): Promise<RecordedCall> {
+    const matches =
+      typeof match === "string" ? (call: RecordedCall) => call.method === match : match;
+    const found = this.calls.find(matches);
+    if (found) return Promise.resolve(found);
+    const wanted = typeof match === "string" ? `"${match}" call` : "call matching the predicate";
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = {
+        matches,
+        resolve,
+        reject,
+        timer: setTimeout(() => {
+          this.waiters.delete(waiter);
+          reject(
+            new Error(
+              `fake Telegram: no ${wanted} within ${timeoutMs} ms. Recorded calls:\n${this.describeCalls()}`,
+            ),
+          );
+        }, timeoutMs),
+      };
+      this.waiters.add(waiter);
+    });
+  }
+
+  pushUpdate(input: UpdateInput): Update {
+    const update: Update = { ...input, update_id: input.update_id ?? this.nextUpdateId };
+    this.nextUpdateId = Math.max(this.nextUpdateId, update.update_id + 1);
+    this.queue.push(update);
+    for (const poll of this.polls) poll.finish(ok(this.queue.slice(0, poll.limit)));
+    return update;
+  }
+
+  pushText(params: Omit<TextUpdateParams, "updateId" | "messageId">): Update {
+    const messageId = this.nextMessageId++;
+    return this.pushUpdate(buildTextUpdate({ ...params, updateId: this.nextUpdateId, messageId }));
+  }
+
+  failNext(method: string, failure: ScriptedFailure, times = 1): void {
+    const key = method.toLowerCase();
+    const queued = this.failures.get(key) ?? [];
+    queued.push(...Array.from({ length: times }, () => failure));
+    this.failures.set(key, queued);
+  }
+
+  async close(): Promise<void> {
+    if (!this.server.listening) return;
+    for (const poll of [...this.polls]) poll.finish(ok([]));
+    for (const waiter of this.waiters) {
+      clearTimeout(waiter.timer);
+      waiter.reject(new Error("fake Telegram closed before a matching call arrived"));
+    }
+    this.waiters.clear();
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    // Keep-alive sockets from grammY's agent would otherwise hold close() open.
+    this.server.closeAllConnections();
+    await closed;
+  }
+
+  private async handleRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? "/", this.apiRoot);
+    const route = /^\/bot([^/]+)\/([A-Za-z]+)$/.exec(url.pathname);
+    if (!route) {
+      respond(res, { ok: false, error_code: 404, description: "Not Found" });
+      return;
+    }
+    const [, token, method = ""] = route;
+    const body = await readParams(req, url);
+    const call: CallRecord = { method, body: body instanceof ApiError ? {} : body, at: Date.now() };
+    this.record(call);
+    const signal = abortOnDisconnect(res);
+    const response = await this.dispatch(token, method, body, signal);
+    call.response = response;
+    this.notifyWaiters();
+    respond(res, response);
+  }
+
+  private async dispatch(
+    token: string | undefined,
+    method: string,
+    body: Params | ApiError,
+    signal: AbortSignal,
+  ): Promise<ApiResponse> {
+    try {
+      if (token !== this.token) throw new ApiError(401, "Unauthorized");
+      if (body instanceof ApiError) throw body;
+      const failure = this.failures.get(method.toLowerCase())?.shift();
+      if (failure) throw scriptedError(failure);
+      const handler = this.handlers.get(method.toLowerCase());
+      return handler ? await handler(body, signal) : ok(true);
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error;
+      return {
+        ok: false,
+        error_code: error.errorCode,
+        description: error.description,
+        ...(error.retryAfter === undefined
+          ? {}
+          : { parameters: { retry_after: error.retryAfter } }),
+      };
+    }
+  }
+
+  private record(call: RecordedCall): void {
+    this.calls.push(call);
+    this.notifyWaiters();
+  }
+
+  private notifyWaiters(): void {
+    for (const waiter of this.waiters) {
+      const call = this.calls.find(waiter.matches);
+      if (!call) continue;
+      clearTimeout(waiter.timer);
+      this.waiters.delete(waiter);
+      waiter.resolve(call);
+    }
+  }
+
+  private describeCalls(): string {
+    if (this.calls.length === 0) return "  (none)";
+    return this.calls
+      .map((call, index) => {
+        const body = truncate(JSON.stringify(call.body), 200);
+        const outcome = !call.response
+          ? "pending"
+          : call.response.ok
+            ? "ok"
+            : `${call.response.error_code} ${call.response.description}`;
+        return `  ${index + 1}. ${call.method} ${body} → ${outcome}`;
+      })
+      .join("\n");
+  }
+
+  private sendMessage(params: Params): Message {
+    const chatId = readChatId(params);
+    const text = typeof params.text === "string" ? params.text : "";
+    const parseMode = typeof params.parse_mode === "string" ? params.parse_mode : undefined;
+    const parsed = parseText(text, parseMode);
+    if (parsed.text.trim() === "") throw badRequest("message text is empty");
+    if (parsed.text.length > TELEGRAM_TEXT_LIMIT) throw badRequest("message is too long");
+    const message: Message = {
+      message_id: this.nextMessageId++,
+      from: botAsUser(this.bot),
+      chat: chatFor(chatId),
+      date: unixNow(),
+      text: parsed.text,
+      ...(parsed.entities.length > 0 ? { entities: parsed.entities } : {}),
+    };
+    this.sent.push({
+      message_id: message.message_id,
+      chat_id: chatId,
+      text,
+      parse_mode: parseMode,
+      plain_text: parsed.text,
+      body: params,
+      message,
+    });
+    return message;
+  }
+
+  private sendChatAction(params: Params): true {
+    readChatId(params);
+    if (typeof params.action !== "string" || !CHAT_ACTIONS.has(params.action)) {
+      throw badRequest("wrong parameter action in request");
+    }
+    return true;
+  }
+
+  private setMyCommands(params: Params): true {
+    if (!Array.isArray(params.commands)) throw badRequest('field "commands" must be an Array');
+    return this.setCommands(params.commands.map(readBotCommand));
+  }
+
+  private setCommands(commands: BotCommand[]): true {
+    this.commands = commands;
+    return true;
+  }
+
+  private setWebhook(params: Params): true {
+    const url = typeof params.url === "string" ? params.url : "";
+    if (url === "") return this.deleteWebhook(params);
+    if (!url.startsWith("https://")) {
+      throw badRequest("bad webhook: An HTTPS URL must be provided for webhook");
+    }
+    const secret = params.secret_token;
+    if (
+      secret !== undefined &&
+      (typeof secret !== "string" || !/^[A-Za-z0-9_-]{1,256}$/.test(secret))
+    ) {
+      throw badRequest("bad webhook: secret token contains unallowed characters");
+    }
+    this.dropPendingIfAsked(params);
+    this.webhook = { url, secret_token: secret };
+    return true;
+  }
+
+  private deleteWebhook(params: Params): true {
+    this.dropPendingIfAsked(params);
+    this.webhook = undefined;
+    return true;
+  }
+
+  private dropPendingIfAsked(params: Params): void {
+    if (params.drop_pending_updates === true || params.drop_pending_updates === "true") {
+      this.queue = [];
+    }
+  }
+
+  private webhookInfo(): WebhookInfo {
+    return {
+      url: this.webhook?.url ?? "",
+      has_custom_certificate: false,
+      pending_update_count: this.queue.length,
+      ...(this.webhook ? { max_connections: 40 } : {}),
+    };
+  }
+
+  private getUpdates(params: Params, signal: AbortSignal): ApiResponse | Promise<ApiResponse> {
+    if (this.webhook) {
+      throw new ApiError(
+        409,
+        "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first",
+      );
+    }
+    this.confirmUpTo(readInteger(params, "offset") ?? 0);
+    const limit = Math.min(Math.max(readInteger(params, "limit") ?? 100, 1), 100);
+    const timeout = readInteger(params, "timeout") ?? 0;
+    // Like Telegram: a newer poll ends an older one (two pollers are a bug worth seeing).
+    for (const poll of [...this.polls]) {
+      poll.finish({
+        ok: false,
+        error_code: 409,
+        description:
+          "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running",
+      });
+    }
+    if (this.queue.length > 0 || timeout <= 0) return ok(this.queue.slice(0, limit));
+    return this.longPoll(limit, timeout, signal);
+  }
+
+  /** Telegram forgets updates below a positive offset; a negative one keeps only the last -offset. */
+  private confirmUpTo(offset: number): void {
+    if (offset > 0) this.queue = this.queue.filter((update) => update.update_id >= offset);
+    if (offset < 0) this.queue = this.queue.slice(offset);
+  }
+
+  private longPoll(
+    limit: number,
+    timeoutSeconds: number,
+    signal: AbortSignal,
+  ): Promise<ApiResponse> {
+    return new Promise((resolve) => {
+      const onAbort = (): void => poll.finish(ok([]));
+      const poll: PendingPoll = {
+        limit,
+        finish: (response) => {
+          clearTimeout(timer);
+          signal.removeEventListener("abort", onAbort);
+          this.polls.delete(poll);
+          resolve(response);
+        },
+      };
+      const timer = setTimeout(() => poll.finish(ok([])), timeoutSeconds * 1000);
+      signal.addEventListener("abort", onAbort);
+      this.polls.add(poll);
+    });
+  }
+}
+
+function ok(result: unknown): ApiResponse {
+  return { ok: true, result };
+}
+
+function scriptedError(failure: ScriptedFailure): ApiError {
+  const retryAfter = failure.error_code === 429 ? (failure.retry_after ?? 1) : failure.retry_after;
+  return new ApiError(
+    failure.error_code,
+    failure.description ?? defaultDescription(failure.error_code, retryAfter),
+    retryAfter,
+  );
+}
+
+function defaultDescription(code: number, retryAfter: number | undefined): string {
+  switch (code) {
+    case 429:
+      return `Too Many Requests: retry after ${retryAfter}`;
+    case 403:
+      return "Forbidden: bot was blocked by the user";
+    case 500:
+      return "Internal Server Error";
+    case 502:
+      return "Bad Gateway";
+    default:
+      return `Error ${code}`;
+  }
+}
+
+type ParsedText = { text: string; entities: NonNullable<Message["entities"]> };
+
+function parseText(text: string, parseMode: string | undefined): ParsedText {
+  if (parseMode === undefined || parseMode === "") return { text, entities: [] };
+  if (parseMode.toUpperCase() !== "HTML") {
+    throw badRequest(`unsupported parse_mode "${parseMode}" (the fake models only "HTML")`);
+  }
+  const parsed = validateTelegramHtml(text);
+  if (!parsed.ok) throw badRequest(`can't parse entities: ${parsed.reason}`);
+  return parsed;
+}
+
+function readInteger(params: Params, name: string): number | undefined {
+  const value = params[name];
+  if (value === undefined || value === null) return undefined;
+  const number = typeof value === "string" && value.trim() !== "" ? Number(value) : value;
+  if (typeof number !== "number" || !Number.isSafeInteger(number)) {
+    throw badRequest(`field "${name}" must be an Integer`);
+  }
+  return number;
+}
+
+function readChatId(params: Params): number {
+  if (params.chat_id === undefined || params.chat_id === "") throw badRequest("chat_id is empty");
+  // "@username" chats do not exist in the fake.
+  if (typeof params.chat_id === "string" && !/^-?\d+$/.test(params.chat_id)) {
+    throw badRequest("chat not found");
+  }
+  const chatId = readInteger(params, "chat_id");
+  if (chatId === undefined || chatId === 0) throw badRequest("chat not found");
+  return chatId;
+}
+
+function readBotCommand(value: unknown): BotCommand {
+  const entry = isRecord(value) ? value : {};
+  const { command, description } = entry;
+  if (typeof command !== "string" || !/^[a-z0-9_]{1,32}$/.test(command)) {
+    throw badRequest("BOT_COMMAND_INVALID");
+  }
+  if (typeof description !== "string" || description.length < 1 || description.length > 256) {
+    throw badRequest("BOT_COMMAND_DESCRIPTION_INVALID");
+  }
+  return { command, description };
+}
+
+async function readParams(req: IncomingMessage, url: URL): Promise<Params | ApiError> {
+  const query = Object.fromEntries(url.searchParams);
+  const raw = await readBody(req);
+  if (raw === undefined) return new ApiError(413, "Request Entity Too Large");
+  if (raw === "") return query;
+  const type = (req.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
+  if (type === "application/json") return parseJsonObject(raw, query);
+  if (type === "application/x-www-form-urlencoded") {
+    return { ...query, ...Object.fromEntries(new URLSearchParams(raw)) };
+  }
+  if (type === "multipart/form-data") {
+    return badRequest(
+      "the fake Telegram does not parse multipart/form-data (file uploads); send JSON or extend test/fakes/telegram.ts",
+    );
+  }
+  return badRequest(`unsupported content-type "${type}"; send application/json`);
+}
+
+function parseJsonObject(raw: string, query: Params): Params | ApiError {
+  try {
+    const parsed: unknown = JSON.parse(raw);
+    if (isRecord(parsed)) return { ...query, ...parsed };
+    return badRequest("the request body must be a JSON object");
+  } catch {
+    return badRequest("can't parse JSON body");
+  }
+}
+
+async function readBody(req: IncomingMessage): Promise<string | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk));
+    size += buffer.length;
+    if (size > MAX_BODY_BYTES) return undefined;
+    chunks.push(buffer);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+function abortOnDisconnect(res: ServerResponse): AbortSignal {
+  const controller = new AbortController();
+  res.once("close", () => {
+    if (!res.writableEnded) controller.abort();
+  });
+  return controller.signal;
+}
+
+function respond(res: ServerResponse, response: ApiResponse): void {
+  if (res.writableEnded || res.destroyed) return;
+  res.writeHead(response.ok ? 200 : response.error_code, { "content-type": "application/json" });
+  res.end(JSON.stringify(response));
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function truncate(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}…`;
+}

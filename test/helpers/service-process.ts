@@ -1,0 +1,183 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type FakeGemini, startFakeGemini } from "../fakes/gemini.js";
+import { buildTextUpdate, type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
+import { createTestDatabase, type DatabaseKindName, type TestDatabase } from "./databases.js";
+
+export const MAIN = join(import.meta.dirname, "../../dist/src/main.js");
+export const ALLOWED_USER = 424242;
+export const WEBHOOK_SECRET = "test-webhook-secret";
+
+export type RunningService = {
+  proc: ChildProcess;
+  baseUrl: string;
+  /** Parsed JSON log lines the process printed so far. */
+  logs: Record<string, unknown>[];
+  exited: Promise<number | null>;
+};
+
+export type ServiceWorld = {
+  telegram: FakeTelegram;
+  gemini: FakeGemini;
+  db: TestDatabase;
+  env: Record<string, string>;
+  service: RunningService;
+  /** Starts another process of the service on the same database and fakes. */
+  start(extraEnv?: Record<string, string>): Promise<RunningService>;
+  post(
+    update: unknown,
+    options?: { secret?: string | null; raw?: string; service?: RunningService },
+  ): Promise<Response>;
+  nextUpdateId(): number;
+  /** Posts a text message from the allowed user through the webhook. */
+  say(text: string, options?: { chatId?: number; userId?: number }): Promise<number>;
+  close(): Promise<void>;
+};
+
+/**
+ * Spawns the real service (dist/src/main.js, compiled by `npm test`) and waits until it logs that
+ * it is running. PORT=0 lets the OS pick the port; the log line tells which.
+ */
+export async function spawnService(env: Record<string, string>): Promise<RunningService> {
+  const proc = spawn(process.execPath, [MAIN], {
+    env: { PATH: process.env.PATH ?? "", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const logs: Record<string, unknown>[] = [];
+  let stderr = "";
+  const exited = new Promise<number | null>((resolve) =>
+    proc.once("exit", (code) => resolve(code)),
+  );
+  let buffered = "";
+  proc.stdout?.on("data", (chunk: Buffer) => {
+    buffered += chunk.toString("utf8");
+    const lines = buffered.split("\n");
+    buffered = lines.pop() ?? "";
+    for (const line of lines) {
+      try {
+        logs.push(JSON.parse(line) as Record<string, unknown>);
+      } catch {
+        logs.push({ msg: line });
+      }
+    }
+  });
+  proc.stderr?.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString("utf8");
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setInterval(() => {
+      const ready = logs.find((l) => l.msg === "Koroku is running");
+      if (ready) {
+        clearInterval(timer);
+        resolve(Number(ready.port));
+      }
+    }, 10);
+    exited.then((code) => {
+      clearInterval(timer);
+      reject(
+        new Error(
+          `service exited with ${code} before it was ready:\n${stderr}\n${JSON.stringify(logs)}`,
+        ),
+      );
+    });
+  });
+  return { proc, baseUrl: `http://127.0.0.1:${port}`, logs, exited };
+}
+
+export async function startWorld(
+  options: { kind?: DatabaseKindName; env?: Record<string, string>; webhook?: boolean } = {},
+): Promise<ServiceWorld> {
+  const telegram = await startFakeTelegram();
+  const gemini = await startFakeGemini();
+  const db = await createTestDatabase(options.kind ?? "sqlite");
+  const root = mkdtempSync(join(tmpdir(), "koroku-e2e-"));
+  const env: Record<string, string> = {
+    TELEGRAM_BOT_TOKEN: telegram.token,
+    TELEGRAM_API_ROOT: telegram.apiRoot,
+    GEMINI_API_KEY: "test-key",
+    GEMINI_BASE_URL: gemini.baseUrl,
+    GEMINI_MODEL: "chat-model",
+    GEMINI_COMPACTION_MODEL: "summary-model",
+    ALLOWED_USER_IDS: String(ALLOWED_USER),
+    DATABASE_URL: db.url,
+    MEMORY_DIR: join(root, "memory"),
+    WORKSPACE_DIR: join(root, "workspace"),
+    HOST: "127.0.0.1",
+    PORT: "0",
+    LOG_LEVEL: "info",
+    ...(options.webhook === false
+      ? {}
+      : { WEBHOOK_URL: "https://koroku.test/telegram/webhook", WEBHOOK_SECRET }),
+    ...options.env,
+  };
+  const services: RunningService[] = [];
+  const start = async (extraEnv: Record<string, string> = {}) => {
+    const s = await spawnService({ ...env, ...extraEnv });
+    services.push(s);
+    return s;
+  };
+  const service = await start();
+  let updateId = 1000;
+  const world: ServiceWorld = {
+    telegram,
+    gemini,
+    db,
+    env,
+    service,
+    start,
+    nextUpdateId: () => ++updateId,
+    post(update, opts = {}) {
+      const secret = opts.secret === undefined ? WEBHOOK_SECRET : opts.secret;
+      return fetch(`${(opts.service ?? world.service).baseUrl}/telegram/webhook`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          ...(secret === null ? {} : { "x-telegram-bot-api-secret-token": secret }),
+        },
+        body: opts.raw ?? JSON.stringify(update),
+      });
+    },
+    async say(text, opts = {}) {
+      const id = ++updateId;
+      const res = await world.post(
+        buildTextUpdate({
+          updateId: id,
+          messageId: id,
+          text,
+          userId: opts.userId ?? ALLOWED_USER,
+          chatId: opts.chatId,
+        }),
+      );
+      if (res.status !== 200)
+        throw new Error(`webhook answered ${res.status}: ${await res.text()}`);
+      return id;
+    },
+    async close() {
+      for (const s of services) {
+        if (s.proc.exitCode === null && s.proc.signalCode === null) s.proc.kill("SIGKILL");
+        await s.exited;
+      }
+      await telegram.close();
+      await gemini.close();
+      await db.dispose();
+      rmSync(root, { recursive: true, force: true });
+    },
+  };
+  return world;
+}
+
+/** Polls until `check` returns a value (not undefined/false) or the time runs out. */
+export async function eventually<T>(
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs = 10_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}

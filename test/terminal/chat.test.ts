@@ -1,0 +1,194 @@
+import { PassThrough } from "node:stream";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { App } from "../../src/app.js";
+import { runTerminalChat } from "../../src/terminal/chat.js";
+import { call, status, text } from "../fakes/gemini.js";
+import { type Harness, SUMMARY_MODEL, startHarness } from "../helpers/harness.js";
+
+const BANNER = "Koroku — type a message; `clear` wipes the history, `exit` quits.";
+
+type Terminal = {
+  /** Resolves when runTerminalChat returns. */
+  done: Promise<void>;
+  lines(): string[];
+  type(...lines: string[]): void;
+  /** Ctrl-D: the end of the input. */
+  end(): void;
+  /** Polls until a printed line equals `line`. */
+  until(line: string): Promise<void>;
+};
+
+function openTerminal(app: App): Terminal {
+  const input = new PassThrough();
+  const output = new PassThrough();
+  let printed = "";
+  output.on("data", (chunk: Buffer) => {
+    printed += chunk.toString("utf8");
+  });
+  const lines = () => printed.split("\n").slice(0, -1);
+  return {
+    done: runTerminalChat({ app, input, output }),
+    lines,
+    type: (...typed) => {
+      for (const line of typed) input.write(`${line}\n`);
+    },
+    end: () => input.end(),
+    until: (line) => vi.waitFor(() => expect(lines()).toContain(line), { timeout: 10_000 }),
+  };
+}
+
+describe("terminal chat", () => {
+  let h: Harness;
+  afterEach(async () => {
+    expect(h.fake.rejections).toEqual([]);
+    await h.close();
+  });
+
+  it("replays the stored conversation of chat `local`, tool calls included, then the banner", async () => {
+    h = await startHarness();
+    h.fake.script(
+      call("get_current_time"),
+      call("read_file", { path: "missing.txt" }),
+      text("It is noon."),
+      text("elsewhere"),
+    );
+    await h.app.agent.runTurn("local", { text: "what time is it?" });
+    await h.app.agent.runTurn("other", { text: "another chat" });
+
+    const terminal = openTerminal(h.app);
+    terminal.end();
+    await terminal.done;
+
+    expect(terminal.lines()).toEqual([
+      "You: what time is it?",
+      "✓ get_current_time {}",
+      '✗ read_file {"path":"missing.txt"}',
+      "Koroku: It is noon.",
+      BANNER,
+    ]);
+  });
+
+  it("runs a turn per non-empty line and prints the answer", async () => {
+    h = await startHarness();
+    // The slow first answer makes the later lines arrive, and the input end, while it runs.
+    h.fake.script({ ...text("Hello there"), delayMs: 50 }, text("Still here"));
+    const terminal = openTerminal(h.app);
+    terminal.type("", "hi", "   ", "and again");
+    terminal.end();
+    await terminal.done;
+
+    expect(terminal.lines()).toEqual([BANNER, "Koroku: Hello there", "Koroku: Still here"]);
+    expect(h.fake.requests).toHaveLength(2);
+    const events = (await h.app.store.loadContext("local")).events;
+    expect(events.map((e) => e.event.role)).toEqual(["user", "model", "user", "model"]);
+  });
+
+  it("prints each tool call while the turn is still running", async () => {
+    h = await startHarness();
+    const terminal = openTerminal(h.app);
+    let printedBeforeAnswer: string[] = [];
+    h.fake.script(
+      call("write_file", { path: "a.txt", content: "A" }),
+      call("read_file", { path: "nope.txt" }),
+      () => {
+        printedBeforeAnswer = terminal.lines();
+        return text("written");
+      },
+    );
+    terminal.type("write a file");
+    await terminal.until("Koroku: written");
+
+    const toolLines = [
+      '✓ write_file {"path":"a.txt","content":"A"}',
+      '✗ read_file {"path":"nope.txt"}',
+    ];
+    expect(printedBeforeAnswer).toEqual([BANNER, ...toolLines]);
+    expect(terminal.lines()).toEqual([BANNER, ...toolLines, "Koroku: written"]);
+    terminal.end();
+    await terminal.done;
+  });
+
+  it("announces a compaction that happens during a turn", async () => {
+    h = await startHarness({ env: { COMPACTION_MAX_EVENTS: "4" } });
+    h.fake.scriptFor(SUMMARY_MODEL, text("They said hello twice."));
+    await h.app.agent.runTurn("local", { text: "hello" });
+    await h.app.agent.runTurn("local", { text: "hello again" });
+    const terminal = openTerminal(h.app);
+    terminal.type("third");
+    await terminal.until("Koroku: ok");
+
+    const [summary] = (await h.app.store.lastTurns("local", 10)).filter(
+      (e) => e.kind === "compaction",
+    );
+    expect(summary?.kind === "compaction" && summary.event.summarized_events).toBe(4);
+    const line = "🧠 Compacted 4 earlier messages into a summary";
+    expect(terminal.lines().slice(-2)).toEqual([line, "Koroku: ok"]);
+    terminal.end();
+    await terminal.done;
+  });
+
+  it("`clear` wipes only this chat's history", async () => {
+    h = await startHarness();
+    await h.app.agent.runTurn("local", { text: "remember this" });
+    await h.app.agent.runTurn("other", { text: "keep this" });
+    const terminal = openTerminal(h.app);
+    terminal.type("clear");
+    await terminal.until("History cleared (2 events removed); the memory files are kept.");
+
+    expect(await h.app.store.lastTurns("local", 50)).toEqual([]);
+    expect(await h.app.store.lastTurns("other", 50)).toHaveLength(2);
+    terminal.end();
+    await terminal.done;
+  });
+
+  it("`exit` ends the chat without waiting for the end of the input or running later lines", async () => {
+    h = await startHarness();
+    const terminal = openTerminal(h.app);
+    terminal.type("exit", "this is never sent");
+    await terminal.done;
+
+    expect(terminal.lines()).toEqual([BANNER]);
+    expect(h.fake.requests).toEqual([]);
+  });
+
+  it("prints Gemini's user message when a turn fails and keeps going", async () => {
+    h = await startHarness();
+    h.fake.script(status(400, "Unsupported language."), text("recovered"));
+    const terminal = openTerminal(h.app);
+    terminal.type("first");
+    await terminal.until("Gemini refused the request: Unsupported language.");
+    terminal.type("second");
+    await terminal.until("Koroku: recovered");
+    terminal.end();
+    await terminal.done;
+
+    expect(terminal.lines()).toEqual([
+      BANNER,
+      "Gemini refused the request: Unsupported language.",
+      "Koroku: recovered",
+    ]);
+  });
+
+  it("reports any other failure briefly, logs it, and keeps going", async () => {
+    h = await startHarness();
+    h.fake.script(text("still here"));
+    const broken: App = {
+      ...h.app,
+      store: {
+        ...h.app.store,
+        clear: () => Promise.reject(new Error("disk I/O error")),
+      },
+    };
+    const terminal = openTerminal(broken);
+    terminal.type("clear", "hello");
+    terminal.end();
+    await terminal.done;
+
+    expect(terminal.lines()).toEqual([
+      BANNER,
+      "Something went wrong: disk I/O error. The details are in the log; try again.",
+      "Koroku: still here",
+    ]);
+    expect(h.logs.some((l) => l.msg === "terminal chat line failed")).toBe(true);
+  });
+});
