@@ -47,7 +47,7 @@ export function repairDanglingCalls(
   events: readonly StoredSession[],
 ): { event: SessionEvent; toolCalls: number } | undefined {
   const last = events.at(-1);
-  if (!last || last.event.role !== "model") return undefined;
+  if (last?.event.role !== "model") return undefined;
   const calls = functionCallsOf(last.event);
   if (calls.length === 0) return undefined;
   return {

@@ -164,7 +164,7 @@ describe("Telegram service end to end (webhook mode, SQLite)", () => {
   it("splits a long answer into valid chunks under 4096 characters", async () => {
     const u = user();
     const paragraph = "Lorem ipsum dolor sit amet, **consectetur** adipiscing elit & <more>. ";
-    const code = "```ts\n" + "const x = a < b && c > d;\n".repeat(150) + "```";
+    const code = `\`\`\`ts\n${"const x = a < b && c > d;\n".repeat(150)}\`\`\``;
     w.gemini.script(text(`${paragraph.repeat(60)}\n\n${code}\n\n${paragraph.repeat(40)}`));
     await w.say("long please", { userId: u });
     await eventually(() => sentTo(u).length >= 3 || undefined);
