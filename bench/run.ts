@@ -1,4 +1,4 @@
-import { writeFileSync } from "node:fs";
+import { renameSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { fileURLToPath } from "node:url";
 import { storageBenchmark } from "./storage.js";
@@ -17,7 +17,10 @@ export type BenchRow = {
 
 export type Benchmark = () => Promise<BenchRow[]>;
 
-const POSTGRES_URL = process.env.BENCH_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+const POSTGRES_URL =
+  process.env.BENCH_POSTGRES_URL ??
+  process.env.TEST_POSTGRES_URL ??
+  "postgres://postgres@127.0.0.1:5432/test";
 const progress = (line: string) => process.stderr.write(`${line}\n`);
 
 /** Every benchmark `npm run bench` runs, in order. */
@@ -74,7 +77,9 @@ async function main(): Promise<void> {
     cores: cpus().length,
   };
   const report = { date: new Date().toISOString(), machine, rows };
-  writeFileSync(RESULTS_PATH, `${JSON.stringify(report, null, 2)}\n`);
+  // Written aside then renamed, so an interrupted run never leaves half a results file.
+  writeFileSync(`${RESULTS_PATH}.tmp`, `${JSON.stringify(report, null, 2)}\n`);
+  renameSync(`${RESULTS_PATH}.tmp`, RESULTS_PATH);
   process.stdout.write(`results written to ${RESULTS_PATH}\n`);
 }
 

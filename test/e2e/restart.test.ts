@@ -23,6 +23,7 @@ describe("Telegram service across restarts", () => {
     w.gemini.script({ ...text("noted: 42"), delayMs: 400 });
     await w.say("remember the number 42");
     await eventually(() => w.gemini.requests.length === 1);
+    const first = w.service;
     w.service.proc.kill("SIGTERM");
     expect(await w.service.exited).toBe(0);
     expect(plainTexts(w)).toContain("noted: 42");
@@ -32,7 +33,12 @@ describe("Telegram service across restarts", () => {
     w.gemini.script(text("it was 42"));
     await w.say("what was the number?");
     await eventually(() => plainTexts(w).includes("it was 42"));
-    expect(requestText(w.gemini.requests.at(-1))).toContain("remember the number 42");
+    const diagnostics = JSON.stringify({
+      requests: w.gemini.requests.map((r) => r.body.contents),
+      first: first.logs,
+      second: second.logs,
+    });
+    expect(requestText(w.gemini.requests.at(-1)), diagnostics).toContain("remember the number 42");
     await w.say("/history");
     const history = await eventually(() => plainTexts(w).find((t) => t.startsWith("You:")));
     expect(history).toContain("Koroku: noted: 42");

@@ -61,10 +61,12 @@ describe("event model", () => {
         expect(toContent(event)).toEqual(c);
         const stored = parseStoredEvent(JSON.stringify(event));
         expect(stored.ok).toBe(true);
-        if (stored.ok && stored.event.event_type === "session")
-          expect(toContent(stored.event)).toEqual(c);
+        // Stored JSON is compared as JSON: the wire format cannot tell -0 from 0 either.
+        if (stored.ok && stored.event.event_type === "session") {
+          expect(JSON.stringify(toContent(stored.event))).toBe(JSON.stringify(c));
+        }
       }),
-      { numRuns: 300 },
+      { numRuns: Number(process.env.FC_RUNS ?? 300) },
     );
   });
 
