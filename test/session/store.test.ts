@@ -131,6 +131,45 @@ describe.each(DATABASE_KINDS)("session store on %s", (kind) => {
     expect((await store.loadContext(chat)).events.map((e) => e.event)).toEqual([user("fresh")]);
   });
 
+  it("merges its own appends with rows another process wrote in between", async () => {
+    const chat = newChat();
+    const other = createSessionStore({ db: handle.db, logger });
+    await store.append(chat, [{ event: user("mine 1") }]);
+    await store.loadContext(chat);
+    await other.append(chat, [{ event: model("theirs") }]);
+    await store.append(chat, [{ event: user("mine 2") }]);
+    const texts = (await store.loadContext(chat)).events.map((e) => e.event.parts[0]);
+    expect(texts).toEqual([
+      { kind: "text", text: "mine 1" },
+      { kind: "text", text: "theirs" },
+      { kind: "text", text: "mine 2" },
+    ]);
+    // A compaction written elsewhere cuts the cached context too.
+    const ids = (await store.loadContext(chat)).events.map((e) => e.id);
+    await other.appendCompaction(chat, {
+      event: {
+        v: 1,
+        event_type: "compaction",
+        summary: [{ kind: "text", text: "s" }],
+        summarized_events: 2,
+      },
+      coversFromId: ids[0] as number,
+      coversToId: ids[1] as number,
+    });
+    const after = await store.loadContext(chat);
+    expect(after.summary?.event.summary[0]?.text).toBe("s");
+    expect(after.events.map((e) => e.id)).toEqual([ids[2]]);
+  });
+
+  it("does not let callers see later appends through a context they hold", async () => {
+    const chat = newChat();
+    await store.append(chat, [{ event: user("one") }]);
+    const held = await store.loadContext(chat);
+    await store.append(chat, [{ event: model("two") }]);
+    expect(held.events).toHaveLength(1);
+    expect((await store.loadContext(chat)).events).toHaveLength(2);
+  });
+
   it("keeps chats isolated in context, history and search", async () => {
     const a = newChat();
     const b = newChat();
