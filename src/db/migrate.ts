@@ -1,10 +1,21 @@
-import type { Kysely } from "kysely";
+import { type Kysely, PostgresAdapter, sql } from "kysely";
 import { type MigrationResultSet, Migrator } from "kysely/migration";
 import { migrations } from "../../migrations/index.js";
 import type { Logger } from "../logger.js";
 import type { Database } from "./schema.js";
 
 const SQLITE_BUSY = /SQLITE_BUSY|database is locked/i;
+
+/**
+ * The PostgreSQL schema to keep Kysely's own tables in: the connection's current one. Without it
+ * Kysely looks for its tables in every schema, finds another schema's (a second deployment or
+ * test run on the same database) and then fails to use its own.
+ */
+async function postgresSchema(db: Kysely<Database>): Promise<string | undefined> {
+  if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return undefined;
+  const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(db);
+  return rows[0]?.schema;
+}
 
 const isBusy = (error: unknown) => error instanceof Error && SQLITE_BUSY.test(error.message);
 
@@ -17,6 +28,7 @@ export async function migrateToLatest(db: Kysely<Database>, logger: Logger): Pro
   const migrator = new Migrator({
     db,
     provider: { getMigrations: async () => migrations },
+    migrationTableSchema: await postgresSchema(db),
   });
   let result: MigrationResultSet = await migrator.migrateToLatest();
   for (let attempt = 1; attempt < 20 && isBusy(result.error); attempt++) {

@@ -1,0 +1,104 @@
+import { afterAll, describe, expect, it } from "vitest";
+import { type FakeGemini, type RecordedRequest, startFakeGemini, text } from "../fakes/gemini.js";
+import { buildTextUpdate } from "../fakes/telegram.js";
+import {
+  ALLOWED_USER,
+  eventually,
+  type ServiceWorld,
+  startWorld,
+} from "../helpers/service-process.js";
+
+const CHATS = 8;
+const MESSAGES_PER_CHAT = 6;
+const users = Array.from({ length: CHATS }, (_, i) => ALLOWED_USER + i);
+
+function tagOf(request: RecordedRequest): string {
+  const parts = request.body.contents.at(-1)?.parts ?? [];
+  return parts.map((p) => p.text ?? "").join("");
+}
+
+describe("two replicas on one PostgreSQL database", () => {
+  let w: ServiceWorld;
+  let geminiB: FakeGemini;
+  afterAll(async () => {
+    await w?.close();
+    await geminiB?.close();
+  });
+
+  it("run every update exactly once, each chat strictly in order, and take over a dead replica's turn", async () => {
+    // Each replica talks to its own fake Gemini so the test knows which replica is mid-turn;
+    // both answer through one step function that watches every chat's requests.
+    const inFlight = new Map<number, string>();
+    const overlaps: string[] = [];
+    const blockedOn = { A: 0, B: 0 };
+    let gate: Promise<void> = Promise.resolve();
+    let openGate = () => {};
+    const answer = (replica: "A" | "B") => async (request: RecordedRequest) => {
+      const tag = tagOf(request);
+      const chat = Number(/^c(\d+)#/.exec(tag)?.[1]);
+      if (inFlight.has(chat)) overlaps.push(`${tag} while ${inFlight.get(chat)}`);
+      inFlight.set(chat, tag);
+      blockedOn[replica]++;
+      await gate;
+      blockedOn[replica]--;
+      inFlight.delete(chat);
+      return text(`echo ${tag}`);
+    };
+
+    geminiB = await startFakeGemini();
+    w = await startWorld({
+      kind: "postgres",
+      env: { ALLOWED_USER_IDS: users.join(","), INBOX_LEASE_SECONDS: "2" },
+    });
+    w.gemini.setDefault(answer("A"));
+    geminiB.setDefault(answer("B"));
+    const a = w.service;
+    const b = await w.start({ GEMINI_BASE_URL: geminiB.baseUrl });
+
+    const expected: string[] = [];
+    const delivered = () => w.telegram.sent.map((m) => m.plain_text);
+    const post = async (chat: number, k: number, target: typeof a) => {
+      const id = w.nextUpdateId();
+      const tag = `c${chat}#${k}`;
+      expected.push(tag);
+      const update = buildTextUpdate({
+        updateId: id,
+        messageId: id,
+        text: tag,
+        userId: users[chat] as number,
+      });
+      expect((await w.post(update, { service: target })).status).toBe(200);
+    };
+    const allDelivered = () => expected.every((t) => delivered().includes(`echo ${t}`));
+
+    // A burst spread over both replicas.
+    for (let k = 0; k < 2; k++)
+      for (let c = 0; c < CHATS; c++) await post(c, k, (c + k) % 2 ? b : a);
+    await eventually(allDelivered, 15_000);
+    expect(geminiB.requests.length).toBeGreaterThan(0);
+
+    // Hold every model answer, then give each chat one more message through B: once every chat is
+    // waiting on Gemini, no turn sits between its answer and its delivery, and killing B loses
+    // only turns in the middle of a model call.
+    gate = new Promise((resolve) => {
+      openGate = resolve;
+    });
+    for (let c = 0; c < CHATS; c++) await post(c, 2, b);
+    await eventually(() => inFlight.size === CHATS && blockedOn.B > 0, 15_000);
+    b.proc.kill("SIGKILL");
+    await b.exited;
+    openGate();
+
+    for (let k = 3; k < MESSAGES_PER_CHAT; k++) for (let c = 0; c < CHATS; c++) await post(c, k, a);
+    await eventually(allDelivered, 30_000);
+
+    expect(overlaps).toEqual([]);
+    for (const t of expected) expect(delivered().filter((d) => d === `echo ${t}`)).toHaveLength(1);
+    for (let c = 0; c < CHATS; c++) {
+      const order = delivered().filter((d) => d.startsWith(`echo c${c}#`));
+      expect(order).toEqual(Array.from({ length: MESSAGES_PER_CHAT }, (_, k) => `echo c${c}#${k}`));
+    }
+    expect(w.gemini.rejections).toEqual([]);
+    expect(geminiB.rejections).toEqual([]);
+  });
+});
