@@ -96,7 +96,7 @@ export function createCompactor(deps: CompactorDeps): Compactor & {
     );
     const compacted: ChatContext = { summary: stored, events: plan.keep };
     const after = contextSize(compacted);
-    const durationMs = Math.round(performance.now() - started);
+    const durationMs = Math.round((performance.now() - started) * 100) / 100;
     log.info(
       {
         events_before: before.events,
