@@ -8,7 +8,8 @@ import { runTerminalChat } from "./terminal/chat.js";
 async function main(): Promise<number> {
   let config: Config;
   try {
-    config = loadConfig(readEnvironment(), { requireTelegram: false });
+    // Logs share the terminal with the chat: only warnings and errors unless LOG_LEVEL says otherwise.
+    config = loadConfig({ LOG_LEVEL: "warn", ...readEnvironment() }, { requireTelegram: false });
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`${error.message}\n`);

@@ -7,7 +7,8 @@ export type HistoryLine =
 
 const MAX_ARGS_CHARS = 200;
 
-function argsText(args: Record<string, unknown> | undefined): string {
+/** Tool arguments as one short line: a write_file's whole content would drown the replay. */
+export function argsText(args: Record<string, unknown> | undefined): string {
   const json = JSON.stringify(args ?? {});
   return json.length > MAX_ARGS_CHARS ? `${json.slice(0, MAX_ARGS_CHARS)}…` : json;
 }

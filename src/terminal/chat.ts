@@ -2,7 +2,7 @@ import { createInterface } from "node:readline";
 import { GeminiError } from "../agent/gemini-errors.js";
 import type { AgentHookEvents } from "../agent/hooks.js";
 import type { App } from "../app.js";
-import { historyLines, historyLineText } from "../session/history-view.js";
+import { argsText, historyLines, historyLineText } from "../session/history-view.js";
 
 export type TerminalChatDeps = {
   app: App;
@@ -28,7 +28,7 @@ function toolLine(event: AgentHookEvents["toolResult"]): string {
     kind: "tool",
     ok: event.ok,
     name: event.name,
-    args: JSON.stringify(event.args),
+    args: argsText(event.args),
   });
 }
 
