@@ -40,5 +40,6 @@ export function searchTextOf(body: StoredEventBody): string {
       );
     }
   }
-  return pieces.join("\n").toLowerCase();
+  // PostgreSQL text cannot hold NUL; a search never needs it.
+  return pieces.join("\n").toLowerCase().replaceAll("\0", "\uFFFD");
 }

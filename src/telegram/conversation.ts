@@ -22,7 +22,8 @@ function messageText(ctx: Context): string {
   const raw = (ctx.msg?.text ?? "").toWellFormed();
   if (ctx.chat?.type === "private") return raw;
   const text = raw.replace(new RegExp(`@${ctx.me.username}\\b`, "gi"), "").trim();
-  const name = [ctx.from?.first_name, ctx.from?.last_name].filter(Boolean).join(" ");
+  // The name reaches Gemini too, so it needs the same repair as the text.
+  const name = [ctx.from?.first_name, ctx.from?.last_name].filter(Boolean).join(" ").toWellFormed();
   return `[${name || `user ${ctx.from?.id}`}] ${text}`;
 }
 

@@ -41,7 +41,11 @@ export function createDelivery(deps: { api: Api; logger: Logger }) {
 
   /** Sends prepared Telegram HTML, split under the length limit. */
   async function sendHtml(chatId: number, html: string, threadId?: number): Promise<void> {
-    for (const chunk of splitMessage(html)) await sendChunk(chatId, chunk, threadId);
+    // A lone surrogate (from a model answer or a stored event) cannot be encoded as UTF-8, so
+    // Telegram would refuse the whole message; U+FFFD in its place keeps every other word.
+    for (const chunk of splitMessage(html.toWellFormed())) {
+      await sendChunk(chatId, chunk, threadId);
+    }
   }
 
   /** Sends Markdown (what Gemini writes) rendered to Telegram HTML. */

@@ -41,8 +41,18 @@ function escapeAttribute(value: string): string {
   return escapeHtml(value).replaceAll('"', "&quot;");
 }
 
+// markdown-it parses blocks nested this deep at most; past it, it silently drops the rest of
+// the block.
+const MAX_NESTING = parser.options.maxNesting ?? 20;
+
 export function renderMarkdown(markdown: string): string {
-  const tree = toTree(parser.parse(markdown, {}));
+  const tokens = parser.parse(markdown, {});
+  // A block opened at the last level markdown-it parses may have lost its content (lists about
+  // 10 deep, quotes about 20): such a reply goes out unformatted rather than with words missing.
+  if (tokens.some((token) => token.nesting === 1 && token.level >= MAX_NESTING - 1)) {
+    return escapeHtml(markdown.trim());
+  }
+  const tree = toTree(tokens);
   return renderBlocks(tree, { listDepth: 0, inQuote: false, inLink: false }, "\n\n").trim();
 }
 

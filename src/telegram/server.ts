@@ -31,6 +31,22 @@ function sameSecret(given: string | string[] | undefined, expected: string): boo
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
+// Telegram's updates nest a dozen levels at most. JSON.parse takes any depth, but the inbox's
+// JSON.stringify recurses and overflows the stack on a body thousands of levels deep, which
+// would answer 500 ("retry") for a body that can never be stored.
+const MAX_JSON_DEPTH = 64;
+
+function nestsDeeperThan(value: unknown, limit: number): boolean {
+  const pending: { value: unknown; depth: number }[] = [{ value, depth: 0 }];
+  for (let item = pending.pop(); item !== undefined; item = pending.pop()) {
+    if (typeof item.value !== "object" || item.value === null) continue;
+    if (item.depth >= limit) return true;
+    for (const child of Object.values(item.value))
+      pending.push({ value: child, depth: item.depth + 1 });
+  }
+  return false;
+}
+
 class BodyTooLarge extends Error {}
 
 async function readBody(req: IncomingMessage): Promise<string> {
@@ -72,6 +88,12 @@ async function handleWebhook(
     json = JSON.parse(raw);
   } catch {
     send(res, 400, { error: "body is not JSON" });
+    return;
+  }
+  if (nestsDeeperThan(json, MAX_JSON_DEPTH)) {
+    send(res, 400, {
+      error: `body nests deeper than ${MAX_JSON_DEPTH} levels; not a Telegram update`,
+    });
     return;
   }
   const parsed = updateSchema.safeParse(json);
