@@ -87,6 +87,9 @@ export function openDatabase(
   // An idle client that loses its server (PostgreSQL restart) emits 'error'; without a listener
   // that would crash the process. The pool drops the client and the next query reconnects.
   pool.on("error", () => {});
+  // The same for a client in the middle of a query: its query fails (and is retried by the
+  // caller); without this listener the connection's 'error' event would end the process.
+  pool.on("connect", (client) => client.on("error", () => {}));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return handle(db, "postgres");
 }

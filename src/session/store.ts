@@ -412,7 +412,12 @@ export function createSessionStore(deps: {
 
   /** Every word of the query must appear (case-insensitive); newest matches first. */
   async function search(chatId: string, query: string, limit: number): Promise<SearchHit[]> {
-    const words = query.toLowerCase().replaceAll("\0", "\uFFFD").split(/\s+/).filter(Boolean).slice(0, 10);
+    const words = query
+      .toLowerCase()
+      .replaceAll("\0", "\uFFFD")
+      .split(/\s+/)
+      .filter(Boolean)
+      .slice(0, 10);
     if (words.length === 0) return [];
     const escapeLike = (w: string) => w.replace(/[\\%_]/g, (c) => `\\${c}`);
     let q = db

@@ -1,4 +1,4 @@
-import { Composer, type Context, GrammyError, HttpError } from "grammy";
+import { Composer, type Context } from "grammy";
 import { GeminiError } from "../agent/gemini-errors.js";
 import type { AgentHooks } from "../agent/hooks.js";
 import type { Agent } from "../agent/turn.js";
@@ -27,9 +27,6 @@ function messageText(ctx: Context): string {
   return `[${name || `user ${ctx.from?.id}`}] ${text}`;
 }
 
-const isTelegramFailure = (error: unknown) =>
-  error instanceof GrammyError || error instanceof HttpError;
-
 /** Text messages become agent turns; anything else gets told what the bot can read. */
 export function conversationComposer(deps: ConversationDeps): Composer<Context> {
   const { agent, hooks, delivery } = deps;
@@ -56,14 +53,12 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
       await delivery.sendMarkdown(chatId, result.text, threadId);
     } catch (error) {
       stopNotices();
-      // Telegram itself failing: let the inbox run the update again; the stored answer is reused.
-      if (isTelegramFailure(error)) throw error;
-      const message =
-        error instanceof GeminiError
-          ? error.userMessage
-          : "Sorry, something went wrong on my side while answering. Please try again.";
-      log.error({ err: error }, "turn failed");
-      await delivery.sendHtml(chatId, escapeHtml(message), threadId);
+      // Anything but Gemini refusing or being away (Telegram or the database failing, a bug) is
+      // left to the inbox: it runs the update again later, reusing what was stored, and tells
+      // the user only if it gives up.
+      if (!(error instanceof GeminiError)) throw error;
+      log.warn({ err: error }, "turn failed: Gemini");
+      await delivery.sendHtml(chatId, escapeHtml(error.userMessage), threadId);
     } finally {
       stopNotices();
       stopTyping();

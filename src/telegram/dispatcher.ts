@@ -14,7 +14,14 @@ export type DispatcherDeps = {
   renewMs: number;
   /** Infrastructure failures tolerated before an update is given up as failed. */
   maxAttempts: number;
+  /** How long to wait before running a failed update again, when the error says (a flood wait). */
+  retryDelay?(error: unknown): number | undefined;
+  /** Called once when an update is given up, to tell its chat. */
+  onGiveUp?(item: InboxItem, error: unknown): Promise<void>;
 };
+
+// A database restart or a network blip is over in seconds: 1 s, 2 s, 4 s, 8 s between attempts.
+const backoffMs = (attempts: number) => 1_000 * 2 ** Math.max(0, attempts - 1);
 
 /**
  * Pulls updates from the inbox and runs them: as many at once as `concurrency` allows, never two
@@ -102,10 +109,19 @@ export class Dispatcher {
       try {
         if (item.attempts >= this.deps.maxAttempts) {
           log.error({ err: error, attempts: item.attempts }, "giving up on an update");
+          await this.deps
+            .onGiveUp?.(item, error)
+            .catch((notifyError: unknown) =>
+              log.warn({ err: notifyError }, "could not tell the chat that its message failed"),
+            );
           await inbox.finish(item.updateId, { error: reason });
         } else {
-          log.warn({ err: error, attempts: item.attempts }, "update failed; it will run again");
-          await inbox.release(item.updateId, reason);
+          const delayMs = this.deps.retryDelay?.(error) ?? backoffMs(item.attempts);
+          log.warn(
+            { err: error, attempts: item.attempts, retry_in_ms: delayMs },
+            "update failed; it will run again",
+          );
+          await inbox.release(item.updateId, reason, delayMs);
         }
       } catch (storeError) {
         // The database is away; the lease will expire and the update will run again.

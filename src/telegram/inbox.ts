@@ -51,13 +51,13 @@ export function createInbox(deps: {
     trx: Kysely<Database> | Transaction<Database>,
   ): Promise<InboxRow | undefined> {
     const at = now();
-    // The first unfinished update of its chat, and free: pending, or running under an expired
-    // lease (its replica died). A running update with a live lease blocks the rest of its chat.
+    // The first unfinished update of its chat, and free: no lease, or an expired one (its replica
+    // died, or its retry delay is over). A leased update blocks the rest of its chat.
     const candidate = await trx
       .selectFrom("inbox as u")
       .select("u.update_id")
       .where("u.status", "in", ["pending", "running"])
-      .where((eb) => eb.or([eb("u.status", "=", "pending"), eb("u.lease_until", "<", at)]))
+      .where((eb) => eb.or([eb("u.lease_until", "is", null), eb("u.lease_until", "<", at)]))
       .where(({ not, exists, selectFrom }) =>
         not(
           exists(
@@ -131,11 +131,11 @@ export function createInbox(deps: {
       .execute();
   }
 
-  /** Gives an update back to the queue (an infrastructure error); it runs again later. */
-  async function release(updateId: number, error: string): Promise<void> {
+  /** Gives an update back to the queue (an infrastructure error); it runs again after `delayMs`. */
+  async function release(updateId: number, error: string, delayMs: number): Promise<void> {
     await db
       .updateTable("inbox")
-      .set({ status: "pending", lease_until: null, claimed_by: null, error })
+      .set({ status: "pending", lease_until: now() + delayMs, claimed_by: null, error })
       .where("update_id", "=", updateId)
       .execute();
   }

@@ -1,6 +1,6 @@
 import type { AddressInfo } from "node:net";
 import { hostname } from "node:os";
-import { GrammyError } from "grammy";
+import { BotError, GrammyError } from "grammy";
 import type { Update } from "grammy/types";
 import type { App } from "../app.js";
 import type { Logger } from "../logger.js";
@@ -10,6 +10,7 @@ import { Dispatcher } from "./dispatcher.js";
 import { createInbox } from "./inbox.js";
 import { createIngest, type Ingest } from "./ingest.js";
 import { startPolling } from "./polling.js";
+import { escapeHtml } from "./render.js";
 import { createHttpServer } from "./server.js";
 
 // Turns at once over all chats: enough to keep many chats moving while each waits on Gemini,
@@ -17,6 +18,9 @@ import { createHttpServer } from "./server.js";
 const CONCURRENCY = 32;
 const SHUTDOWN_WAIT_MS = 25_000;
 const ALLOWED_UPDATES = ["message"] as const;
+
+const GAVE_UP =
+  "Sorry, I could not answer your last message: something kept failing on my side. Please send it again in a minute.";
 
 export type Service = {
   /** The HTTP listener's address (PORT=0 picks a free port). */
@@ -101,7 +105,16 @@ export async function startService(app: App, logger: Logger): Promise<Service> {
     concurrency: CONCURRENCY,
     pollMs: 1_000,
     renewMs: Math.max(1_000, (config.inboxLeaseSeconds * 1000) / 3),
-    maxAttempts: 3,
+    maxAttempts: 5,
+    retryDelay: (error) => {
+      const cause = error instanceof BotError ? error.error : error;
+      const seconds = cause instanceof GrammyError ? cause.parameters.retry_after : undefined;
+      return seconds === undefined ? undefined : seconds * 1000;
+    },
+    onGiveUp: async (item) => {
+      if (item.chatId === null) return;
+      await delivery.sendHtml(Number(item.chatId), escapeHtml(GAVE_UP));
+    },
   });
   ingest = createIngest({
     inbox,

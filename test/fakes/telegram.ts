@@ -89,6 +89,14 @@ export type UpdateInput = Omit<Update, "update_id"> & { readonly update_id?: num
 
 export type CallMatcher = string | ((call: RecordedCall) => boolean);
 
+/** A call kept waiting, unanswered, the way a slow or stalled Telegram keeps it. */
+export interface HeldCall {
+  /** Resolves with the call once it has arrived and is being held. */
+  readonly arrived: Promise<RecordedCall>;
+  /** Lets the held call run; if its client hung up meanwhile, it is dropped without effect. */
+  release(): void;
+}
+
 export interface FakeTelegram {
   /** Pass as grammY's `client.apiRoot`. */
   readonly apiRoot: string;
@@ -111,6 +119,11 @@ export interface FakeTelegram {
   pushText(params: Omit<TextUpdateParams, "updateId" | "messageId">): Update;
   /** The next `times` calls of `method` fail with this error instead of running. */
   failNext(method: string, failure: ScriptedFailure, times?: number): void;
+  /**
+   * The next call of `method` is held open until released. If the client disconnects first (say
+   * it was killed), the call has no effect: a message held this way was never sent.
+   */
+  holdNext(method: string): HeldCall;
   close(): Promise<void>;
 }
 
@@ -163,6 +176,7 @@ class FakeTelegramServer implements FakeTelegram {
   private readonly server: Server;
   private readonly handlers: ReadonlyMap<string, Handler>;
   private readonly failures = new Map<string, ScriptedFailure[]>();
+  private readonly holds = new Map<string, Hold[]>();
   private readonly polls = new Set<PendingPoll>();
   private readonly waiters = new Set<Waiter>();
   private queue: Update[] = [];
@@ -259,6 +273,13 @@ class FakeTelegramServer implements FakeTelegram {
     this.failures.set(key, queued);
   }
 
+  holdNext(method: string): HeldCall {
+    const hold = new Hold();
+    const key = method.toLowerCase();
+    this.holds.set(key, [...(this.holds.get(key) ?? []), hold]);
+    return hold;
+  }
+
   async close(): Promise<void> {
     if (!this.server.listening) return;
     for (const poll of [...this.polls]) poll.finish(ok([]));
@@ -285,6 +306,8 @@ class FakeTelegramServer implements FakeTelegram {
     const call: CallRecord = { method, body: body instanceof ApiError ? {} : body, at: Date.now() };
     this.record(call);
     const signal = abortOnDisconnect(res);
+    const hold = this.holds.get(method.toLowerCase())?.shift();
+    if (hold && !(await hold.keep(call, signal))) return;
     const response = await this.dispatch(token, method, body, signal);
     call.response = response;
     this.notifyWaiters();
@@ -480,6 +503,37 @@ class FakeTelegramServer implements FakeTelegram {
       signal.addEventListener("abort", onAbort);
       this.polls.add(poll);
     });
+  }
+}
+
+class Hold implements HeldCall {
+  readonly arrived: Promise<RecordedCall>;
+  private arrive: (call: RecordedCall) => void = () => {};
+  private readonly released: Promise<void>;
+  private resolveReleased: () => void = () => {};
+
+  constructor() {
+    this.arrived = new Promise((resolve) => {
+      this.arrive = resolve;
+    });
+    this.released = new Promise((resolve) => {
+      this.resolveReleased = resolve;
+    });
+  }
+
+  release(): void {
+    this.resolveReleased();
+  }
+
+  /** Waits for release(); false when the client disconnected first. */
+  async keep(call: RecordedCall, signal: AbortSignal): Promise<boolean> {
+    this.arrive(call);
+    const disconnected = new Promise<void>((resolve) => {
+      if (signal.aborted) resolve();
+      signal.addEventListener("abort", () => resolve(), { once: true });
+    });
+    await Promise.race([this.released, disconnected]);
+    return !signal.aborted;
   }
 }
 

@@ -1,4 +1,4 @@
-import { readdir, readFile, stat } from "node:fs/promises";
+import { mkdir, readdir, readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import {
@@ -67,7 +67,9 @@ describe("memory files", () => {
   it.each(["../x", "..", "a/b", "a\\b", ".", "", "x".repeat(65), "1.5"])(
     "rejects the chat id %j so nothing lands outside MEMORY_DIR",
     async (chatId) => {
-      const dir = memoryDir();
+      // One level down, so that "<dir>/../x" is still inside this test's own temporary folder.
+      const dir = path.join(memoryDir(), "memory");
+      await mkdir(dir);
       await expect(
         appendMemory({ memoryDir: dir, chatId, at: at(5, 7, 0), text: "x" }),
       ).rejects.toThrow(/invalid chat id/);
