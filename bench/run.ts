@@ -1,6 +1,9 @@
 import { renameSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { fileURLToPath } from "node:url";
+import { e2eBenchmark } from "./e2e.js";
+import { memoryBenchmark } from "./memory.js";
+import { startupBenchmark } from "./startup.js";
 import { storageBenchmark } from "./storage.js";
 
 export type BenchRow = {
@@ -22,11 +25,16 @@ const POSTGRES_URL =
   process.env.TEST_POSTGRES_URL ??
   "postgres://postgres@127.0.0.1:5432/test";
 const progress = (line: string) => process.stderr.write(`${line}\n`);
+// Profiles only the e2e services; profiling slows them, so the numbers of such a run are not the real ones.
+const cpuProfileDir = process.env.BENCH_CPU_PROFILE_DIR;
 
 /** Every benchmark `npm run bench` runs, in order. */
-const benchmarks: readonly Benchmark[] = [
-  () => storageBenchmark({ postgresUrl: POSTGRES_URL, progress }),
-];
+const benchmarks: ReadonlyMap<string, Benchmark> = new Map([
+  ["storage", () => storageBenchmark({ postgresUrl: POSTGRES_URL, progress })],
+  ["e2e", () => e2eBenchmark({ postgresUrl: POSTGRES_URL, progress, cpuProfileDir })],
+  ["memory", () => memoryBenchmark({ progress })],
+  ["startup", () => startupBenchmark({ progress })],
+]);
 
 // This file runs as dist/bench/run.js; the results live next to the sources, in bench/.
 const RESULTS_PATH = fileURLToPath(new URL("../../bench/results.json", import.meta.url));
@@ -58,9 +66,23 @@ function formatTable(rows: readonly BenchRow[]): string {
   return [format(COLUMNS), rule, ...rows.map((row) => format(cellsOf(row)))].join("\n");
 }
 
+/** `node dist/bench/run.js e2e startup` runs only those; no names runs them all. */
+function selected(names: readonly string[]): Benchmark[] {
+  const unknown = names.filter((name) => !benchmarks.has(name));
+  if (unknown.length > 0) {
+    throw new Error(
+      `Unknown benchmark ${unknown.join(", ")}: choose from ${[...benchmarks.keys()].join(", ")}.`,
+    );
+  }
+  return names.length === 0
+    ? [...benchmarks.values()]
+    : names.map((name) => benchmarks.get(name) as Benchmark);
+}
+
 async function main(): Promise<void> {
+  const names = process.argv.slice(2);
   const rows: BenchRow[] = [];
-  for (const benchmark of benchmarks) {
+  for (const benchmark of selected(names)) {
     try {
       rows.push(...(await benchmark()));
     } catch (error) {
@@ -71,6 +93,8 @@ async function main(): Promise<void> {
   process.stdout.write(`${formatTable(rows)}\n`);
   const missed = rows.filter((row) => row.ok === false).length;
   if (missed > 0) process.stdout.write(`\n${missed} target(s) missed\n`);
+  // A partial run must not replace the full results.
+  if (names.length > 0) return;
   const machine = {
     node: process.version,
     cpu: cpus()[0]?.model ?? "unknown",
