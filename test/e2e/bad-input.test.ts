@@ -112,7 +112,7 @@ describe("bad input end to end (one world: no case poisons the process or anothe
   beforeAll(async () => {
     w = await startWorld({ env: { ALLOWED_USER_IDS: [ALLOWED_USER, ...USERS].join(",") } });
     w.gemini.setDefault(echo);
-    db = new SQLite((w.db.target as { path: string }).path, { timeout: 5_000 });
+    db = new SQLite((w.db.target as { path: string }).path);
     db.pragma("busy_timeout = 5000");
     outside = mkdtempSync(join(tmpdir(), "koroku-outside-"));
   });
