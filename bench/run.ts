@@ -1,6 +1,7 @@
 import { renameSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { fileURLToPath } from "node:url";
+import { compactionBenchmark } from "./compaction.js";
 import { e2eBenchmark } from "./e2e.js";
 import { memoryBenchmark } from "./memory.js";
 import { startupBenchmark } from "./startup.js";
@@ -31,6 +32,7 @@ const cpuProfileDir = process.env.BENCH_CPU_PROFILE_DIR;
 /** Every benchmark `npm run bench` runs, in order. */
 const benchmarks: ReadonlyMap<string, Benchmark> = new Map([
   ["storage", () => storageBenchmark({ postgresUrl: POSTGRES_URL, progress })],
+  ["compaction", () => compactionBenchmark({ progress })],
   ["e2e", () => e2eBenchmark({ postgresUrl: POSTGRES_URL, progress, cpuProfileDir })],
   ["memory", () => memoryBenchmark({ progress })],
   ["startup", () => startupBenchmark({ progress })],

@@ -1,0 +1,144 @@
+import { Agent, request } from "node:http";
+import { buildTextUpdate } from "../test/fakes/telegram-objects.js";
+import type { FakesProcess } from "./fakes-process.js";
+import { sharedClockMs, type TelegramArrival } from "./fakes-protocol.js";
+import { WEBHOOK_SECRET } from "./service-process.js";
+
+/** The fake Gemini's default answer, rendered to Telegram HTML (plain words stay as they are). */
+const EXPECTED_ANSWER = "ok";
+const ANSWER_TIMEOUT_MS = 30_000;
+// Telegram itself keeps up to 40 webhook connections open to one bot.
+const MAX_SOCKETS = 40;
+
+export type DriverCounts = {
+  answered: number;
+  /** sendMessage calls for a chat that had no turn waiting: duplicates or strays. */
+  unexpected: number;
+  /** Answers other than the fake Gemini's "ok": the turn failed and the user got an apology. */
+  wrongText: number;
+};
+
+export type ChatDriver = {
+  /**
+   * Posts a text message from user `chatId` in its private chat to the webhook and waits for the
+   * answer to reach the fake Telegram. Returns the latency: from just before the POST to the
+   * answer's arrival, in ms.
+   */
+  turn(chatId: number): Promise<number>;
+  readonly counts: Readonly<DriverCounts>;
+  close(): void;
+};
+
+type Waiting = { resolve(arrival: TelegramArrival): void; timer: NodeJS.Timeout };
+
+const isReset = (error: unknown) =>
+  error instanceof Error && "code" in error && error.code === "ECONNRESET";
+
+/**
+ * POSTs an update to the webhook. A kept-alive socket that the server closed just as it was
+ * reused fails with ECONNRESET; Telegram would deliver the update again, so this does too (once):
+ * the inbox stores an update_id only once, should the first attempt have arrived after all.
+ */
+function post(agent: Agent, baseUrl: string, body: string, retry = true): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      `${baseUrl}/telegram/webhook`,
+      {
+        method: "POST",
+        agent,
+        headers: {
+          "content-type": "application/json",
+          "content-length": Buffer.byteLength(body),
+          "x-telegram-bot-api-secret-token": WEBHOOK_SECRET,
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (chunk: Buffer) => chunks.push(chunk));
+        res.once("end", () => {
+          if (res.statusCode === 200) resolve();
+          else {
+            const text = Buffer.concat(chunks).toString("utf8");
+            reject(new Error(`the webhook answered ${res.statusCode}: ${text}`));
+          }
+        });
+        res.once("error", reject);
+      },
+    );
+    req.once("error", (error) => {
+      if (retry && req.reusedSocket && isReset(error)) resolve(post(agent, baseUrl, body, false));
+      else reject(error);
+    });
+    req.end(body);
+  });
+}
+
+/** Plays Telegram (webhook POSTs) and the users, one turn at a time per chat. */
+export function createChatDriver(fakes: FakesProcess, baseUrl: string): ChatDriver {
+  const agent = new Agent({ keepAlive: true, maxSockets: MAX_SOCKETS });
+  const waiting = new Map<number, Waiting>();
+  const counts: DriverCounts = { answered: 0, unexpected: 0, wrongText: 0 };
+  let updateId = 0;
+
+  const unsubscribe = fakes.onArrival((arrival) => {
+    if (arrival.method.toLowerCase() !== "sendmessage") return;
+    const turn = arrival.chatId === undefined ? undefined : waiting.get(arrival.chatId);
+    if (!turn || arrival.chatId === undefined) {
+      counts.unexpected++;
+      return;
+    }
+    waiting.delete(arrival.chatId);
+    clearTimeout(turn.timer);
+    counts.answered++;
+    if (arrival.text !== EXPECTED_ANSWER) counts.wrongText++;
+    turn.resolve(arrival);
+  });
+
+  const expectAnswer = (chatId: number) => {
+    if (waiting.has(chatId)) throw new Error(`chat ${chatId} already has a turn waiting`);
+    let cancel = () => {};
+    const answer = new Promise<TelegramArrival>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        waiting.delete(chatId);
+        reject(
+          new Error(
+            `no answer for chat ${chatId} within ${ANSWER_TIMEOUT_MS} ms: the service dropped or stalled the update`,
+          ),
+        );
+      }, ANSWER_TIMEOUT_MS);
+      waiting.set(chatId, { resolve, timer });
+      cancel = () => {
+        clearTimeout(timer);
+        waiting.delete(chatId);
+      };
+    });
+    return { answer, cancel };
+  };
+
+  return {
+    counts,
+    async turn(chatId) {
+      const id = ++updateId;
+      const update = buildTextUpdate({
+        updateId: id,
+        messageId: id,
+        userId: chatId,
+        text: `Message ${id}: what did we talk about last time?`,
+      });
+      const body = JSON.stringify(update);
+      const { answer, cancel } = expectAnswer(chatId);
+      const start = sharedClockMs();
+      const posted = post(agent, baseUrl, body).catch((error: unknown) => {
+        cancel();
+        throw error;
+      });
+      // Awaited together: the answer often arrives before the webhook's 200 does.
+      const [, arrival] = await Promise.all([posted, answer]);
+      return arrival.at - start;
+    },
+    close() {
+      unsubscribe();
+      agent.destroy();
+    },
+  };
+}

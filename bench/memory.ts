@@ -1,0 +1,225 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { SKIP_THOUGHT_SIGNATURE } from "../src/agent/gemini-client.js";
+import type { DatabaseTarget } from "../src/config.js";
+import { openDatabase } from "../src/db/connect.js";
+import { migrateToLatest } from "../src/db/migrate.js";
+import { createLogger } from "../src/logger.js";
+import type { SessionEvent } from "../src/session/events.js";
+import { createSessionStore } from "../src/session/store.js";
+import { type ChatDriver, createChatDriver } from "./chat-driver.js";
+import { createBenchDatabase } from "./databases.js";
+import { deliveryBetween, deliveryRow } from "./delivery.js";
+import { type FakesProcess, startFakesProcess } from "./fakes-process.js";
+import type { BenchRow } from "./run.js";
+import { freePort, type ServiceProcess, serviceEnv, startService } from "./service-process.js";
+import { round } from "./stats.js";
+
+export type MemoryBenchOptions = {
+  progress?: (line: string) => void;
+};
+
+const BENCHMARK = "memory";
+const CHATS = 1_000;
+const EVENTS_PER_CHAT = 100;
+const FIRST_USER_ID = 2_000_001;
+/** Rounds of one turn in every chat after the first round has touched them all. */
+const MORE_ROUNDS = 2;
+/** Chats with a turn in flight at once. */
+const CONCURRENCY = 50;
+const SAMPLE_MS = 100;
+const TARGET_MB = 150;
+/** "Flat": what more traffic may add once every chat has been loaded. */
+const FLAT_MB = 5;
+
+// Real thought signatures are opaque base64 blobs of a few hundred bytes.
+const SIGNATURE = Buffer.from(Array.from({ length: 384 }, (_, i) => (i * 31 + 7) % 256)).toString(
+  "base64",
+);
+const WORDS =
+  "remind me what we decided about the trip and the budget then check my notes for the dentist appointment next week".split(
+    " ",
+  );
+
+function prose(seed: number, length: number): string {
+  let out = "";
+  for (let i = seed; out.length < length; i++) out += `${WORDS[(i * 5) % WORDS.length]} `;
+  return out.slice(0, length);
+}
+
+const session = (role: "user" | "model", parts: SessionEvent["parts"]): SessionEvent => ({
+  v: 1,
+  event_type: "session",
+  role,
+  parts,
+});
+
+/**
+ * One stored turn: the user's message, a tool call, its result, the answer. Calls carry the
+ * documented skip-validation signature, which the strict fake Gemini accepts in old turns.
+ */
+function historyTurn(seed: number): SessionEvent[] {
+  const call = { name: "read_file", id: `call-${seed}`, args: { path: `notes/${seed % 97}.md` } };
+  return [
+    session("user", [{ kind: "text", text: prose(seed, 60 + (seed % 5) * 30) }]),
+    session("model", [
+      { kind: "function_call", ...call, thoughtSignature: SKIP_THOUGHT_SIGNATURE },
+    ]),
+    session("user", [
+      {
+        kind: "function_response",
+        name: call.name,
+        id: call.id,
+        response: { output: prose(seed + 11, 200 + ((seed * 137) % 300)) },
+        call: { name: call.name, args: call.args },
+      },
+    ]),
+    session("model", [
+      { kind: "text", text: prose(seed + 3, 150 + (seed % 7) * 40), thoughtSignature: SIGNATURE },
+    ]),
+  ];
+}
+
+const users = Array.from({ length: CHATS }, (_, i) => FIRST_USER_ID + i);
+
+/** Stores the history straight through the session store, as the service would have. */
+async function prefill(target: DatabaseTarget): Promise<void> {
+  const logger = createLogger({ level: "silent", secrets: [] });
+  const db = openDatabase(target);
+  try {
+    await migrateToLatest(db.db, logger);
+    const store = createSessionStore({ db: db.db, logger });
+    for (const [chat, user] of users.entries()) {
+      const events: SessionEvent[] = [];
+      for (let turn = 0; events.length < EVENTS_PER_CHAT; turn++) {
+        events.push(...historyTurn(chat * 100 + turn));
+      }
+      await store.append(
+        String(user),
+        events.slice(0, EVENTS_PER_CHAT).map((event) => ({ event })),
+      );
+    }
+  } finally {
+    await db.close();
+  }
+}
+
+/** One turn in every chat, CONCURRENCY chats at a time. */
+async function round1Each(driver: ChatDriver): Promise<void> {
+  const queue = [...users];
+  const worker = async () => {
+    for (let chat = queue.shift(); chat !== undefined; chat = queue.shift())
+      await driver.turn(chat);
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+}
+
+type Samples = { afterStart: number; afterTouch: number; afterMore: number; peak: number };
+
+async function driveAndSample(service: ServiceProcess, driver: ChatDriver): Promise<Samples> {
+  const afterStart = service.rssMb();
+  let peak = afterStart;
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, service.rssMb());
+  }, SAMPLE_MS);
+  try {
+    await round1Each(driver);
+    const afterTouch = service.rssMb();
+    for (let i = 0; i < MORE_ROUNDS; i++) await round1Each(driver);
+    const afterMore = service.rssMb();
+    return { afterStart, afterTouch, afterMore, peak: Math.max(peak, afterTouch, afterMore) };
+  } finally {
+    clearInterval(sampler);
+  }
+}
+
+function rowsFor(samples: Samples): BenchRow[] {
+  const base = { benchmark: BENCHMARK, database: "sqlite" as const, unit: "MB" };
+  const stored = `${CHATS.toLocaleString("en-US")} chats × ${EVENTS_PER_CHAT} events`;
+  const growth = samples.afterMore - samples.afterTouch;
+  return [
+    { ...base, case: stored, metric: "RSS after start", value: round(samples.afterStart, 1) },
+    {
+      ...base,
+      case: stored,
+      metric: "RSS after touching every chat",
+      value: round(samples.afterTouch, 1),
+      target: `< ${TARGET_MB} MB`,
+      ok: samples.afterTouch < TARGET_MB,
+      note: `one turn in each chat (${CONCURRENCY} at a time): every history loaded once`,
+    },
+    {
+      ...base,
+      case: stored,
+      metric: `RSS after ${MORE_ROUNDS} more rounds`,
+      value: round(samples.afterMore, 1),
+      target: `< ${TARGET_MB} MB`,
+      ok: samples.afterMore < TARGET_MB,
+    },
+    {
+      ...base,
+      case: stored,
+      metric: "RSS growth",
+      value: round(growth, 1),
+      target: `< ${FLAT_MB} MB`,
+      ok: growth < FLAT_MB,
+      note: `from touching every chat to ${MORE_ROUNDS} more turns in each (contexts +${2 * MORE_ROUNDS} events)`,
+    },
+    {
+      ...base,
+      case: stored,
+      metric: "RSS peak",
+      value: round(samples.peak, 1),
+      note: `/proc VmRSS sampled every ${SAMPLE_MS} ms during the traffic`,
+    },
+  ];
+}
+
+async function measure(fakes: FakesProcess, target: DatabaseTarget): Promise<BenchRow[]> {
+  const dataDir = mkdtempSync(join(tmpdir(), "koroku-bench-memory-"));
+  try {
+    const env = serviceEnv({
+      fakes,
+      database: target,
+      port: await freePort(),
+      allowedUserIds: users,
+      dataDir,
+    });
+    const before = await fakes.stats();
+    const service = await startService({ env, fakes });
+    const driver = createChatDriver(fakes, service.baseUrl);
+    try {
+      const samples = await driveAndSample(service, driver);
+      await service.stop();
+      const after = await fakes.stats();
+      const turns = CHATS * (1 + MORE_ROUNDS);
+      const delivery = deliveryBetween(before, after, turns, driver.counts);
+      const where = { benchmark: BENCHMARK, database: "sqlite" as const, case: "all turns" };
+      return [...rowsFor(samples), deliveryRow(where, delivery)];
+    } finally {
+      driver.close();
+      await service.stop();
+    }
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Resident memory of the service holding many long conversations: the database is filled
+ * through the session store, then every chat gets turns while /proc/<pid>/status is sampled.
+ */
+export async function memoryBenchmark(options: MemoryBenchOptions): Promise<BenchRow[]> {
+  const bench = await createBenchDatabase("sqlite", "");
+  const fakes = await startFakesProcess();
+  try {
+    options.progress?.(`memory: storing ${CHATS * EVENTS_PER_CHAT} events`);
+    await prefill(bench.target);
+    options.progress?.(`memory: ${CHATS * (1 + MORE_ROUNDS)} turns over ${CHATS} chats`);
+    return await measure(fakes, bench.target);
+  } finally {
+    await fakes.close();
+    await bench.dispose();
+  }
+}

@@ -1,0 +1,163 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { DatabaseTarget } from "../src/config.js";
+import type { FakesProcess } from "./fakes-process.js";
+
+/** This file runs as dist/bench/service-process.js. */
+export const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url));
+export const SERVICE_MAIN = join(REPO_ROOT, "dist/src/main.js");
+export const WEBHOOK_SECRET = "bench-webhook-secret";
+
+const READY_TIMEOUT_MS = 20_000;
+const STOP_TIMEOUT_MS = 30_000;
+const OUTPUT_TAIL_CHARS = 4_000;
+
+/**
+ * A port nobody listens on right now. The service is told it through PORT: with PORT=0 it would
+ * only say which port it took in an info-level log line, and the benchmarks run it at warn.
+ */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", resolve);
+  });
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (address === null || typeof address === "string") throw new Error("expected a TCP port");
+  return address.port;
+}
+
+export const databaseUrl = (target: DatabaseTarget): string =>
+  target.kind === "sqlite" ? `sqlite:${target.path}` : target.connectionString;
+
+export type ServiceEnvOptions = {
+  fakes: FakesProcess;
+  database: DatabaseTarget;
+  port: number;
+  /** Private chats have the user's id as chat id, so each chat needs its own allowed user. */
+  allowedUserIds: readonly number[];
+  /** Where MEMORY_DIR and WORKSPACE_DIR go. */
+  dataDir: string;
+};
+
+/** The service in webhook mode against the fakes, quiet, with compaction off. */
+export function serviceEnv(options: ServiceEnvOptions): Record<string, string> {
+  const { fakes } = options;
+  return {
+    PATH: process.env.PATH ?? "",
+    TELEGRAM_BOT_TOKEN: fakes.telegramToken,
+    TELEGRAM_API_ROOT: fakes.telegramApiRoot,
+    GEMINI_API_KEY: "bench-key",
+    GEMINI_BASE_URL: fakes.geminiBaseUrl,
+    GEMINI_MODEL: "chat-model",
+    GEMINI_COMPACTION_MODEL: "summary-model",
+    ALLOWED_USER_IDS: options.allowedUserIds.join(","),
+    DATABASE_URL: databaseUrl(options.database),
+    MEMORY_DIR: join(options.dataDir, "memory"),
+    WORKSPACE_DIR: join(options.dataDir, "workspace"),
+    HOST: "127.0.0.1",
+    PORT: String(options.port),
+    WEBHOOK_URL: "https://koroku.bench/telegram/webhook",
+    WEBHOOK_SECRET,
+    // Contexts grow for the whole run: a summary call in the middle would be a different benchmark.
+    COMPACTION_MAX_EVENTS: "0",
+    COMPACTION_MAX_TOKENS: "0",
+    LOG_LEVEL: "warn",
+  };
+}
+
+export type CpuTime = { userMs: number; systemMs: number };
+
+export type ServiceProcess = {
+  pid: number;
+  baseUrl: string;
+  /** Resident set size now, from /proc. */
+  rssMb(): number;
+  /** CPU time the process has used so far, from /proc. */
+  cpuTime(): CpuTime;
+  /** SIGTERM, then waits for the graceful exit (running turns finish first). */
+  stop(): Promise<void>;
+};
+
+/** Resident set size of a process, from /proc/<pid>/status (Linux). */
+export function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kb = /^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1];
+  if (kb === undefined) throw new Error(`/proc/${pid}/status has no VmRSS line`);
+  return Number(kb) / 1024;
+}
+
+// USER_HZ: the unit of /proc/<pid>/stat times, 100 on every Linux architecture Node runs on.
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/** User and system CPU time of a process, from /proc/<pid>/stat (Linux; 10 ms resolution). */
+export function cpuTime(pid: number): CpuTime {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  // Fields after the command name, which is in parentheses and may itself hold spaces.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const ticksToMs = (field: string | undefined) => (Number(field) * 1_000) / CLOCK_TICKS_PER_SECOND;
+  // utime and stime are fields 14 and 15 of the whole line; the slice starts at field 3.
+  return { userMs: ticksToMs(fields[11]), systemMs: ticksToMs(fields[12]) };
+}
+
+function keepTail(stream: NodeJS.ReadableStream | null): () => string {
+  let tail = "";
+  stream?.on("data", (chunk: Buffer) => {
+    tail = (tail + chunk.toString("utf8")).slice(-OUTPUT_TAIL_CHARS);
+  });
+  return () => tail;
+}
+
+function exitOf(proc: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => proc.once("exit", (code) => resolve(code)));
+}
+
+/**
+ * Spawns `node [nodeArgs] dist/src/main.js` and waits until the fake Telegram receives its
+ * setWebhook: by then the webhook accepts updates.
+ */
+export async function startService(options: {
+  env: Record<string, string>;
+  fakes: FakesProcess;
+  nodeArgs?: readonly string[];
+}): Promise<ServiceProcess> {
+  const webhookSet = options.fakes.nextArrival("setWebhook", READY_TIMEOUT_MS);
+  const proc = spawn(process.execPath, [...(options.nodeArgs ?? []), SERVICE_MAIN], {
+    cwd: REPO_ROOT,
+    env: options.env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const stdout = keepTail(proc.stdout);
+  const stderr = keepTail(proc.stderr);
+  const exited = exitOf(proc);
+  const output = () => `${stderr()}${stdout()}`.trim() || "(no output)";
+  const died = exited.then((code) => {
+    throw new Error(`the service exited with ${code} before it was ready:\n${output()}`);
+  });
+  try {
+    await Promise.race([webhookSet, died]);
+  } catch (error) {
+    proc.kill("SIGKILL");
+    throw error;
+  }
+  died.catch(() => {});
+  const pid = proc.pid as number;
+  return {
+    pid,
+    baseUrl: `http://127.0.0.1:${options.env.PORT}`,
+    rssMb: () => rssMb(pid),
+    cpuTime: () => cpuTime(pid),
+    async stop() {
+      if (proc.exitCode !== null || proc.signalCode !== null) return;
+      proc.kill("SIGTERM");
+      const timer = setTimeout(() => proc.kill("SIGKILL"), STOP_TIMEOUT_MS);
+      const code = await exited;
+      clearTimeout(timer);
+      if (code !== 0) throw new Error(`the service exited with ${code} on SIGTERM:\n${output()}`);
+    },
+  };
+}
