@@ -1,13 +1,17 @@
 /** Every text Koroku sends to Gemini that the user did not write. */
 
-export function systemInstruction(now: Date, timeZone: string): string {
-  const today = new Intl.DateTimeFormat("en-GB", {
+/** How the system instruction names the day; built once per agent, as Intl formatters are costly. */
+export function dayFormat(timeZone: string): Intl.DateTimeFormat {
+  return new Intl.DateTimeFormat("en-GB", {
     weekday: "long",
     day: "numeric",
     month: "long",
     year: "numeric",
     timeZone,
-  }).format(now);
+  });
+}
+
+export function systemInstruction(today: string, timeZone: string): string {
   return [
     "You are Koroku, a personal assistant that lives in Telegram.",
     "Be concise and helpful. When a request is ambiguous, ask a short clarifying question instead of guessing.",

@@ -17,7 +17,7 @@ import {
   toolCallsSinceUserMessage,
 } from "./guardrail.js";
 import type { AgentHooks, Usage } from "./hooks.js";
-import { systemInstruction, toolBudgetInstruction } from "./prompts.js";
+import { dayFormat, systemInstruction, toolBudgetInstruction } from "./prompts.js";
 
 export type GenerateRequest = {
   model: string;
@@ -73,6 +73,7 @@ export function createAgent(deps: AgentDeps) {
   const { store, model, tools, hooks, settings } = deps;
   const now = deps.now ?? (() => new Date());
   const timeZone = deps.timeZone ?? Intl.DateTimeFormat().resolvedOptions().timeZone;
+  const day = dayFormat(timeZone);
 
   function userEvent(text: string): SessionEvent {
     return { v: 1, event_type: "session", role: "user", parts: [{ kind: "text", text }] };
@@ -123,7 +124,7 @@ export function createAgent(deps: AgentDeps) {
       const offerTools = remaining > 0;
       const result = await model.generate({
         model: settings.model,
-        systemInstruction: systemInstruction(now(), timeZone),
+        systemInstruction: systemInstruction(day.format(now()), timeZone),
         contents: contentsFor(context, offerTools ? undefined : toolBudgetInstruction(used)),
         tools: offerTools ? tools.declarations() : undefined,
       });

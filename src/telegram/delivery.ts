@@ -5,6 +5,7 @@ import { htmlToPlainText, renderMarkdown, splitMessage } from "./render.js";
 const CANT_PARSE = /can't parse entities/i;
 // Telegram shows "typing…" for about 5 seconds after each chat action.
 export const TYPING_INTERVAL_MS = 4_000;
+export const TYPING_DELAY_MS = 300;
 
 export type Delivery = ReturnType<typeof createDelivery>;
 
@@ -60,9 +61,16 @@ export function createDelivery(deps: { api: Api; logger: Logger }) {
     const send = () => {
       api.sendChatAction(chatId, "typing", extra).catch(() => {});
     };
-    send();
-    const timer = setInterval(send, TYPING_INTERVAL_MS);
-    return () => clearInterval(timer);
+    // An answer that comes at once needs no indicator; one that takes longer shows it early.
+    let repeat: NodeJS.Timeout | undefined;
+    const first = setTimeout(() => {
+      send();
+      repeat = setInterval(send, TYPING_INTERVAL_MS);
+    }, TYPING_DELAY_MS);
+    return () => {
+      clearTimeout(first);
+      clearInterval(repeat);
+    };
   }
 
   return { sendHtml, sendMarkdown, showTyping };

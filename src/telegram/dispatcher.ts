@@ -32,6 +32,13 @@ export class Dispatcher {
   private running = false;
   private wakeUp: (() => void) | undefined;
   private loop: Promise<void> | undefined;
+  // Why to ask the inbox for work. Each question costs a transaction, so the dispatcher asks only
+  // when something may be claimable: an update arrived here, a chat that held updates back
+  // finished one, or the poll interval passed (work from other replicas, expired leases, retries).
+  private arrivals = 0;
+  private heldBack = false;
+  private recheck = false;
+  private pollDue = true;
 
   constructor(private readonly deps: DispatcherDeps) {}
 
@@ -41,11 +48,10 @@ export class Dispatcher {
     this.loop = this.run();
   }
 
-  /** New work may be claimable: an update arrived or a chat finished one. */
-  wake(): void {
-    const wake = this.wakeUp;
-    this.wakeUp = undefined;
-    wake?.();
+  /** An update was stored in the inbox by this process. */
+  announce(): void {
+    this.arrivals++;
+    this.wake();
   }
 
   /** Stops claiming, then waits (up to `timeoutMs`) for running updates to finish. */
@@ -67,12 +73,24 @@ export class Dispatcher {
     return this.active.size;
   }
 
+  private wake(): void {
+    const wake = this.wakeUp;
+    this.wakeUp = undefined;
+    wake?.();
+  }
+
   private async run(): Promise<void> {
     while (this.running) {
-      if (this.active.size >= this.deps.concurrency) {
+      const reason = this.arrivals > 0 || this.recheck || this.pollDue;
+      if (this.active.size >= this.deps.concurrency || !reason) {
         await this.sleep(this.deps.pollMs);
         continue;
       }
+      const announced = this.arrivals > 0;
+      const afterFinish = this.recheck;
+      this.arrivals = Math.max(0, this.arrivals - 1);
+      this.recheck = false;
+      this.pollDue = false;
       let item: InboxItem | undefined;
       try {
         item = await this.deps.inbox.claim();
@@ -82,11 +100,19 @@ export class Dispatcher {
         continue;
       }
       if (!item) {
-        await this.sleep(this.deps.pollMs);
+        // Announced updates that cannot run yet wait for their chat's running update to finish.
+        if (announced) this.heldBack = true;
+        this.arrivals = 0;
         continue;
       }
+      // A chat that held updates back may hold more: look again when the next one finishes.
+      if (afterFinish) this.heldBack = true;
       const task = this.execute(item).finally(() => {
         this.active.delete(task);
+        if (this.heldBack) {
+          this.heldBack = false;
+          this.recheck = true;
+        }
         this.wake();
       });
       this.active.add(task);
@@ -136,6 +162,7 @@ export class Dispatcher {
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.wakeUp = undefined;
+        this.pollDue = true;
         resolve();
       }, ms);
       this.wakeUp = () => {

@@ -122,7 +122,7 @@ export async function startService(app: App, logger: Logger): Promise<Service> {
     allowedUserIds: config.allowedUserIds,
     bot: { id: bot.botInfo.id, username: bot.botInfo.username },
     logger,
-    onStored: () => dispatcher.wake(),
+    onStored: () => dispatcher.announce(),
   });
 
   let polling: ReturnType<typeof startPolling> | undefined;

@@ -178,7 +178,8 @@ export function createToolRegistry(tools: Tool[]): ToolRegistry {
   }
 
   return {
-    declarations: () => structuredClone(declarations),
+    // Built once per registry: a copy of the list per turn, the declarations themselves shared.
+    declarations: () => [...declarations],
     names,
     has: (name) => byName.has(name),
     execute,

@@ -72,7 +72,8 @@ describe("Telegram service end to end (webhook mode, SQLite)", () => {
 
   it("delivers an answer rendered to valid HTML, with typing shown", async () => {
     const u = user();
-    w.gemini.script(text("Use **bold**, `a < b && c > d`, and an unbalanced *star"));
+    // Slow enough for the typing indicator, which a fast answer does not need.
+    w.gemini.script({ ...text("Use **bold**, `a < b && c > d`, and an unbalanced *star"), delayMs: 600 });
     await w.say("format please", { userId: u });
     const message = await waitForText(u, (t) => t.includes("bold"));
     expect(message.parse_mode).toBe("HTML");
