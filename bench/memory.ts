@@ -134,9 +134,9 @@ async function driveAndSample(service: ServiceProcess, driver: ChatDriver): Prom
   }
 }
 
-function rowsFor(samples: Samples): BenchRow[] {
+function rowsFor(samples: Samples, variant: Variant): BenchRow[] {
   const base = { benchmark: BENCHMARK, database: "sqlite" as const, unit: "MB" };
-  const stored = `${CHATS.toLocaleString("en-US")} chats × ${EVENTS_PER_CHAT} events`;
+  const stored = `${CHATS.toLocaleString("en-US")} chats × ${EVENTS_PER_CHAT} events${variant.label}`;
   const growth = samples.afterMore - samples.afterTouch;
   return [
     { ...base, case: stored, metric: "RSS after start", value: round(samples.afterStart, 1) },
@@ -176,7 +176,21 @@ function rowsFor(samples: Samples): BenchRow[] {
   ];
 }
 
-async function measure(fakes: FakesProcess, target: DatabaseTarget): Promise<BenchRow[]> {
+/** Node's own defaults, and the heap limits README suggests for small machines (NODE_OPTIONS). */
+type Variant = { label: string; nodeArgs: string[] };
+const VARIANTS: readonly Variant[] = [
+  { label: "", nodeArgs: [] },
+  {
+    label: ", --max-old-space-size=64 --max-semi-space-size=1",
+    nodeArgs: ["--max-old-space-size=64", "--max-semi-space-size=1"],
+  },
+];
+
+async function measure(
+  fakes: FakesProcess,
+  target: DatabaseTarget,
+  variant: Variant,
+): Promise<BenchRow[]> {
   const dataDir = mkdtempSync(join(tmpdir(), "koroku-bench-memory-"));
   try {
     const env = serviceEnv({
@@ -187,7 +201,7 @@ async function measure(fakes: FakesProcess, target: DatabaseTarget): Promise<Ben
       dataDir,
     });
     const before = await fakes.stats();
-    const service = await startService({ env, fakes });
+    const service = await startService({ env, fakes, nodeArgs: variant.nodeArgs });
     const driver = createChatDriver(fakes, service.baseUrl);
     try {
       const samples = await driveAndSample(service, driver);
@@ -195,8 +209,12 @@ async function measure(fakes: FakesProcess, target: DatabaseTarget): Promise<Ben
       const after = await fakes.stats();
       const turns = CHATS * (1 + MORE_ROUNDS);
       const delivery = deliveryBetween(before, after, turns, driver.counts);
-      const where = { benchmark: BENCHMARK, database: "sqlite" as const, case: "all turns" };
-      return [...rowsFor(samples), deliveryRow(where, delivery)];
+      const where = {
+        benchmark: BENCHMARK,
+        database: "sqlite" as const,
+        case: `all turns${variant.label}`,
+      };
+      return [...rowsFor(samples, variant), deliveryRow(where, delivery)];
     } finally {
       driver.close();
       await service.stop();
@@ -217,7 +235,9 @@ export async function memoryBenchmark(options: MemoryBenchOptions): Promise<Benc
     options.progress?.(`memory: storing ${CHATS * EVENTS_PER_CHAT} events`);
     await prefill(bench.target);
     options.progress?.(`memory: ${CHATS * (1 + MORE_ROUNDS)} turns over ${CHATS} chats`);
-    return await measure(fakes, bench.target);
+    const rows: BenchRow[] = [];
+    for (const variant of VARIANTS) rows.push(...(await measure(fakes, bench.target, variant)));
+    return rows;
   } finally {
     await fakes.close();
     await bench.dispose();

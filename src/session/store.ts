@@ -149,7 +149,7 @@ export function createSessionStore(deps: {
 }) {
   const { db, logger } = deps;
   const now = deps.now ?? (() => new Date());
-  const cache = new ContextCache(deps.cacheEvents ?? 50_000);
+  const cache = new ContextCache(deps.cacheEvents ?? 10_000);
 
   function toStored(row: ContextRow): StoredEvent | undefined {
     const parsed = parseStoredEvent(row.event_json);
