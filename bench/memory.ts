@@ -204,7 +204,11 @@ async function measure(
     const service = await startService({ env, fakes, nodeArgs: variant.nodeArgs });
     const driver = createChatDriver(fakes, service.baseUrl);
     try {
-      const samples = await driveAndSample(service, driver);
+      const samples = await driveAndSample(service, driver).catch((error: unknown) => {
+        throw new Error(
+          `${error instanceof Error ? error.message : String(error)}\nservice output:\n${service.output()}`,
+        );
+      });
       await service.stop();
       const after = await fakes.stats();
       const turns = CHATS * (1 + MORE_ROUNDS);
@@ -229,17 +233,25 @@ async function measure(
  * through the session store, then every chat gets turns while /proc/<pid>/status is sampled.
  */
 export async function memoryBenchmark(options: MemoryBenchOptions): Promise<BenchRow[]> {
-  const bench = await createBenchDatabase("sqlite", "");
   const fakes = await startFakesProcess();
+  const rows: BenchRow[] = [];
   try {
-    options.progress?.(`memory: storing ${CHATS * EVENTS_PER_CHAT} events`);
-    await prefill(bench.target);
-    options.progress?.(`memory: ${CHATS * (1 + MORE_ROUNDS)} turns over ${CHATS} chats`);
-    const rows: BenchRow[] = [];
-    for (const variant of VARIANTS) rows.push(...(await measure(fakes, bench.target, variant)));
+    // Each variant gets a database of its own: the chat driver's update ids start over.
+    for (const variant of VARIANTS) {
+      const bench = await createBenchDatabase("sqlite", "");
+      try {
+        options.progress?.(`memory: storing ${CHATS * EVENTS_PER_CHAT} events`);
+        await prefill(bench.target);
+        options.progress?.(
+          `memory: ${CHATS * (1 + MORE_ROUNDS)} turns over ${CHATS} chats${variant.label}`,
+        );
+        rows.push(...(await measure(fakes, bench.target, variant)));
+      } finally {
+        await bench.dispose();
+      }
+    }
     return rows;
   } finally {
     await fakes.close();
-    await bench.dispose();
   }
 }

@@ -74,6 +74,8 @@ export type CpuTime = { userMs: number; systemMs: number };
 
 export type ServiceProcess = {
   pid: number;
+  /** The last lines the process printed (stderr, then stdout), for error messages. */
+  output(): string;
   baseUrl: string;
   /** Resident set size now, from /proc. */
   rssMb(): number;
@@ -149,6 +151,7 @@ export async function startService(options: {
   return {
     pid,
     baseUrl: `http://127.0.0.1:${options.env.PORT}`,
+    output,
     rssMb: () => rssMb(pid),
     cpuTime: () => cpuTime(pid),
     async stop() {

@@ -73,7 +73,10 @@ describe("Telegram service end to end (webhook mode, SQLite)", () => {
   it("delivers an answer rendered to valid HTML, with typing shown", async () => {
     const u = user();
     // Slow enough for the typing indicator, which a fast answer does not need.
-    w.gemini.script({ ...text("Use **bold**, `a < b && c > d`, and an unbalanced *star"), delayMs: 600 });
+    w.gemini.script({
+      ...text("Use **bold**, `a < b && c > d`, and an unbalanced *star"),
+      delayMs: 600,
+    });
     await w.say("format please", { userId: u });
     const message = await waitForText(u, (t) => t.includes("bold"));
     expect(message.parse_mode).toBe("HTML");
