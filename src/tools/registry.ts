@@ -143,6 +143,14 @@ function failure(error: string): ToolOutcome {
   return { ok: false, response: { error } };
 }
 
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === "object") {
+    for (const inner of Object.values(value)) deepFreeze(inner);
+    Object.freeze(value);
+  }
+  return value;
+}
+
 export function createToolRegistry(tools: Tool[]): ToolRegistry {
   const byName = new Map<string, Tool>();
   for (const tool of tools) {
@@ -156,7 +164,7 @@ export function createToolRegistry(tools: Tool[]): ToolRegistry {
     byName.set(tool.name, tool);
   }
   const names = [...byName.keys()];
-  const declarations = tools.map(declare);
+  const declarations = tools.map((tool) => deepFreeze(declare(tool)));
 
   async function execute(name: string, args: unknown, ctx: ToolContext): Promise<ToolOutcome> {
     const tool = byName.get(name);
@@ -178,7 +186,7 @@ export function createToolRegistry(tools: Tool[]): ToolRegistry {
   }
 
   return {
-    // Built once per registry: a copy of the list per turn, the declarations themselves shared.
+    // Built once per registry and frozen: every turn shares them, and nobody can change them.
     declarations: () => [...declarations],
     names,
     has: (name) => byName.has(name),

@@ -187,10 +187,13 @@ describe("tool registry: declarations", () => {
     expect(pingDeclaration).toEqual({ name: "ping", description: "Answers pong." });
   });
 
-  it("hands out copies, so a caller cannot change what later calls see", () => {
+  it("hands out frozen declarations, so a caller cannot change what later calls see", () => {
     const registry = createToolRegistry([echo]);
     const first = registry.declarations();
-    if (first[0]) first[0].name = "changed";
+    expect(() => {
+      if (first[0]) first[0].name = "changed";
+    }).toThrow(TypeError);
+    first.pop();
     expect(registry.declarations()[0]?.name).toBe("echo");
   });
 
