@@ -62,11 +62,19 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn("received_at", "text", (c) => c.notNull())
     .addColumn("finished_at", "text")
     .execute();
-  // Workers look for the oldest unfinished update of each chat.
+  // Workers look for the oldest unfinished update, and of each chat. Finished rows pile up and are
+  // never looked at again, so only unfinished ones are indexed; the queries repeat this predicate.
   await db.schema
-    .createIndex("inbox_status_chat_update")
+    .createIndex("inbox_unfinished")
     .on("inbox")
-    .columns(["status", "chat_id", "update_id"])
+    .column("update_id")
+    .where(sql<boolean>`status in ('pending', 'running')`)
+    .execute();
+  await db.schema
+    .createIndex("inbox_unfinished_chat")
+    .on("inbox")
+    .columns(["chat_id", "update_id"])
+    .where(sql<boolean>`status in ('pending', 'running')`)
     .execute();
 }
 
