@@ -54,32 +54,9 @@ export function createInbox(deps: {
     return result !== undefined;
   }
 
-  async function claimIn(
-    trx: Kysely<Database> | Transaction<Database>,
-  ): Promise<InboxRow | undefined> {
+  /** Claims in one statement: the UPDATE picks its row with a subquery, so no gap between them. */
+  function claimIn(trx: Kysely<Database> | Transaction<Database>): Promise<InboxRow | undefined> {
     const at = now();
-    // The first unfinished update of its chat, and free: no lease, or an expired one (its replica
-    // died, or its retry delay is over). A leased update blocks the rest of its chat.
-    const candidate = await trx
-      .selectFrom("inbox as u")
-      .select("u.update_id")
-      .where(unfinished("u"))
-      .where((eb) => eb.or([eb("u.lease_until", "is", null), eb("u.lease_until", "<", at)]))
-      .where(({ not, exists, selectFrom }) =>
-        not(
-          exists(
-            selectFrom("inbox as o")
-              .select("o.update_id")
-              .whereRef("o.chat_id", "=", "u.chat_id")
-              .where(unfinished("o"))
-              .whereRef("o.update_id", "<", "u.update_id"),
-          ),
-        ),
-      )
-      .orderBy("u.update_id")
-      .limit(1)
-      .executeTakeFirst();
-    if (!candidate) return undefined;
     return trx
       .updateTable("inbox")
       .set((eb) => ({
@@ -88,7 +65,28 @@ export function createInbox(deps: {
         lease_until: at + leaseMs,
         attempts: eb("attempts", "+", 1),
       }))
-      .where("update_id", "=", candidate.update_id)
+      .where("update_id", "=", (eb) =>
+        // The first unfinished update of its chat, and free: no lease, or an expired one (its
+        // replica died, or its retry delay is over). A leased update blocks the rest of its chat.
+        eb
+          .selectFrom("inbox as u")
+          .select("u.update_id")
+          .where(unfinished("u"))
+          .where((w) => w.or([w("u.lease_until", "is", null), w("u.lease_until", "<", at)]))
+          .where(({ not, exists, selectFrom }) =>
+            not(
+              exists(
+                selectFrom("inbox as o")
+                  .select("o.update_id")
+                  .whereRef("o.chat_id", "=", "u.chat_id")
+                  .where(unfinished("o"))
+                  .whereRef("o.update_id", "<", "u.update_id"),
+              ),
+            ),
+          )
+          .orderBy("u.update_id")
+          .limit(1),
+      )
       .returningAll()
       .executeTakeFirst();
   }
@@ -101,9 +99,8 @@ export function createInbox(deps: {
             await sql`select pg_advisory_xact_lock(${CLAIM_LOCK_KEY})`.execute(trx);
             return claimIn(trx);
           })
-        : // One SQLite connection serialises every query of this process, and SQLite is not
-          // shared between replicas, so the claim needs no lock of its own.
-          await db.transaction().execute((trx) => claimIn(trx));
+        : // One statement is atomic, and SQLite is not shared between replicas: no lock needed.
+          await claimIn(db);
     if (!row) return undefined;
     return {
       updateId: row.update_id,
