@@ -39,6 +39,8 @@ export class Dispatcher {
   private heldBack = false;
   private recheck = false;
   private pollDue = true;
+  /** Finished updates so far: a claim that overlapped a finish may have missed what it freed. */
+  private finished = 0;
 
   constructor(private readonly deps: DispatcherDeps) {}
 
@@ -88,6 +90,7 @@ export class Dispatcher {
       }
       const announced = this.arrivals > 0;
       const afterFinish = this.recheck;
+      const finishedBefore = this.finished;
       this.arrivals = Math.max(0, this.arrivals - 1);
       this.recheck = false;
       this.pollDue = false;
@@ -100,8 +103,10 @@ export class Dispatcher {
         continue;
       }
       if (!item) {
-        // Announced updates that cannot run yet wait for their chat's running update to finish.
+        // Announced updates that cannot run yet wait for their chat's running update to finish;
+        // if one finished while this claim ran, the claim may not have seen it: look again.
         if (announced) this.heldBack = true;
+        if (this.finished !== finishedBefore) this.recheck = true;
         this.arrivals = 0;
         continue;
       }
@@ -109,6 +114,7 @@ export class Dispatcher {
       if (afterFinish) this.heldBack = true;
       const task = this.execute(item).finally(() => {
         this.active.delete(task);
+        this.finished++;
         if (this.heldBack) {
           this.heldBack = false;
           this.recheck = true;
