@@ -1,16 +1,10 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createCompactor } from "../src/agent/compaction.js";
-import { createGeminiClient } from "../src/agent/gemini-client.js";
-import { AgentHooks } from "../src/agent/hooks.js";
-import { createAgent, type ModelClient } from "../src/agent/turn.js";
-import { openDatabase } from "../src/db/connect.js";
-import { migrateToLatest } from "../src/db/migrate.js";
+import type { ModelClient } from "../src/agent/turn.js";
+import { createApp } from "../src/app.js";
+import { loadConfig } from "../src/config.js";
 import { createLogger } from "../src/logger.js";
-import { createSessionStore } from "../src/session/store.js";
-import { createBuiltinTools } from "../src/tools/builtins.js";
-import { createToolRegistry } from "../src/tools/registry.js";
 import { type RecordedRequest, startFakeGemini, text } from "../test/fakes/gemini.js";
 import { call } from "../test/fakes/gemini-steps.js";
 import type { BenchRow } from "./run.js";
@@ -32,14 +26,24 @@ async function converse(compaction: boolean) {
   const fake = await startFakeGemini();
   const dir = mkdtempSync(join(tmpdir(), "koroku-bench-compaction-"));
   const logger = createLogger({ level: "silent", secrets: [] });
-  const database = openDatabase({ kind: "sqlite", path: join(dir, "bench.db") });
-  try {
-    await migrateToLatest(database.db, logger);
-    const store = createSessionStore({ db: database.db, logger });
-    const gemini = createGeminiClient({ apiKey: "bench", baseUrl: fake.baseUrl, logger });
-    // Time spent waiting on the summary model, so a compaction's own cost can be told apart.
-    let summaryMs = 0;
-    const model: ModelClient = {
+  const config = loadConfig(
+    {
+      GEMINI_API_KEY: "bench",
+      GEMINI_BASE_URL: fake.baseUrl,
+      GEMINI_MODEL: CHAT_MODEL,
+      GEMINI_COMPACTION_MODEL: SUMMARY_MODEL,
+      DATABASE_URL: `sqlite:${join(dir, "bench.db")}`,
+      MEMORY_DIR: join(dir, "memory"),
+      WORKSPACE_DIR: join(dir, "workspace"),
+      COMPACTION_MAX_EVENTS: compaction ? "30" : "0",
+      COMPACTION_MAX_TOKENS: compaction ? "200000" : "0",
+    },
+    { requireTelegram: false },
+  );
+  // Time spent waiting on the summary model, so a compaction's own cost can be told apart.
+  let summaryMs = 0;
+  const app = await createApp(config, logger, {
+    wrapModel: (gemini): ModelClient => ({
       async generate(request) {
         const started = performance.now();
         try {
@@ -48,37 +52,10 @@ async function converse(compaction: boolean) {
           if (request.model === SUMMARY_MODEL) summaryMs += performance.now() - started;
         }
       },
-    };
-    const hooks = new AgentHooks();
-    const compactor = createCompactor({
-      store,
-      model,
-      hooks,
-      logger,
-      settings: {
-        maxEvents: compaction ? 30 : 0,
-        maxTokens: compaction ? 200_000 : 0,
-        model: SUMMARY_MODEL,
-        memoryDir: join(dir, "memory"),
-      },
-    });
-    const tools = createToolRegistry(
-      createBuiltinTools({
-        workspaceDir: join(dir, "ws"),
-        memoryDir: join(dir, "memory"),
-        enableShell: false,
-        search: store.search,
-      }),
-    );
-    const agent = createAgent({
-      store,
-      model,
-      tools,
-      hooks,
-      logger,
-      compactor,
-      settings: { model: CHAT_MODEL, maxToolCallsPerTurn: 15 },
-    });
+    }),
+  });
+  try {
+    const { agent, hooks } = app;
     const compactionMs: number[] = [];
     let summaryBefore = 0;
     hooks.on("compaction", (e) => {
@@ -101,7 +78,7 @@ async function converse(compaction: boolean) {
       .map((r) => Math.ceil(JSON.stringify(r.body.contents).length / 4));
     return { tokens, compactionMs };
   } finally {
-    await database.close();
+    await app.database.close();
     await fake.close();
     rmSync(dir, { recursive: true, force: true });
   }

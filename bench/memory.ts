@@ -1,7 +1,6 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { SKIP_THOUGHT_SIGNATURE } from "../src/agent/gemini-client.js";
 import type { DatabaseTarget } from "../src/config.js";
 import { openDatabase } from "../src/db/connect.js";
 import { migrateToLatest } from "../src/db/migrate.js";
@@ -12,6 +11,7 @@ import { type ChatDriver, createChatDriver } from "./chat-driver.js";
 import { createBenchDatabase } from "./databases.js";
 import { deliveryBetween, deliveryRow } from "./delivery.js";
 import { type FakesProcess, startFakesProcess } from "./fakes-process.js";
+import { historyTurn } from "./history.js";
 import type { BenchRow } from "./run.js";
 import { freePort, type ServiceProcess, serviceEnv, startService } from "./service-process.js";
 import { round } from "./stats.js";
@@ -32,54 +32,6 @@ const SAMPLE_MS = 100;
 const TARGET_MB = 150;
 /** "Flat": what more traffic may add once every chat has been loaded. */
 const FLAT_MB = 5;
-
-// Real thought signatures are opaque base64 blobs of a few hundred bytes.
-const SIGNATURE = Buffer.from(Array.from({ length: 384 }, (_, i) => (i * 31 + 7) % 256)).toString(
-  "base64",
-);
-const WORDS =
-  "remind me what we decided about the trip and the budget then check my notes for the dentist appointment next week".split(
-    " ",
-  );
-
-function prose(seed: number, length: number): string {
-  let out = "";
-  for (let i = seed; out.length < length; i++) out += `${WORDS[(i * 5) % WORDS.length]} `;
-  return out.slice(0, length);
-}
-
-const session = (role: "user" | "model", parts: SessionEvent["parts"]): SessionEvent => ({
-  v: 1,
-  event_type: "session",
-  role,
-  parts,
-});
-
-/**
- * One stored turn: the user's message, a tool call, its result, the answer. Calls carry the
- * documented skip-validation signature, which the strict fake Gemini accepts in old turns.
- */
-function historyTurn(seed: number): SessionEvent[] {
-  const call = { name: "read_file", id: `call-${seed}`, args: { path: `notes/${seed % 97}.md` } };
-  return [
-    session("user", [{ kind: "text", text: prose(seed, 60 + (seed % 5) * 30) }]),
-    session("model", [
-      { kind: "function_call", ...call, thoughtSignature: SKIP_THOUGHT_SIGNATURE },
-    ]),
-    session("user", [
-      {
-        kind: "function_response",
-        name: call.name,
-        id: call.id,
-        response: { output: prose(seed + 11, 200 + ((seed * 137) % 300)) },
-        call: { name: call.name, args: call.args },
-      },
-    ]),
-    session("model", [
-      { kind: "text", text: prose(seed + 3, 150 + (seed % 7) * 40), thoughtSignature: SIGNATURE },
-    ]),
-  ];
-}
 
 const users = Array.from({ length: CHATS }, (_, i) => FIRST_USER_ID + i);
 

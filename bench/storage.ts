@@ -3,10 +3,11 @@ import type { DatabaseTarget } from "../src/config.js";
 import { type DatabaseHandle, openDatabase } from "../src/db/connect.js";
 import { migrateToLatest } from "../src/db/migrate.js";
 import { createLogger, type Logger } from "../src/logger.js";
-import type { SessionEvent } from "../src/session/events.js";
 import { createSessionStore, type SessionStore } from "../src/session/store.js";
 import { createBenchDatabase } from "./databases.js";
+import { historyEvent, modelText, userText } from "./history.js";
 import type { BenchRow } from "./run.js";
+import { round, summarize } from "./stats.js";
 
 type DatabaseKind = DatabaseTarget["kind"];
 
@@ -31,61 +32,6 @@ const TARGET_MS = new Map<number, number>([
   [30, 0.3],
   [10_000, 3],
 ]);
-
-// Real thought signatures are opaque base64 blobs of a few hundred bytes.
-const SIGNATURE = Buffer.from(Array.from({ length: 384 }, (_, i) => (i * 73 + 19) % 256)).toString(
-  "base64",
-);
-const WORDS =
-  "the agent keeps every event of the chat in sql and reads back only what changed since the last turn so a long conversation stays cheap".split(
-    " ",
-  );
-
-function prose(seed: number, length: number): string {
-  let out = "";
-  for (let i = seed; out.length < length; i++) out += `${WORDS[(i * 7) % WORDS.length]} `;
-  return out.slice(0, length);
-}
-
-const session = (role: "user" | "model", parts: SessionEvent["parts"]): SessionEvent => ({
-  v: 1,
-  event_type: "session",
-  role,
-  parts,
-});
-
-const userText = (turn: number) =>
-  session("user", [{ kind: "text", text: prose(turn, 60 + (turn % 5) * 30) }]);
-
-const modelText = (turn: number) =>
-  session("model", [
-    { kind: "text", text: prose(turn + 3, 150 + (turn % 7) * 40), thoughtSignature: SIGNATURE },
-  ]);
-
-const toolCall = (turn: number) => ({
-  name: "read_file",
-  id: `call-${turn}`,
-  args: { path: `notes/day-${turn % 365}.md`, maxBytes: 4096 },
-});
-
-const modelCall = (turn: number) =>
-  session("model", [{ kind: "function_call", ...toolCall(turn), thoughtSignature: SIGNATURE }]);
-
-function toolResponse(turn: number): SessionEvent {
-  const { name, id, args } = toolCall(turn);
-  const output = prose(turn + 11, 200 + ((turn * 137) % 300));
-  return session("user", [
-    { kind: "function_response", name, id, response: { output }, call: { name, args } },
-  ]);
-}
-
-/** A stored history is made of turns like this one: user text, tool call, tool result, answer. */
-const HISTORY_TURN = [userText, modelCall, toolResponse, modelText] as const;
-
-function historyEvent(index: number): SessionEvent {
-  const step = HISTORY_TURN[index % HISTORY_TURN.length] ?? userText;
-  return step(Math.floor(index / HISTORY_TURN.length));
-}
 
 async function prefill(store: SessionStore, chatId: string, count: number): Promise<void> {
   for (let start = 0; start < count; start += PREFILL_BATCH) {
@@ -112,19 +58,6 @@ async function timeTurn(store: SessionStore, chatId: string, turn: number): Prom
   await store.loadContext(chatId);
   return performance.now() - start;
 }
-
-type Summary = { mean: number; p50: number; p99: number };
-
-/** Nearest-rank percentiles: every reported value is one that was really measured. */
-function summarize(values: readonly number[]): Summary {
-  const sorted = [...values].sort((a, b) => a - b);
-  const at = (p: number) =>
-    sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
-  const total = sorted.reduce((sum, v) => sum + v, 0);
-  return { mean: total / sorted.length, p50: at(50), p99: at(99) };
-}
-
-const round = (value: number) => Math.round(value * 1_000) / 1_000;
 
 type SizeResult = { size: number; turns: number[]; coldLoads: number[] };
 

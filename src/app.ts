@@ -1,7 +1,7 @@
 import { createCompactor } from "./agent/compaction.js";
 import { createGeminiClient, type GeminiClientDeps } from "./agent/gemini-client.js";
 import { AgentHooks } from "./agent/hooks.js";
-import { createAgent } from "./agent/turn.js";
+import { createAgent, type ModelClient } from "./agent/turn.js";
 import type { Config } from "./config.js";
 import { type DatabaseHandle, openDatabase } from "./db/connect.js";
 import { migrateToLatest } from "./db/migrate.js";
@@ -22,6 +22,8 @@ export async function createApp(
   overrides: {
     database?: DatabaseHandle;
     gemini?: Pick<GeminiClientDeps, "retry" | "sleep" | "timeoutMs">;
+    /** Wraps the Gemini client, e.g. to time model calls apart from everything else. */
+    wrapModel?: (model: ModelClient) => ModelClient;
   } = {},
 ) {
   const handle = overrides.database ?? openDatabase(config.database);
@@ -30,12 +32,13 @@ export async function createApp(
   const hooks = new AgentHooks((name, error) =>
     logger.error({ err: error, hook: name }, "a hook listener failed"),
   );
-  const model = createGeminiClient({
+  const gemini = createGeminiClient({
     apiKey: config.geminiApiKey,
     baseUrl: config.geminiBaseUrl,
     logger,
     ...overrides.gemini,
   });
+  const model = overrides.wrapModel?.(gemini) ?? gemini;
   const tools = createToolRegistry(
     createBuiltinTools({
       workspaceDir: config.workspaceDir,
