@@ -71,10 +71,6 @@ export class Dispatcher {
     return finished;
   }
 
-  get activeCount(): number {
-    return this.active.size;
-  }
-
   private wake(): void {
     const wake = this.wakeUp;
     this.wakeUp = undefined;

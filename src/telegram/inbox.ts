@@ -158,14 +158,5 @@ export function createInbox(deps: {
     return Number(result.numUpdatedRows);
   }
 
-  async function counts(): Promise<Record<string, number>> {
-    const rows = await db
-      .selectFrom("inbox")
-      .select(["status", (eb) => eb.fn.countAll<number>().as("n")])
-      .groupBy("status")
-      .execute();
-    return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
-  }
-
-  return { add, claim, renew, finish, release, recoverAfterCrash, counts };
+  return { add, claim, renew, finish, release, recoverAfterCrash };
 }

@@ -1,0 +1,121 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
+import { migrateToLatest } from "../../src/db/migrate.js";
+import { createInbox, type Inbox } from "../../src/telegram/inbox.js";
+import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../helpers/databases.js";
+import { captureLogger } from "../helpers/logs.js";
+
+describe.each(DATABASE_KINDS)("inbox on %s", (kind) => {
+  let testDb: TestDatabase;
+  let handle: DatabaseHandle;
+  let clock = 1_000_000;
+  let nextId = 1;
+  const { logger } = captureLogger();
+  const inboxFor = (workerId: string) =>
+    createInbox({ db: handle.db, kind: handle.kind, workerId, leaseMs: 30_000, now: () => clock });
+
+  beforeAll(async () => {
+    testDb = await createTestDatabase(kind);
+    handle = openDatabase(testDb.target);
+    await migrateToLatest(handle.db, logger);
+  });
+  afterAll(async () => {
+    await handle.close();
+    await testDb.dispose();
+  });
+
+  /** Drains whatever can run now, finishing nothing: what a fresh worker would start. */
+  async function claimAll(inbox: Inbox): Promise<number[]> {
+    const ids: number[] = [];
+    for (let item = await inbox.claim(); item; item = await inbox.claim()) ids.push(item.updateId);
+    return ids;
+  }
+
+  it("stores an update once and hands back what was stored", async () => {
+    const inbox = inboxFor("a");
+    const id = nextId++;
+    expect(await inbox.add(id, "chat-1", { update_id: id, text: "hi" })).toBe(true);
+    expect(await inbox.add(id, "chat-1", { update_id: id, text: "again" })).toBe(false);
+    const item = await inbox.claim();
+    expect(item).toEqual({
+      updateId: id,
+      chatId: "chat-1",
+      update: { update_id: id, text: "hi" },
+      attempts: 1,
+    });
+    await inbox.finish(id);
+    expect(await inbox.claim()).toBeUndefined();
+  });
+
+  it("runs one update per chat at a time, oldest first, chats side by side", async () => {
+    const inbox = inboxFor("a");
+    const [a1, b1, a2, b2, c1] = [nextId++, nextId++, nextId++, nextId++, nextId++];
+    await inbox.add(a1, "A", {});
+    await inbox.add(b1, "B", {});
+    await inbox.add(a2, "A", {});
+    await inbox.add(b2, "B", {});
+    await inbox.add(c1, null, {});
+    expect(await claimAll(inbox)).toEqual([a1, b1, c1]);
+    // Another replica sees nothing it may run while those are leased.
+    expect(await claimAll(inboxFor("b"))).toEqual([]);
+    await inbox.finish(a1);
+    expect(await claimAll(inbox)).toEqual([a2]);
+    await inbox.finish(b1);
+    await inbox.finish(a2);
+    expect(await claimAll(inboxFor("b"))).toEqual([b2]);
+    await inbox.finish(b2);
+    await inbox.finish(c1);
+  });
+
+  it("lets another replica take over once a lease expires, and keeps a renewed one", async () => {
+    const first = inboxFor("dead");
+    const second = inboxFor("alive");
+    const id = nextId++;
+    await first.add(id, "L", {});
+    expect((await first.claim())?.updateId).toBe(id);
+    clock += 20_000;
+    expect(await first.renew(id)).toBe(true);
+    clock += 20_000;
+    expect(await second.claim()).toBeUndefined();
+    clock += 20_000;
+    const taken = await second.claim();
+    expect(taken).toMatchObject({ updateId: id, attempts: 2 });
+    // The first replica lost it: its renewals no longer count.
+    expect(await first.renew(id)).toBe(false);
+    await second.finish(id);
+  });
+
+  it("runs a released update again only after its delay, and holds its chat back meanwhile", async () => {
+    const inbox = inboxFor("a");
+    const [r1, r2] = [nextId++, nextId++];
+    await inbox.add(r1, "R", {});
+    await inbox.add(r2, "R", {});
+    await inbox.claim();
+    await inbox.release(r1, "database away", 5_000);
+    expect(await inbox.claim()).toBeUndefined();
+    clock += 5_001;
+    expect((await inbox.claim())?.updateId).toBe(r1);
+    await inbox.finish(r1, { error: "gave up" });
+    expect((await inbox.claim())?.updateId).toBe(r2);
+    await inbox.finish(r2);
+  });
+
+  it("after a crash, SQLite runs interrupted updates again at once; PostgreSQL waits for the lease", async () => {
+    const inbox = inboxFor("a");
+    const id = nextId++;
+    await inbox.add(id, "K", {});
+    await inbox.claim();
+    const restarted = inboxFor("restarted");
+    const recovered = await restarted.recoverAfterCrash();
+    if (kind === "sqlite") {
+      expect(recovered).toBe(1);
+      expect((await restarted.claim())?.updateId).toBe(id);
+    } else {
+      expect(recovered).toBe(0);
+      expect(await restarted.claim()).toBeUndefined();
+      clock += 30_001;
+      expect((await restarted.claim())?.updateId).toBe(id);
+    }
+    await restarted.finish(id);
+  });
+});
