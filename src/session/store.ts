@@ -1,4 +1,5 @@
 import { type Kysely, sql } from "kysely";
+import { prepareQuery } from "../db/prepared.js";
 import type { Database, MessageRow, NewMessageRow } from "../db/schema.js";
 import type { Logger } from "../logger.js";
 import { estimateTokens, searchTextOf } from "./event-text.js";
@@ -203,6 +204,22 @@ export function createSessionStore(deps: {
     };
   }
 
+  // Two index probes in one round trip: ids newer than the last one seen, and the anchor row.
+  const probeIds = prepareQuery(db, 3, (chatId: string, lastId: number, anchor: number) =>
+    db
+      .selectFrom("messages")
+      .select("id")
+      .where("chat_id", "=", chatId)
+      .where("id", ">", lastId)
+      .unionAll(
+        db
+          .selectFrom("messages")
+          .select("id")
+          .where("id", "=", anchor)
+          .where("chat_id", "=", chatId),
+      ),
+  );
+
   async function loadFromScratch(chatId: string): Promise<CacheEntry> {
     const compactions = await db
       .selectFrom("messages")
@@ -257,22 +274,9 @@ export function createSessionStore(deps: {
   /** Brings a cached context up to date; undefined when it must be loaded from scratch. */
   async function refresh(chatId: string, cached: CacheEntry): Promise<CacheEntry | undefined> {
     const anchor = cached.summary?.id ?? cached.events[0]?.id;
-    // Two index probes in one round trip: ids newer than the last seen, and the anchor row.
-    let probe = db
-      .selectFrom("messages")
-      .select("id")
-      .where("chat_id", "=", chatId)
-      .where("id", ">", cached.lastId);
-    if (anchor !== undefined) {
-      probe = probe.unionAll(
-        db
-          .selectFrom("messages")
-          .select("id")
-          .where("id", "=", anchor)
-          .where("chat_id", "=", chatId),
-      );
-    }
-    const ids = (await probe.execute()).map((r) => r.id);
+    // Without an anchor (an empty chat) the anchor probe finds nothing and is harmless.
+    const probed = await probeIds([chatId, cached.lastId, anchor ?? 0]);
+    const ids = probed.rows.map((r) => r.id);
     if (anchor !== undefined && !ids.includes(anchor)) return undefined;
     const newer = ids.filter((id) => id > cached.lastId);
     if (newer.length === 0) return cached;

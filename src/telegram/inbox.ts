@@ -1,5 +1,6 @@
 import { type Kysely, sql, type Transaction } from "kysely";
 import type { DatabaseKind } from "../db/connect.js";
+import { prepareQuery } from "../db/prepared.js";
 import type { Database, InboxRow } from "../db/schema.js";
 
 /**
@@ -37,32 +38,42 @@ export function createInbox(deps: {
   const { db, workerId, leaseMs } = deps;
   const now = deps.now ?? Date.now;
 
+  const insert = prepareQuery(
+    db,
+    4,
+    (updateId: number, chatId: string | null, json: string, receivedAt: string) =>
+      db
+        .insertInto("inbox")
+        .values({
+          update_id: updateId,
+          chat_id: chatId,
+          update_json: json,
+          status: "pending",
+          received_at: receivedAt,
+        })
+        .onConflict((oc) => oc.column("update_id").doNothing())
+        .returning("update_id"),
+  );
+
   /** Stores an update; false when this update_id was already stored (a retry or an overlap). */
   async function add(updateId: number, chatId: string | null, update: unknown): Promise<boolean> {
-    const result = await db
-      .insertInto("inbox")
-      .values({
-        update_id: updateId,
-        chat_id: chatId,
-        update_json: JSON.stringify(update),
-        status: "pending",
-        received_at: new Date(now()).toISOString(),
-      })
-      .onConflict((oc) => oc.column("update_id").doNothing())
-      .returning("update_id")
-      .executeTakeFirst();
-    return result !== undefined;
+    const { rows } = await insert([
+      updateId,
+      chatId,
+      JSON.stringify(update),
+      new Date(now()).toISOString(),
+    ]);
+    return rows.length > 0;
   }
 
   /** Claims in one statement: the UPDATE picks its row with a subquery, so no gap between them. */
-  function claimIn(trx: Kysely<Database> | Transaction<Database>): Promise<InboxRow | undefined> {
-    const at = now();
-    return trx
+  const claimUpdate = prepareQuery(db, 2, (at: number, leaseUntil: number) =>
+    db
       .updateTable("inbox")
       .set((eb) => ({
         status: "running",
         claimed_by: workerId,
-        lease_until: at + leaseMs,
+        lease_until: leaseUntil,
         attempts: eb("attempts", "+", 1),
       }))
       .where("update_id", "=", (eb) =>
@@ -87,8 +98,13 @@ export function createInbox(deps: {
           .orderBy("u.update_id")
           .limit(1),
       )
-      .returningAll()
-      .executeTakeFirst();
+      .returningAll(),
+  );
+
+  async function claimIn(trx?: Transaction<Database>): Promise<InboxRow | undefined> {
+    const at = now();
+    const { rows } = await claimUpdate([at, at + leaseMs], trx);
+    return rows[0];
   }
 
   /** Takes the next update that may run now, or undefined when there is none. */
@@ -100,7 +116,7 @@ export function createInbox(deps: {
             return claimIn(trx);
           })
         : // One statement is atomic, and SQLite is not shared between replicas: no lock needed.
-          await claimIn(db);
+          await claimIn();
     if (!row) return undefined;
     return {
       updateId: row.update_id,
@@ -122,17 +138,23 @@ export function createInbox(deps: {
     return Number(result.numUpdatedRows) > 0;
   }
 
+  const markFinished = prepareQuery(
+    db,
+    4,
+    (updateId: number, status: "done" | "failed", error: string | null, finishedAt: string) =>
+      db
+        .updateTable("inbox")
+        .set({ status, error, lease_until: null, finished_at: finishedAt })
+        .where("update_id", "=", updateId),
+  );
+
   async function finish(updateId: number, outcome: { error?: string } = {}): Promise<void> {
-    await db
-      .updateTable("inbox")
-      .set({
-        status: outcome.error ? "failed" : "done",
-        error: outcome.error ?? null,
-        lease_until: null,
-        finished_at: new Date(now()).toISOString(),
-      })
-      .where("update_id", "=", updateId)
-      .execute();
+    await markFinished([
+      updateId,
+      outcome.error ? "failed" : "done",
+      outcome.error ?? null,
+      new Date(now()).toISOString(),
+    ]);
   }
 
   /** Gives an update back to the queue (an infrastructure error); it runs again after `delayMs`. */
