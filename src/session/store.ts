@@ -78,6 +78,21 @@ const CONTEXT_COLUMNS = [
 ] as const;
 type ContextRow = Pick<MessageRow, (typeof CONTEXT_COLUMNS)[number]>;
 
+/** Every column append writes, in the order of the prepared single-row insert's arguments. */
+const INSERT_COLUMNS = [
+  "chat_id",
+  "kind",
+  "role",
+  "event_json",
+  "is_user_message",
+  "estimated_tokens",
+  "search_text",
+  "created_at",
+  "prompt_tokens",
+  "tool_calls",
+  "update_id",
+] as const;
+
 /**
  * Prompt tokens of the context: the latest size Gemini measured for it, plus an estimate for what
  * was added since. A measurement taken before the latest compaction counted the summarised
@@ -203,6 +218,13 @@ export function createSessionStore(deps: {
       created_at: now().toISOString(),
     };
   }
+
+  const insertOne = prepareQuery(db, INSERT_COLUMNS.length, (...values: unknown[]) =>
+    db
+      .insertInto("messages")
+      .values(Object.fromEntries(INSERT_COLUMNS.map((c, i) => [c, values[i]])) as NewMessageRow)
+      .returning("id"),
+  );
 
   // Two index probes in one round trip: ids newer than the last one seen, and the anchor row.
   const probeIds = prepareQuery(db, 3, (chatId: string, lastId: number, anchor: number) =>
@@ -336,8 +358,12 @@ export function createSessionStore(deps: {
       update_id: item.updateId ?? null,
     }));
     // One multi-row INSERT is atomic on both databases: a function-call event and its responses
-    // are stored together or not at all.
-    const inserted = await db.insertInto("messages").values(rows).returning("id").execute();
+    // are stored together or not at all. A single event, the common case, takes the prepared one.
+    const [only] = rows;
+    const inserted =
+      only && rows.length === 1
+        ? (await insertOne(INSERT_COLUMNS.map((column) => only[column]))).rows
+        : await db.insertInto("messages").values(rows).returning("id").execute();
     const ids = inserted.map((r) => r.id).sort((a, b) => a - b);
     const stored = items.map(
       (item, i): StoredSession => ({
