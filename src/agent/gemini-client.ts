@@ -8,6 +8,7 @@ import {
   GoogleGenAI,
 } from "@google/genai";
 import type { Logger } from "pino";
+import { createNodeFetch } from "./node-fetch.js";
 import {
   describeFailure,
   type Failure,
@@ -155,6 +156,7 @@ export function createGeminiClient(deps: GeminiClientDeps): GeminiClient {
     apiKey: deps.apiKey,
     vertexai: false,
     httpOptions: {
+      fetch: createNodeFetch(),
       timeout: deps.timeoutMs ?? 60_000,
       ...(deps.baseUrl ? { baseUrl: deps.baseUrl } : {}),
     },

@@ -1,0 +1,63 @@
+import http from "node:http";
+import https from "node:https";
+
+/**
+ * `fetch` for the Gemini SDK on Node's own HTTP client with keep-alive agents. The built-in fetch
+ * (undici) spends more CPU per request than the rest of a turn's bookkeeping together; the SDK
+ * reads whole JSON answers, so a buffered Response serves it. Honours the SDK's AbortSignal
+ * (its per-request timeout).
+ */
+export function createNodeFetch(): typeof fetch {
+  const agents = {
+    "http:": new http.Agent({ keepAlive: true }),
+    "https:": new https.Agent({ keepAlive: true }),
+  };
+  return (input, init) => {
+    const url = new URL(input instanceof Request ? input.url : String(input));
+    const headers = Object.fromEntries(new Headers(init?.headers).entries());
+    const body = init?.body;
+    if (body !== undefined && body !== null && typeof body !== "string") {
+      return Promise.reject(new TypeError("this fetch sends string bodies only"));
+    }
+    const transport = url.protocol === "https:" ? https : http;
+    return new Promise<Response>((resolve, reject) => {
+      // Like fetch: an aborted request rejects as it is, a network failure as "fetch failed".
+      const fail = (error: Error) =>
+        reject(
+          error.name === "AbortError" ? error : new TypeError("fetch failed", { cause: error }),
+        );
+      const request = transport.request(
+        url,
+        {
+          method: init?.method ?? "GET",
+          headers,
+          agent: agents[url.protocol as keyof typeof agents],
+          signal: init?.signal ?? undefined,
+        },
+        (response) => {
+          const chunks: Buffer[] = [];
+          response.on("data", (chunk: Buffer) => chunks.push(chunk));
+          response.on("error", fail);
+          response.on("end", () => {
+            const status = response.statusCode ?? 500;
+            const responseHeaders = new Headers();
+            for (const [name, value] of Object.entries(response.headers)) {
+              for (const v of Array.isArray(value) ? value : [value ?? ""])
+                responseHeaders.append(name, v);
+            }
+            const nullBody = status === 204 || status === 304;
+            resolve(
+              new Response(nullBody ? null : Buffer.concat(chunks), {
+                status,
+                statusText: response.statusMessage ?? "",
+                headers: responseHeaders,
+              }),
+            );
+          });
+        },
+      );
+      request.on("error", fail);
+      request.end(body ?? undefined);
+    });
+  };
+}

@@ -1,0 +1,81 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createNodeFetch } from "../../src/agent/node-fetch.js";
+
+describe("Node HTTP fetch for the Gemini SDK", () => {
+  let server: Server;
+  let base: string;
+  const fetchNode = createNodeFetch();
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      let body = "";
+      req.on("data", (chunk: Buffer) => {
+        body += chunk.toString("utf8");
+      });
+      req.on("end", () => {
+        if (req.url === "/empty") {
+          res.writeHead(204).end();
+        } else if (req.url === "/hang") {
+          // Never answers: the caller's signal must end it.
+        } else {
+          res.setHeader("set-cookie", ["a=1", "b=2"]);
+          res.writeHead(201, { "content-type": "application/json" });
+          res.end(
+            JSON.stringify({
+              method: req.method,
+              key: req.headers["x-goog-api-key"],
+              body,
+              url: req.url,
+            }),
+          );
+        }
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  it("sends method, headers and body and returns status, headers and JSON", async () => {
+    const response = await fetchNode(`${base}/v1/models/m:generateContent?x=1`, {
+      method: "POST",
+      headers: { "x-goog-api-key": "k", "content-type": "application/json" },
+      body: '{"a":"ü"}',
+    });
+    expect(response.status).toBe(201);
+    expect(response.headers.get("content-type")).toBe("application/json");
+    expect(response.headers.get("set-cookie")).toBe("a=1, b=2");
+    expect(await response.json()).toEqual({
+      method: "POST",
+      key: "k",
+      body: '{"a":"ü"}',
+      url: "/v1/models/m:generateContent?x=1",
+    });
+  });
+
+  it("answers 204 without a body", async () => {
+    const response = await fetchNode(`${base}/empty`);
+    expect(response.status).toBe(204);
+    expect(await response.text()).toBe("");
+  });
+
+  it("rejects like fetch: AbortError when aborted, TypeError on a network failure", async () => {
+    const controller = new AbortController();
+    const pending = fetchNode(`${base}/hang`, { signal: controller.signal });
+    controller.abort();
+    await expect(pending).rejects.toMatchObject({ name: "AbortError" });
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const error = await fetchNode(`http://127.0.0.1:${port}/`).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TypeError);
+    expect((error as TypeError).message).toBe("fetch failed");
+    expect(((error as TypeError).cause as NodeJS.ErrnoException).code).toBe("ECONNREFUSED");
+  });
+});
