@@ -8,13 +8,13 @@ import {
   GoogleGenAI,
 } from "@google/genai";
 import type { Logger } from "pino";
+import { createNodeFetch } from "../net/node-fetch.js";
 import {
   describeFailure,
   type Failure,
   GeminiRefusedError,
   GeminiUnavailableError,
 } from "./gemini-errors.js";
-import { createNodeFetch } from "./node-fetch.js";
 
 /** Documented value that makes Gemini skip signature validation for a function call. */
 export const SKIP_THOUGHT_SIGNATURE = "skip_thought_signature_validator";

@@ -1,10 +1,11 @@
 import { autoRetry } from "@grammyjs/auto-retry";
-import { Bot } from "grammy";
+import { type ApiClientOptions, Bot } from "grammy";
 import type { UserFromGetMe } from "grammy/types";
 import type { CompactionOutcome } from "../agent/compaction.js";
 import type { AgentHooks } from "../agent/hooks.js";
 import type { Agent } from "../agent/turn.js";
 import type { Logger } from "../logger.js";
+import { createNodeFetch } from "../net/node-fetch.js";
 import type { CompactionLimits } from "../session/compaction-plan.js";
 import type { SessionStore } from "../session/store.js";
 import { commandsComposer } from "./commands.js";
@@ -34,7 +35,14 @@ const MAX_RETRY_ATTEMPTS = 3;
  * fetches updates itself (src/telegram/polling.ts and the webhook feed the inbox).
  */
 export function createBot(deps: BotDeps) {
-  const bot = new Bot(deps.token, { client: { apiRoot: deps.apiRoot }, botInfo: deps.botInfo });
+  const bot = new Bot(deps.token, {
+    client: {
+      apiRoot: deps.apiRoot,
+      // grammY types its fetch option after node-fetch; any standard fetch works.
+      fetch: createNodeFetch() as unknown as NonNullable<ApiClientOptions["fetch"]>,
+    },
+    botInfo: deps.botInfo,
+  });
   bot.api.config.use(
     autoRetry({ maxDelaySeconds: MAX_RETRY_DELAY_SECONDS, maxRetryAttempts: MAX_RETRY_ATTEMPTS }),
   );

@@ -1,11 +1,22 @@
 import http from "node:http";
 import https from "node:https";
 
+/** grammY hands over a polyfill AbortSignal; Node's HTTP client takes only its own. */
+type AnySignal = Pick<AbortSignal, "aborted" | "addEventListener">;
+
+function nativeSignal(signal: AnySignal | null | undefined): AbortSignal | undefined {
+  if (!signal || signal instanceof AbortSignal) return signal ?? undefined;
+  const controller = new AbortController();
+  if (signal.aborted) controller.abort();
+  else signal.addEventListener("abort", () => controller.abort(), { once: true });
+  return controller.signal;
+}
+
 /**
- * `fetch` for the Gemini SDK on Node's own HTTP client with keep-alive agents. The built-in fetch
- * (undici) spends more CPU per request than the rest of a turn's bookkeeping together; the SDK
- * reads whole JSON answers, so a buffered Response serves it. Honours the SDK's AbortSignal
- * (its per-request timeout).
+ * `fetch` on Node's own HTTP client with keep-alive agents, for the Gemini SDK and grammY. The
+ * built-in fetch (undici) and node-fetch cost more CPU per request than the rest of a turn's
+ * bookkeeping together; both clients send JSON strings and read whole JSON answers, so a buffered
+ * Response serves them. Honours the caller's AbortSignal (their request timeouts).
  */
 export function createNodeFetch(): typeof fetch {
   const agents = {
@@ -32,7 +43,7 @@ export function createNodeFetch(): typeof fetch {
           method: init?.method ?? "GET",
           headers,
           agent: agents[url.protocol as keyof typeof agents],
-          signal: init?.signal ?? undefined,
+          signal: nativeSignal(init?.signal),
         },
         (response) => {
           const chunks: Buffer[] = [];

@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createNodeFetch } from "../../src/agent/node-fetch.js";
+import { createNodeFetch } from "../../src/net/node-fetch.js";
 
 describe("Node HTTP fetch for the Gemini SDK", () => {
   let server: Server;
@@ -77,5 +77,16 @@ describe("Node HTTP fetch for the Gemini SDK", () => {
     expect(error).toBeInstanceOf(TypeError);
     expect((error as TypeError).message).toBe("fetch failed");
     expect(((error as TypeError).cause as NodeJS.ErrnoException).code).toBe("ECONNREFUSED");
+  });
+
+  it("accepts an AbortSignal look-alike such as grammY's polyfill", async () => {
+    const listeners: (() => void)[] = [];
+    const lookAlike = {
+      aborted: false,
+      addEventListener: (_type: string, listener: () => void) => listeners.push(listener),
+    };
+    const pending = fetchNode(`${base}/hang`, { signal: lookAlike as unknown as AbortSignal });
+    for (const listener of listeners) listener();
+    await expect(pending).rejects.toMatchObject({ name: "AbortError" });
   });
 });
