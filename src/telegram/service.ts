@@ -146,6 +146,11 @@ export async function startService(app: App, logger: Logger): Promise<Service> {
     throw explainTelegramFailure(error);
   }
   dispatcher.start();
+  if (config.allowedUserIds.length === 0) {
+    logger.warn(
+      "ALLOWED_USER_IDS is empty, so nobody may use the bot yet: message it, and it answers with your user id to add",
+    );
+  }
   const mode = config.webhookUrl ? "webhook" : "polling";
   logger.info(
     { mode, host: address.address, port: address.port, bot: bot.botInfo.username },
