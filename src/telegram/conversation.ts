@@ -36,7 +36,6 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
     const chatId = ctx.chat.id;
     const session = String(chatId);
     const threadId = threadOf(ctx);
-    const log = deps.logger.child({ chat_id: session, update_id: ctx.update.update_id });
     const stopTyping = delivery.showTyping(chatId, threadId);
     const notices: Promise<void>[] = [];
     const stopNotices = hooks.on("compaction", (e) => {
@@ -48,16 +47,19 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
         text: messageText(ctx),
         updateId: ctx.update.update_id,
       });
-      stopNotices();
       await Promise.all(notices);
       await delivery.sendMarkdown(chatId, result.text, threadId);
     } catch (error) {
-      stopNotices();
+      // A notice that failed must not become an unhandled rejection on the way out.
+      await Promise.allSettled(notices);
       // Anything but Gemini refusing or being away (Telegram or the database failing, a bug) is
       // left to the inbox: it runs the update again later, reusing what was stored, and tells
       // the user only if it gives up.
       if (!(error instanceof GeminiError)) throw error;
-      log.warn({ err: error }, "turn failed: Gemini");
+      deps.logger.warn(
+        { err: error, chat_id: session, update_id: ctx.update.update_id },
+        "turn failed: Gemini",
+      );
       await delivery.sendHtml(chatId, escapeHtml(error.userMessage), threadId);
     } finally {
       stopNotices();
