@@ -1,13 +1,8 @@
 import type { Logger } from "../logger.js";
-import {
-  type CompactionLimits,
-  contextSize,
-  isOverBudget,
-  planCompaction,
-} from "../session/compaction-plan.js";
+import { type CompactionLimits, isOverBudget, planCompaction } from "../session/compaction-plan.js";
 import { textOf } from "../session/events.js";
 import { appendMemory } from "../session/memory-files.js";
-import type { ChatContext, SessionStore } from "../session/store.js";
+import { type ChatContext, contextSize, type SessionStore } from "../session/store.js";
 import type { AgentHooks } from "./hooks.js";
 import { SUMMARY_INSTRUCTION, SUMMARY_REQUEST, summaryFraming } from "./prompts.js";
 import { transcriptOf } from "./transcript.js";

@@ -1,5 +1,5 @@
 import { isRealUserMessage } from "./events.js";
-import { type ChatContext, contextTokens, type StoredSession } from "./store.js";
+import { type ChatContext, contextSize, type StoredSession } from "./store.js";
 
 export type CompactionLimits = {
   /** Compact when the context holds more events than this (0 = off). */
@@ -14,13 +14,6 @@ export type CompactionPlan = {
   /** Whole recent turns kept verbatim; always includes the current turn. */
   keep: readonly StoredSession[];
 };
-
-export function contextSize(context: ChatContext): { events: number; tokens: number } {
-  return {
-    events: context.events.length + (context.summary ? 1 : 0),
-    tokens: contextTokens(context),
-  };
-}
 
 export function isOverBudget(context: ChatContext, limits: CompactionLimits): boolean {
   const size = contextSize(context);

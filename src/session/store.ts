@@ -109,6 +109,14 @@ export function contextTokens(context: ChatContext): number {
   return estimate + (summary?.estimatedTokens ?? 0);
 }
 
+/** What the compaction budgets measure: events in the context (the summary counts as one) and tokens. */
+export function contextSize(context: ChatContext): { events: number; tokens: number } {
+  return {
+    events: context.events.length + (context.summary ? 1 : 0),
+    tokens: contextTokens(context),
+  };
+}
+
 type CacheEntry = ChatContext & {
   /** Every row up to this id has been seen. */
   lastId: number;
@@ -500,11 +508,7 @@ export function createSessionStore(deps: {
       .where("chat_id", "=", chatId)
       .where("kind", "=", "compaction")
       .executeTakeFirstOrThrow();
-    return {
-      events: context.events.length + (context.summary ? 1 : 0),
-      tokens: contextTokens(context),
-      compactions: Number(compactions),
-    };
+    return { ...contextSize(context), compactions: Number(compactions) };
   }
 
   return { loadContext, append, appendCompaction, lastTurns, search, clear, stats };
