@@ -7,7 +7,12 @@ import {
   type SessionEvent,
   textOf,
 } from "../session/events.js";
-import type { ChatContext, SessionStore, StoredSession } from "../session/store.js";
+import {
+  type ChatContext,
+  type SessionStore,
+  type StoredSession,
+  withAppended,
+} from "../session/store.js";
 import type { ToolRegistry } from "../tools/registry.js";
 import { contentsFor } from "./contents.js";
 import {
@@ -109,15 +114,22 @@ export function createAgent(deps: AgentDeps) {
     const repair = repairDanglingCalls(context.events);
     if (repair) {
       log.warn({ calls: repair.toolCalls }, "completing function calls interrupted by a restart");
-      await store.append(chatId, [{ event: repair.event, toolCalls: repair.toolCalls }]);
+      context = withAppended(
+        context,
+        await store.append(chatId, [{ event: repair.event, toolCalls: repair.toolCalls }]),
+      );
     }
     if (!resumed) {
-      await store.append(chatId, [{ event: userEvent(input.text), updateId: input.updateId }]);
+      context = withAppended(
+        context,
+        await store.append(chatId, [{ event: userEvent(input.text), updateId: input.updateId }]),
+      );
     }
 
+    // The chat is ours until the turn ends (the inbox runs one update per chat at a time), so the
+    // context is kept here as it grows instead of being asked of the store before each request.
     let roundsWithoutTools = 0;
     for (;;) {
-      context = await store.loadContext(chatId);
       if (deps.compactor) context = await deps.compactor.maybeCompact(chatId, context);
       const used = toolCallsSinceUserMessage(context.events);
       const remaining = settings.maxToolCallsPerTurn - used;
@@ -133,7 +145,10 @@ export function createAgent(deps: AgentDeps) {
       usage.outputTokens += result.usage.outputTokens;
 
       const event = fromContent({ ...result.content, role: "model" });
-      await store.append(chatId, [{ event, promptTokens: result.usage.promptTokens }]);
+      context = withAppended(
+        context,
+        await store.append(chatId, [{ event, promptTokens: result.usage.promptTokens }]),
+      );
       hooks.emit("modelResponse", { chatId, event, usage: { ...usage } });
 
       const calls = functionCallsOf(event);
@@ -164,9 +179,12 @@ export function createAgent(deps: AgentDeps) {
         parts.push(responsePart(call, outcome.response));
       }
       toolCalls += executed;
-      await store.append(chatId, [
-        { event: { v: 1, event_type: "session", role: "user", parts }, toolCalls: executed },
-      ]);
+      context = withAppended(
+        context,
+        await store.append(chatId, [
+          { event: { v: 1, event_type: "session", role: "user", parts }, toolCalls: executed },
+        ]),
+      );
       if (!offerTools && ++roundsWithoutTools > EXTRA_ROUNDS_AFTER_BUDGET) {
         log.warn("model kept calling tools after its budget was spent; ending the turn");
         const text = `I stopped after ${used} tool calls, my limit for one message. Tell me whether to continue.`;

@@ -117,6 +117,11 @@ export function contextSize(context: ChatContext): { events: number; tokens: num
   };
 }
 
+/** The context after events were stored at its end. */
+export function withAppended(context: ChatContext, stored: readonly StoredSession[]): ChatContext {
+  return { summary: context.summary, events: [...context.events, ...stored] };
+}
+
 type CacheEntry = ChatContext & {
   /** Every row up to this id has been seen. */
   lastId: number;
@@ -385,11 +390,7 @@ export function createSessionStore(deps: {
         updateId: item.updateId ?? null,
       }),
     );
-    remember(
-      chatId,
-      (entry) => ({ summary: entry.summary, events: [...entry.events, ...stored] }),
-      ids,
-    );
+    remember(chatId, (entry) => withAppended(entry, stored), ids);
     return stored;
   }
 
