@@ -109,6 +109,7 @@ const envSchema = (requireTelegram: boolean) =>
     WORKSPACE_DIR: z.string().trim().min(1).default("./data/workspace"),
     ENABLE_SHELL_TOOL: flag("ENABLE_SHELL_TOOL"),
     INBOX_LEASE_SECONDS: count("INBOX_LEASE_SECONDS", 30, 1),
+    INBOX_RETENTION_DAYS: count("INBOX_RETENTION_DAYS", 7, 1),
     LOG_LEVEL: z
       .string()
       .trim()
@@ -160,6 +161,8 @@ export type Config = Readonly<{
   logLevel: (typeof LOG_LEVELS)[number];
   /** How long a replica owns a running update before another may take it over (PostgreSQL). */
   inboxLeaseSeconds: number;
+  /** Finished inbox rows older than this are deleted; a redelivered update_id is deduplicated until then. */
+  inboxRetentionDays: number;
 }>;
 
 export class ConfigError extends Error {
@@ -223,5 +226,6 @@ export function loadConfig(
     enableShellTool: e.ENABLE_SHELL_TOOL,
     logLevel: e.LOG_LEVEL,
     inboxLeaseSeconds: e.INBOX_LEASE_SECONDS,
+    inboxRetentionDays: e.INBOX_RETENTION_DAYS,
   });
 }

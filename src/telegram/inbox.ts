@@ -180,5 +180,29 @@ export function createInbox(deps: {
     return Number(result.numUpdatedRows);
   }
 
-  return { add, claim, renew, finish, release, recoverAfterCrash };
+  /**
+   * Deletes finished updates older than `before` (an ISO time), in batches so that no single
+   * statement holds the write lock for long. Returns how many rows went.
+   */
+  async function prune(before: string, batchSize = 1_000): Promise<number> {
+    let deleted = 0;
+    for (;;) {
+      const result = await db
+        .deleteFrom("inbox")
+        .where("update_id", "in", (eb) =>
+          eb
+            .selectFrom("inbox as f")
+            .select("f.update_id")
+            .where("f.status", "in", ["done", "failed"])
+            .where("f.finished_at", "<", before)
+            .limit(batchSize),
+        )
+        .executeTakeFirst();
+      const count = Number(result.numDeletedRows);
+      deleted += count;
+      if (count < batchSize) return deleted;
+    }
+  }
+
+  return { add, claim, renew, finish, release, recoverAfterCrash, prune };
 }

@@ -8,6 +8,7 @@ import { createBot } from "./bot.js";
 import { COMMANDS } from "./commands.js";
 import { Dispatcher } from "./dispatcher.js";
 import { createInbox } from "./inbox.js";
+import { startInboxPruner } from "./inbox-pruner.js";
 import { createIngest, type Ingest } from "./ingest.js";
 import { startPolling } from "./polling.js";
 import { escapeHtml } from "./render.js";
@@ -17,6 +18,7 @@ import { createHttpServer } from "./server.js";
 // few enough that a burst cannot exhaust the database pool or memory.
 const CONCURRENCY = 32;
 const SHUTDOWN_WAIT_MS = 25_000;
+const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 const ALLOWED_UPDATES = ["message"] as const;
 
 const GAVE_UP =
@@ -146,6 +148,12 @@ export async function startService(app: App, logger: Logger): Promise<Service> {
     throw explainTelegramFailure(error);
   }
   dispatcher.start();
+  const pruner = startInboxPruner({
+    inbox,
+    retentionMs: config.inboxRetentionDays * 24 * 60 * 60 * 1000,
+    intervalMs: PRUNE_INTERVAL_MS,
+    logger,
+  });
   if (config.allowedUserIds.length === 0) {
     logger.warn(
       "ALLOWED_USER_IDS is empty, so nobody may use the bot yet: message it, and it answers with your user id to add",
@@ -168,6 +176,7 @@ export async function startService(app: App, logger: Logger): Promise<Service> {
       const drained = await dispatcher.stop(SHUTDOWN_WAIT_MS);
       if (!drained)
         logger.warn("some turns were still running; they will run again after the restart");
+      await pruner.stop();
       server.closeAllConnections();
       await closed;
     },

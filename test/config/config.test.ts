@@ -26,6 +26,8 @@ describe("config", () => {
       workspaceDir: "./data/workspace",
       enableShellTool: false,
       logLevel: "info",
+      inboxLeaseSeconds: 30,
+      inboxRetentionDays: 7,
     });
     expect(Object.isFrozen(config)).toBe(true);
   });
@@ -46,6 +48,8 @@ describe("config", () => {
       COMPACTION_MAX_EVENTS: "0",
       ENABLE_SHELL_TOOL: "yes",
       LOG_LEVEL: "DEBUG",
+      INBOX_LEASE_SECONDS: "5",
+      INBOX_RETENTION_DAYS: "30",
     });
     expect(config.allowedUserIds).toEqual([1, 22, 333]);
     expect(config.geminiCompactionModel).toBe("m2");
@@ -55,6 +59,8 @@ describe("config", () => {
     expect(config.compactionMaxEvents).toBe(0);
     expect(config.enableShellTool).toBe(true);
     expect(config.logLevel).toBe("debug");
+    expect(config.inboxLeaseSeconds).toBe(5);
+    expect(config.inboxRetentionDays).toBe(30);
   });
 
   it("lists every problem in one message that says what to set", () => {
@@ -65,6 +71,7 @@ describe("config", () => {
         PORT: "http",
         WEBHOOK_URL: "https://x.y/hook",
         ENABLE_SHELL_TOOL: "maybe",
+        INBOX_RETENTION_DAYS: "0",
       });
     } catch (e) {
       error = e;
@@ -78,11 +85,12 @@ describe("config", () => {
       "PORT",
       "WEBHOOK_SECRET",
       "ENABLE_SHELL_TOOL",
+      "INBOX_RETENTION_DAYS",
     ]) {
       expect(message).toContain(name);
     }
     expect(message).toContain("@BotFather");
-    expect((error as ConfigError).problems).toHaveLength(6);
+    expect((error as ConfigError).problems).toHaveLength(7);
   });
 
   it("does not need a bot token for the terminal chat", () => {

@@ -118,4 +118,43 @@ describe.each(DATABASE_KINDS)("inbox on %s", (kind) => {
     }
     await restarted.finish(id);
   });
+  it("prunes finished updates older than the cut-off, in batches, and nothing unfinished", async () => {
+    const inbox = inboxFor("a");
+    // What earlier tests finished goes first, so the count below is this test's alone.
+    await inbox.prune(new Date(++clock).toISOString());
+    const [oldDone, oldFailed, oldPending, oldRunning, recentDone] = [
+      nextId++,
+      nextId++,
+      nextId++,
+      nextId++,
+      nextId++,
+    ];
+    // Each chat of its own, so every update can be claimed at once.
+    for (const id of [oldDone, oldFailed, oldRunning, recentDone])
+      await inbox.add(id, `P${id}`, {});
+    const claimed = await claimAll(inbox);
+    expect(claimed).toEqual([oldDone, oldFailed, oldRunning, recentDone]);
+    await inbox.finish(oldDone);
+    await inbox.finish(oldFailed, { error: "gave up" });
+    await inbox.add(oldPending, null, {});
+    await inbox.release(oldPending, "database away", 60 * 60 * 1000);
+    const cutOff = new Date(clock + 1).toISOString();
+    clock += 60_000;
+    await inbox.finish(recentDone);
+
+    expect(await inbox.prune(cutOff, 1)).toBe(2);
+    const left = await handle.db
+      .selectFrom("inbox")
+      .select("update_id")
+      .where("update_id", "in", [oldDone, oldFailed, oldPending, oldRunning, recentDone])
+      .orderBy("update_id")
+      .execute();
+    expect(left.map((r) => r.update_id)).toEqual([oldPending, oldRunning, recentDone]);
+    // Past the retention a redelivered update is new again: that is what the retention bounds.
+    expect(await inbox.add(oldDone, "again", {})).toBe(true);
+    expect(await inbox.add(recentDone, "again", {})).toBe(false);
+    await inbox.finish(oldDone);
+    await inbox.finish(oldRunning);
+    await inbox.finish(oldPending);
+  });
 });
