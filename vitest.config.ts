@@ -6,6 +6,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: "forks",
+    globalSetup: ["./test/helpers/global-setup.ts"],
     reporters: ["default", "./test/helpers/summary-reporter.ts"],
   },
 });

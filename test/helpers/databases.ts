@@ -11,6 +11,21 @@ export type DatabaseKindName = (typeof DATABASE_KINDS)[number];
 export const POSTGRES_URL =
   process.env.TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 
+/** Test schemas are named t_<pid>_<creation time in base 36>_<random>. */
+const testSchemaName = () =>
+  `t_${process.pid}_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
+
+/** A test schema this old belongs to a run that died: no test file runs for an hour. */
+export const STALE_SCHEMA_MS = 60 * 60 * 1000;
+
+/** The test schemas among `names` created before `before` (ms since the epoch). */
+export function staleTestSchemas(names: readonly string[], before: number): string[] {
+  return names.filter((name) => {
+    const match = /^t_\d+_([0-9a-z]+)_[0-9a-z]+$/.exec(name);
+    return match !== null && Number.parseInt(match[1] as string, 36) < before;
+  });
+}
+
 export type TestDatabase = {
   kind: DatabaseKindName;
   /** A DATABASE_URL for a service process. */
@@ -34,7 +49,7 @@ export async function createTestDatabase(kind: DatabaseKindName): Promise<TestDa
       dispose: async () => rmSync(dir, { recursive: true, force: true }),
     };
   }
-  const schema = `t_${process.pid}_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
+  const schema = testSchemaName();
   const admin = new pg.Client({ connectionString: POSTGRES_URL });
   await admin.connect();
   await admin.query(`create schema "${schema}"`);

@@ -31,17 +31,22 @@ function scriptedInbox(answers: Array<number | Error>) {
   };
 }
 
+type Script = ReturnType<typeof scriptedInbox>;
+
+const start = (script: Script, logger: ReturnType<typeof captureLogger>["logger"], days = 1) =>
+  startInboxPruner({
+    inbox: script.inbox,
+    retentionMs: days * DAY_MS,
+    intervalMs: DAY_MS,
+    logger,
+    now: () => NOW,
+  });
+
 describe("inbox pruner", () => {
   it("prunes at start with the retention's cut-off and logs what it deleted", async () => {
     const { logger, lines } = captureLogger();
     const script = scriptedInbox([3]);
-    const pruner = startInboxPruner({
-      inbox: script.inbox,
-      retentionMs: 7 * DAY_MS,
-      intervalMs: DAY_MS,
-      logger,
-      now: () => NOW,
-    });
+    const pruner = start(script, logger, 7);
     await pruner.stop();
     expect(script.cutOffs).toEqual(["2026-11-23T12:00:00.000Z"]);
     expect(lines).toContainEqual(
@@ -52,13 +57,7 @@ describe("inbox pruner", () => {
   it("logs a failure and prunes again next time", async () => {
     const { logger, lines } = captureLogger();
     const script = scriptedInbox([new Error("database away"), 1]);
-    const pruner = startInboxPruner({
-      inbox: script.inbox,
-      retentionMs: DAY_MS,
-      intervalMs: DAY_MS,
-      logger,
-      now: () => NOW,
-    });
+    const pruner = start(script, logger);
     await pruner.prune();
     await pruner.prune();
     await pruner.stop();
@@ -72,13 +71,7 @@ describe("inbox pruner", () => {
     const { logger } = captureLogger();
     const script = scriptedInbox([2]);
     script.holdNext();
-    const pruner = startInboxPruner({
-      inbox: script.inbox,
-      retentionMs: DAY_MS,
-      intervalMs: DAY_MS,
-      logger,
-      now: () => NOW,
-    });
+    const pruner = start(script, logger);
     let stopped = false;
     const stopping = pruner.stop().then(() => {
       stopped = true;
