@@ -13,6 +13,50 @@ function nativeSignal(signal: AnySignal | null | undefined): AbortSignal | undef
 }
 
 /**
+ * A Response over a body that is already in memory. Built on a null body, because Response's own
+ * body is a web stream, and setting one up and draining it again costs more than the request;
+ * reading methods decode the buffer directly, `body` makes the stream only if someone asks.
+ */
+class BufferedResponse extends Response {
+  readonly #bytes: Buffer | null;
+  #used = false;
+
+  constructor(bytes: Buffer | null, init: ResponseInit) {
+    super(null, init);
+    this.#bytes = bytes;
+    // Response declares these as read-only properties; own accessors stand in for its getters.
+    Object.defineProperties(this, {
+      bodyUsed: { get: () => this.#used },
+      body: { get: () => (this.#bytes === null ? null : new Response(this.#take()).body) },
+    });
+  }
+
+  #take(): Buffer {
+    if (this.#used) throw new TypeError("Body is unusable: Body has already been read");
+    this.#used = true;
+    return this.#bytes ?? Buffer.alloc(0);
+  }
+
+  override readonly arrayBuffer = async (): Promise<ArrayBuffer> => {
+    const bytes = this.#take();
+    return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+  };
+
+  override readonly text = async (): Promise<string> => {
+    const text = this.#take().toString("utf8");
+    // Like fetch's text(): a UTF-8 byte-order mark is not part of the text.
+    return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+  };
+
+  override readonly json = async (): Promise<unknown> => JSON.parse(await this.text());
+
+  override readonly clone = (): Response => {
+    if (this.#used) throw new TypeError("Response.clone: Body has already been consumed.");
+    return new BufferedResponse(this.#bytes, this);
+  };
+}
+
+/**
  * `fetch` on Node's own HTTP client with keep-alive agents, for the Gemini SDK and grammY. The
  * built-in fetch (undici) and node-fetch cost more CPU per request than the rest of a turn's
  * bookkeeping together; both clients send JSON strings and read whole JSON answers, so a buffered
@@ -25,7 +69,12 @@ export function createNodeFetch(): typeof fetch {
   };
   return (input, init) => {
     const url = new URL(input instanceof Request ? input.url : String(input));
-    const headers = Object.fromEntries(new Headers(init?.headers).entries());
+    const given = init?.headers;
+    // grammY passes a plain object, which Node's client takes as it is.
+    const headers =
+      given && !Array.isArray(given) && !(given instanceof Headers)
+        ? (given as Record<string, string>)
+        : Object.fromEntries(new Headers(given).entries());
     const body = init?.body;
     if (body !== undefined && body !== null && typeof body !== "string") {
       return Promise.reject(new TypeError("this fetch sends string bodies only"));
@@ -58,7 +107,7 @@ export function createNodeFetch(): typeof fetch {
             }
             const nullBody = status === 204 || status === 304;
             resolve(
-              new Response(nullBody ? null : Buffer.concat(chunks), {
+              new BufferedResponse(nullBody ? null : Buffer.concat(chunks), {
                 status,
                 statusText: response.statusMessage ?? "",
                 headers: responseHeaders,

@@ -17,6 +17,8 @@ describe("Node HTTP fetch for the Gemini SDK", () => {
       req.on("end", () => {
         if (req.url === "/empty") {
           res.writeHead(204).end();
+        } else if (req.url === "/bom") {
+          res.writeHead(200, { "content-type": "text/plain" }).end("\uFEFFhello ü");
         } else if (req.url === "/hang") {
           // Never answers: the caller's signal must end it.
         } else {
@@ -58,9 +60,35 @@ describe("Node HTTP fetch for the Gemini SDK", () => {
     });
   });
 
+  it("sends the headers of a Headers object too", async () => {
+    const response = await fetchNode(`${base}/h`, {
+      method: "POST",
+      headers: new Headers({ "X-Goog-Api-Key": "from-headers" }),
+      body: "",
+    });
+    expect(await response.json()).toMatchObject({ key: "from-headers" });
+  });
+
+  it("reads a body once, like fetch: bodyUsed, clone before reading, stream on demand", async () => {
+    const response = await fetchNode(`${base}/bom`);
+    expect(response).toBeInstanceOf(Response);
+    expect(response.ok).toBe(true);
+    expect(response.bodyUsed).toBe(false);
+    const copy = response.clone();
+    expect(await response.text()).toBe("hello ü");
+    expect(response.bodyUsed).toBe(true);
+    await expect(response.text()).rejects.toThrow(TypeError);
+    expect(() => response.clone()).toThrow(TypeError);
+    expect(Buffer.from(await copy.arrayBuffer()).toString("utf8")).toBe("\uFEFFhello ü");
+    const streamed = await fetchNode(`${base}/bom`);
+    expect(await new Response(streamed.body).text()).toBe("hello ü");
+    expect(streamed.bodyUsed).toBe(true);
+  });
+
   it("answers 204 without a body", async () => {
     const response = await fetchNode(`${base}/empty`);
     expect(response.status).toBe(204);
+    expect(response.body).toBeNull();
     expect(await response.text()).toBe("");
   });
 
