@@ -87,6 +87,35 @@ describe("Telegram service across restarts", () => {
     expect(after).toContain("interrupted: Koroku restarted");
   });
 
+  it("deletes finished updates past the retention when it starts, and keeps the rest", async () => {
+    w = await startWorld();
+    w.gemini.script(text("first answer"));
+    await w.say("first");
+    await eventually(() => plainTexts(w).includes("first answer"));
+    w.gemini.script(text("second answer"));
+    await w.say("second");
+    await eventually(() => plainTexts(w).includes("second answer"));
+    w.service.proc.kill("SIGTERM");
+    await w.service.exited;
+    const db = new SQLite((w.db.target as { path: string }).path);
+    const rows = () =>
+      (
+        db.prepare("select update_id from inbox order by update_id").all() as {
+          update_id: number;
+        }[]
+      ).map((r) => r.update_id);
+    const [old, recent] = rows();
+    db.prepare("update inbox set finished_at = ? where update_id = ?").run(
+      "2026-01-01T00:00:00.000Z",
+      old,
+    );
+
+    w.service = await w.start();
+    await eventually(() => w.service.logs.some((l) => l.msg === "deleted finished inbox updates"));
+    expect(rows()).toEqual([recent]);
+    db.close();
+  });
+
   it("works in long-polling mode", async () => {
     w = await startWorld({ webhook: false });
     expect(w.telegram.calls.some((c) => c.method === "deleteWebhook")).toBe(true);
