@@ -39,7 +39,7 @@ export async function createBenchDatabase(
       dispose: async () => rmSync(dir, { recursive: true, force: true }),
     };
   }
-  const schema = `bench_${process.pid}_${Date.now().toString(36)}`;
+  const schema = `bench_${process.pid}_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
   await runAdminStatement(postgresUrl, `create schema "${schema}"`);
   const separator = postgresUrl.includes("?") ? "&" : "?";
   const options = encodeURIComponent(`-c search_path=${schema}`);

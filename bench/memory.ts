@@ -17,8 +17,12 @@ import { freePort, type ServiceProcess, serviceEnv, startService } from "./servi
 import { round } from "./stats.js";
 
 export type MemoryBenchOptions = {
+  postgresUrl: string;
   progress?: (line: string) => void;
 };
+
+type DatabaseKind = DatabaseTarget["kind"];
+const DATABASES: readonly DatabaseKind[] = ["sqlite", "postgres"];
 
 const BENCHMARK = "memory";
 const CHATS = 1_000;
@@ -86,8 +90,8 @@ async function driveAndSample(service: ServiceProcess, driver: ChatDriver): Prom
   }
 }
 
-function rowsFor(samples: Samples, variant: Variant): BenchRow[] {
-  const base = { benchmark: BENCHMARK, database: "sqlite" as const, unit: "MB" };
+function rowsFor(samples: Samples, variant: Variant, database: DatabaseKind): BenchRow[] {
+  const base = { benchmark: BENCHMARK, database, unit: "MB" };
   const stored = `${CHATS.toLocaleString("en-US")} chats × ${EVENTS_PER_CHAT} events${variant.label}`;
   const growth = samples.afterMore - samples.afterTouch;
   return [
@@ -143,6 +147,7 @@ async function measure(
   target: DatabaseTarget,
   variant: Variant,
 ): Promise<BenchRow[]> {
+  const database = target.kind;
   const dataDir = mkdtempSync(join(tmpdir(), "koroku-bench-memory-"));
   try {
     const env = serviceEnv({
@@ -167,10 +172,10 @@ async function measure(
       const delivery = deliveryBetween(before, after, turns, driver.counts);
       const where = {
         benchmark: BENCHMARK,
-        database: "sqlite" as const,
+        database,
         case: `all turns${variant.label}`,
       };
-      return [...rowsFor(samples, variant), deliveryRow(where, delivery)];
+      return [...rowsFor(samples, variant, database), deliveryRow(where, delivery)];
     } finally {
       driver.close();
       await service.stop();
@@ -188,18 +193,20 @@ export async function memoryBenchmark(options: MemoryBenchOptions): Promise<Benc
   const fakes = await startFakesProcess();
   const rows: BenchRow[] = [];
   try {
-    // Each variant gets a database of its own: the chat driver's update ids start over.
-    for (const variant of VARIANTS) {
-      const bench = await createBenchDatabase("sqlite", "");
-      try {
-        options.progress?.(`memory: storing ${CHATS * EVENTS_PER_CHAT} events`);
-        await prefill(bench.target);
-        options.progress?.(
-          `memory: ${CHATS * (1 + MORE_ROUNDS)} turns over ${CHATS} chats${variant.label}`,
-        );
-        rows.push(...(await measure(fakes, bench.target, variant)));
-      } finally {
-        await bench.dispose();
+    // Each run gets a database of its own: the chat driver's update ids start over.
+    for (const database of DATABASES) {
+      for (const variant of VARIANTS) {
+        const bench = await createBenchDatabase(database, options.postgresUrl);
+        try {
+          options.progress?.(`memory: ${database}, storing ${CHATS * EVENTS_PER_CHAT} events`);
+          await prefill(bench.target);
+          options.progress?.(
+            `memory: ${database}, ${CHATS * (1 + MORE_ROUNDS)} turns over ${CHATS} chats${variant.label}`,
+          );
+          rows.push(...(await measure(fakes, bench.target, variant)));
+        } finally {
+          await bench.dispose();
+        }
       }
     }
     return rows;

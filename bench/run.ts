@@ -34,8 +34,8 @@ const benchmarks: ReadonlyMap<string, Benchmark> = new Map([
   ["storage", () => storageBenchmark({ postgresUrl: POSTGRES_URL, progress })],
   ["compaction", () => compactionBenchmark({ progress })],
   ["e2e", () => e2eBenchmark({ postgresUrl: POSTGRES_URL, progress, cpuProfileDir })],
-  ["memory", () => memoryBenchmark({ progress })],
-  ["startup", () => startupBenchmark({ progress })],
+  ["memory", () => memoryBenchmark({ postgresUrl: POSTGRES_URL, progress })],
+  ["startup", () => startupBenchmark({ postgresUrl: POSTGRES_URL, progress })],
 ]);
 
 // This file runs as dist/bench/run.js; the results live next to the sources, in bench/.

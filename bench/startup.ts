@@ -4,14 +4,20 @@ import { get } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
+import type { DatabaseTarget } from "../src/config.js";
+import { createBenchDatabase } from "./databases.js";
 import { type FakesProcess, startFakesProcess } from "./fakes-process.js";
 import type { BenchRow } from "./run.js";
 import { freePort, REPO_ROOT, SERVICE_MAIN, serviceEnv } from "./service-process.js";
 import { round, summarize } from "./stats.js";
 
 export type StartupBenchOptions = {
+  postgresUrl: string;
   progress?: (line: string) => void;
 };
+
+type DatabaseKind = DatabaseTarget["kind"];
+const DATABASES: readonly DatabaseKind[] = ["sqlite", "postgres"];
 
 const BENCHMARK = "startup";
 const RUNS = 5;
@@ -76,14 +82,19 @@ async function stopGroup(proc: ChildProcess, closed: Promise<void>): Promise<voi
   clearTimeout(timer);
 }
 
-async function timeOneStart(launcher: Launcher, fakes: FakesProcess): Promise<Run> {
+type Where = { database: DatabaseKind; postgresUrl: string; fakes: FakesProcess };
+
+/** One start on a database of its own (a fresh SQLite file or PostgreSQL schema): migrations run. */
+async function timeOneStart(launcher: Launcher, where: Where): Promise<Run> {
+  const { fakes } = where;
   const dataDir = mkdtempSync(join(tmpdir(), "koroku-bench-startup-"));
+  const bench = await createBenchDatabase(where.database, where.postgresUrl);
   const port = await freePort();
   const env = {
     HOME: process.env.HOME ?? dataDir,
     ...serviceEnv({
       fakes,
-      database: { kind: "sqlite", path: join(dataDir, "agent.db") },
+      database: bench.target,
       port,
       allowedUserIds: [424242],
       dataDir,
@@ -109,26 +120,27 @@ async function timeOneStart(launcher: Launcher, fakes: FakesProcess): Promise<Ru
   } finally {
     await stopGroup(proc, closed);
     rmSync(dataDir, { recursive: true, force: true });
+    await bench.dispose();
   }
 }
 
-async function measure(launcher: Launcher, fakes: FakesProcess): Promise<BenchRow> {
+async function measure(launcher: Launcher, where: Where): Promise<BenchRow> {
   // Untimed: fills the OS file cache and, for npm start, brings a stale dist/ up to date.
-  const first = await timeOneStart(launcher, fakes);
+  const first = await timeOneStart(launcher, where);
   const runs: Run[] = [];
-  for (let i = 0; i < RUNS; i++) runs.push(await timeOneStart(launcher, fakes));
+  for (let i = 0; i < RUNS; i++) runs.push(await timeOneStart(launcher, where));
   const times = summarize(runs.map((run) => run.ms));
   const min = Math.min(...runs.map((run) => run.ms));
   const rebuilt = runs.some((run) => run.rebuilt);
   const { targetMs } = launcher;
   const notes = [
-    `median of ${RUNS} starts on a fresh SQLite file (${round(min, 0)}–${round(times.max, 0)} ms), spawn → first 200 from /healthz polled every ${POLL_MS} ms`,
+    `median of ${RUNS} starts on ${where.database === "sqlite" ? "a fresh SQLite file" : "a fresh PostgreSQL schema"} (${round(min, 0)}–${round(times.max, 0)} ms), spawn → first 200 from /healthz polled every ${POLL_MS} ms`,
     first.rebuilt && "dist/ was stale: the untimed first start compiled it",
     rebuilt && "dist/ went stale during the runs (someone edited sources): some starts compiled",
   ].filter((note) => typeof note === "string");
   return {
     benchmark: BENCHMARK,
-    database: "sqlite",
+    database: where.database,
     case: launcher.name,
     metric: "time to healthy",
     value: round(times.p50, 1),
@@ -145,9 +157,11 @@ export async function startupBenchmark(options: StartupBenchOptions): Promise<Be
   const fakes = await startFakesProcess();
   try {
     const rows: BenchRow[] = [];
-    for (const launcher of LAUNCHERS) {
-      options.progress?.(`startup: ${launcher.name}`);
-      rows.push(await measure(launcher, fakes));
+    for (const database of DATABASES) {
+      for (const launcher of LAUNCHERS) {
+        options.progress?.(`startup: ${database}, ${launcher.name}`);
+        rows.push(await measure(launcher, { database, postgresUrl: options.postgresUrl, fakes }));
+      }
     }
     return rows;
   } finally {
