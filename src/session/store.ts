@@ -127,7 +127,26 @@ type CacheEntry = ChatContext & {
   lastId: number;
   /** Rows after lastId that this process appended itself and already holds parsed. */
   own: ReadonlySet<number>;
+  /** What the parsed context holds in memory, roughly (see memoryOf). */
+  bytes: number;
 };
+
+/** A parsed event's objects, beyond its text. */
+const EVENT_OVERHEAD_BYTES = 400;
+
+/**
+ * Memory a parsed event holds, estimated from its token estimate (4 characters per token, up to
+ * 2 bytes per character): a tool result can be a 256 KiB file, so counting events would not bound
+ * memory.
+ */
+function memoryOf(events: readonly { estimatedTokens: number }[]): number {
+  let bytes = 0;
+  for (const e of events) bytes += EVENT_OVERHEAD_BYTES + 8 * e.estimatedTokens;
+  return bytes;
+}
+
+const contextMemory = (context: ChatContext): number =>
+  memoryOf(context.events) + (context.summary ? memoryOf([context.summary]) : 0);
 
 /**
  * Parsed contexts of recently active chats. Appends go into the cache as they are written, and a
@@ -137,9 +156,9 @@ type CacheEntry = ChatContext & {
  */
 class ContextCache {
   private readonly entries = new Map<string, CacheEntry>();
-  private size = 0;
+  private bytes = 0;
 
-  constructor(private readonly maxEvents: number) {}
+  constructor(private readonly maxBytes: number) {}
 
   get(chatId: string): CacheEntry | undefined {
     const entry = this.entries.get(chatId);
@@ -153,11 +172,11 @@ class ContextCache {
   set(chatId: string, entry: CacheEntry): void {
     this.delete(chatId);
     this.entries.set(chatId, entry);
-    this.size += entry.events.length + 1;
+    this.bytes += entry.bytes;
     for (const [oldest, old] of this.entries) {
-      if (this.size <= this.maxEvents || oldest === chatId) break;
+      if (this.bytes <= this.maxBytes || oldest === chatId) break;
       this.entries.delete(oldest);
-      this.size -= old.events.length + 1;
+      this.bytes -= old.bytes;
     }
   }
 
@@ -165,20 +184,23 @@ class ContextCache {
     const entry = this.entries.get(chatId);
     if (!entry) return;
     this.entries.delete(chatId);
-    this.size -= entry.events.length + 1;
+    this.bytes -= entry.bytes;
   }
 }
+
+/** Contexts of recently active chats kept parsed: ~20,000 ordinary events (~800 bytes each). */
+export const DEFAULT_CACHE_BYTES = 16 * 1024 * 1024;
 
 export function createSessionStore(deps: {
   db: Kysely<Database>;
   logger: Logger;
   now?: () => Date;
-  /** Parsed events kept in memory across chats (least recently used chats are dropped). */
-  cacheEvents?: number;
+  /** Memory for parsed contexts across chats, estimated; least recently used chats are dropped. */
+  cacheBytes?: number;
 }) {
   const { db, logger } = deps;
   const now = deps.now ?? (() => new Date());
-  const cache = new ContextCache(deps.cacheEvents ?? 10_000);
+  const cache = new ContextCache(deps.cacheBytes ?? DEFAULT_CACHE_BYTES);
 
   function toStored(row: ContextRow): StoredEvent | undefined {
     const parsed = parseStoredEvent(row.event_json);
@@ -286,7 +308,7 @@ export function createSessionStore(deps: {
       if (stored?.kind === "session") events.push(stored);
     }
     const lastId = Math.max(summary?.id ?? 0, rows.at(-1)?.id ?? 0);
-    return { summary, events, lastId, own: new Set() };
+    return { summary, events, lastId, own: new Set(), bytes: contextMemory({ summary, events }) };
   }
 
   /** Applies rows (in id order) on top of a context: events extend it, a compaction cuts it. */
@@ -330,10 +352,12 @@ export function createSessionStore(deps: {
       events: cached.events.filter((e) => e.id <= cached.lastId),
     };
     if (cached.summary && !seen.summary) return undefined;
+    const context = applyRows(seen, rows);
     return {
-      ...applyRows(seen, rows),
+      ...context,
       lastId: Math.max(lastId, rows.at(-1)?.id ?? 0),
       own: new Set(),
+      bytes: contextMemory(context),
     };
   }
 
@@ -347,7 +371,7 @@ export function createSessionStore(deps: {
   /** Puts what this process just wrote into the cached context, if the chat is cached. */
   function remember(
     chatId: string,
-    update: (entry: CacheEntry) => ChatContext,
+    update: (entry: CacheEntry) => ChatContext & { bytes: number },
     ids: readonly number[],
   ): void {
     const entry = cache.get(chatId);
@@ -390,7 +414,11 @@ export function createSessionStore(deps: {
         updateId: item.updateId ?? null,
       }),
     );
-    remember(chatId, (entry) => withAppended(entry, stored), ids);
+    remember(
+      chatId,
+      (entry) => ({ ...withAppended(entry, stored), bytes: entry.bytes + memoryOf(stored) }),
+      ids,
+    );
     return stored;
   }
 
@@ -419,10 +447,13 @@ export function createSessionStore(deps: {
     };
     remember(
       chatId,
-      (entry) => ({
-        summary: stored,
-        events: entry.events.filter((e) => e.id > compaction.coversToId),
-      }),
+      (entry) => {
+        const context = {
+          summary: stored,
+          events: entry.events.filter((e) => e.id > compaction.coversToId),
+        };
+        return { ...context, bytes: contextMemory(context) };
+      },
       [id],
     );
     return stored;

@@ -131,6 +131,34 @@ describe.each(DATABASE_KINDS)("session store on %s", (kind) => {
     expect((await store.loadContext(chat)).events.map((e) => e.event)).toEqual([user("fresh")]);
   });
 
+  it("bounds its cache by the memory contexts hold, not by their number of events", async () => {
+    // A row rewritten in place (same id) is invisible to a cached context: it shows which
+    // contexts were still cached and which had to be read again.
+    const rewrite = async (chatId: string, text: string) => {
+      await handle.db
+        .updateTable("messages")
+        .set({ event_json: JSON.stringify(responseEvent("read_file", { output: text })) })
+        .where("chat_id", "=", chatId)
+        .execute();
+    };
+    const loadedText = async (cached: SessionStore, chatId: string) =>
+      JSON.stringify((await cached.loadContext(chatId)).events[0]?.event);
+    const bigFile = "x".repeat(200_000);
+    for (const [budget, evicted] of [
+      [300_000, true],
+      [30_000_000, false],
+    ] as const) {
+      const bounded = createSessionStore({ db: handle.db, logger, cacheBytes: budget });
+      const [big, small] = [newChat(), newChat()];
+      await bounded.append(big, [{ event: responseEvent("read_file", { output: bigFile }) }]);
+      await bounded.loadContext(big);
+      await rewrite(big, "read again");
+      await bounded.append(small, [{ event: user("hi") }]);
+      await bounded.loadContext(small);
+      expect(await loadedText(bounded, big)).toContain(evicted ? "read again" : bigFile);
+    }
+  });
+
   it("merges its own appends with rows another process wrote in between", async () => {
     const chat = newChat();
     const other = createSessionStore({ db: handle.db, logger });
