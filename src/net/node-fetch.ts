@@ -1,16 +1,10 @@
 import http from "node:http";
 import https from "node:https";
 
-/** grammY hands over a polyfill AbortSignal; Node's HTTP client takes only its own. */
-type AnySignal = Pick<AbortSignal, "aborted" | "addEventListener">;
+/** grammY hands over a polyfill AbortSignal (the abort-controller package), not Node's own. */
+type AnySignal = Pick<AbortSignal, "aborted" | "addEventListener" | "removeEventListener">;
 
-function nativeSignal(signal: AnySignal | null | undefined): AbortSignal | undefined {
-  if (!signal || signal instanceof AbortSignal) return signal ?? undefined;
-  const controller = new AbortController();
-  if (signal.aborted) controller.abort();
-  else signal.addEventListener("abort", () => controller.abort(), { once: true });
-  return controller.signal;
-}
+const abortError = () => new DOMException("This operation was aborted", "AbortError");
 
 /**
  * A Response over a body that is already in memory. Built on a null body, because Response's own
@@ -69,6 +63,8 @@ export function createNodeFetch(): typeof fetch {
   };
   return (input, init) => {
     const url = new URL(input instanceof Request ? input.url : String(input));
+    const signal: AnySignal | null | undefined = init?.signal;
+    if (signal?.aborted) return Promise.reject(abortError());
     const given = init?.headers;
     // grammY passes a plain object, which Node's client takes as it is.
     const headers =
@@ -82,23 +78,38 @@ export function createNodeFetch(): typeof fetch {
     const transport = url.protocol === "https:" ? https : http;
     return new Promise<Response>((resolve, reject) => {
       // Like fetch: an aborted request rejects as it is, a network failure as "fetch failed".
-      const fail = (error: Error) =>
+      const fail = (error: Error) => {
+        signal?.removeEventListener("abort", onAbort);
         reject(
           error.name === "AbortError" ? error : new TypeError("fetch failed", { cause: error }),
         );
+      };
+      // Listening here rather than handing the signal to http.request: Node would wrap a
+      // polyfill in a signal of its own and watch the stream's end, a tenth of a request's cost.
+      const onAbort = () => {
+        const error = abortError();
+        request.destroy(error);
+        fail(error);
+      };
       const request = transport.request(
-        url,
         {
+          protocol: url.protocol,
+          hostname: url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname,
+          port: url.port,
+          path: `${url.pathname}${url.search}`,
+          auth: url.username
+            ? `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`
+            : undefined,
           method: init?.method ?? "GET",
           headers,
           agent: agents[url.protocol as keyof typeof agents],
-          signal: nativeSignal(init?.signal),
         },
         (response) => {
           const chunks: Buffer[] = [];
           response.on("data", (chunk: Buffer) => chunks.push(chunk));
           response.on("error", fail);
           response.on("end", () => {
+            signal?.removeEventListener("abort", onAbort);
             const status = response.statusCode ?? 500;
             const responseHeaders = new Headers();
             for (const [name, value] of Object.entries(response.headers)) {
@@ -117,6 +128,7 @@ export function createNodeFetch(): typeof fetch {
         },
       );
       request.on("error", fail);
+      signal?.addEventListener("abort", onAbort, { once: true });
       request.end(body ?? undefined);
     });
   };

@@ -5,6 +5,7 @@ import { createNodeFetch } from "../../src/net/node-fetch.js";
 
 describe("Node HTTP fetch for the Gemini SDK", () => {
   let server: Server;
+  let slowBody: (() => void) | undefined;
   let base: string;
   const fetchNode = createNodeFetch();
 
@@ -19,6 +20,11 @@ describe("Node HTTP fetch for the Gemini SDK", () => {
           res.writeHead(204).end();
         } else if (req.url === "/bom") {
           res.writeHead(200, { "content-type": "text/plain" }).end("\uFEFFhello ü");
+        } else if (req.url === "/slow-body") {
+          // Headers now, the body never: the caller aborts in between.
+          res.writeHead(200, { "content-type": "application/json" });
+          res.write("{");
+          slowBody?.();
         } else if (req.url === "/hang") {
           // Never answers: the caller's signal must end it.
         } else {
@@ -107,14 +113,32 @@ describe("Node HTTP fetch for the Gemini SDK", () => {
     expect(((error as TypeError).cause as NodeJS.ErrnoException).code).toBe("ECONNREFUSED");
   });
 
-  it("accepts an AbortSignal look-alike such as grammY's polyfill", async () => {
-    const listeners: (() => void)[] = [];
+  it("accepts an AbortSignal look-alike such as grammY's polyfill, and lets go of it", async () => {
+    const listeners = new Set<() => void>();
     const lookAlike = {
       aborted: false,
-      addEventListener: (_type: string, listener: () => void) => listeners.push(listener),
+      addEventListener: (_type: string, listener: () => void) => listeners.add(listener),
+      removeEventListener: (_type: string, listener: () => void) => listeners.delete(listener),
     };
-    const pending = fetchNode(`${base}/hang`, { signal: lookAlike as unknown as AbortSignal });
+    const signal = lookAlike as unknown as AbortSignal;
+    expect(await (await fetchNode(`${base}/done`, { signal })).json()).toMatchObject({
+      url: "/done",
+    });
+    expect(listeners.size).toBe(0);
+    const pending = fetchNode(`${base}/hang`, { signal });
     for (const listener of listeners) listener();
     await expect(pending).rejects.toMatchObject({ name: "AbortError" });
+    expect(listeners.size).toBe(0);
+  });
+
+  it("rejects at once when the signal is already aborted, and aborts after the headers too", async () => {
+    await expect(fetchNode(`${base}/h`, { signal: AbortSignal.abort() })).rejects.toMatchObject({
+      name: "AbortError",
+    });
+    const controller = new AbortController();
+    slowBody = () => controller.abort();
+    await expect(
+      fetchNode(`${base}/slow-body`, { signal: controller.signal }),
+    ).rejects.toMatchObject({ name: "AbortError" });
   });
 });
