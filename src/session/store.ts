@@ -188,8 +188,11 @@ class ContextCache {
   }
 }
 
-/** Contexts of recently active chats kept parsed: ~20,000 ordinary events (~800 bytes each). */
-export const DEFAULT_CACHE_BYTES = 16 * 1024 * 1024;
+/**
+ * Contexts of recently active chats kept parsed: ~10,000 ordinary events (~800 bytes each), the
+ * contexts of a few hundred chats under the default compaction budget of 30 events.
+ */
+export const DEFAULT_CACHE_BYTES = 8 * 1024 * 1024;
 
 export function createSessionStore(deps: {
   db: Kysely<Database>;
