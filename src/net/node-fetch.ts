@@ -36,6 +36,9 @@ class BufferedResponse extends Response {
     return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
   };
 
+  override readonly blob = async (): Promise<Blob> =>
+    new Blob([this.#take()], { type: this.headers.get("content-type") ?? "" });
+
   override readonly text = async (): Promise<string> => {
     const text = this.#take().toString("utf8");
     // Like fetch's text(): a UTF-8 byte-order mark is not part of the text.

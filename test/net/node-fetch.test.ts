@@ -86,6 +86,9 @@ describe("Node HTTP fetch for the Gemini SDK", () => {
     await expect(response.text()).rejects.toThrow(TypeError);
     expect(() => response.clone()).toThrow(TypeError);
     expect(Buffer.from(await copy.arrayBuffer()).toString("utf8")).toBe("\uFEFFhello ü");
+    const blob = await (await fetchNode(`${base}/bom`)).blob();
+    expect(blob.type).toBe("text/plain");
+    expect(blob.size).toBe(Buffer.byteLength("\uFEFFhello ü"));
     const streamed = await fetchNode(`${base}/bom`);
     expect(await new Response(streamed.body).text()).toBe("hello ü");
     expect(streamed.bodyUsed).toBe(true);
