@@ -1,4 +1,4 @@
-import type { Migration } from "kysely/migration";
+import type { Migration } from "kysely";
 import * as createMessagesAndInbox from "./20261130000100_create_messages_and_inbox.js";
 
 /** Every migration, by name; names sort in the order they must run. Add new files here. */

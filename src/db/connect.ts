@@ -102,9 +102,6 @@ function withNamedStatements(pool: Pg.Pool): PostgresPool {
     return name;
   };
   const wrap = (client: Pg.PoolClient): PostgresPoolClient => ({
-    get processID() {
-      return (client as { processID?: number }).processID;
-    },
     release: (destroy?: boolean) => client.release(destroy),
     // Kysely passes SQL with parameters, or a cursor (pg-cursor, a Submittable) to stream rows;
     // pg's overloads and Kysely's describe the same calls in types that do not meet.
@@ -116,7 +113,6 @@ function withNamedStatements(pool: Pg.Pool): PostgresPool {
     }) as unknown as PostgresPoolClient["query"],
   });
   return {
-    options: pool.options,
     connect: async () => wrap(await pool.connect()),
     end: () => pool.end(),
   };

@@ -1,5 +1,4 @@
-import { type Kysely, PostgresAdapter, sql } from "kysely";
-import { type MigrationResultSet, Migrator } from "kysely/migration";
+import { type Kysely, type MigrationResultSet, Migrator, PostgresAdapter, sql } from "kysely";
 import { migrations } from "../../migrations/index.js";
 import type { Logger } from "../logger.js";
 import type { Database } from "./schema.js";
