@@ -6,9 +6,9 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
-# Dependencies first, so a source change reuses this layer. Only better-sqlite3 and protobufjs
-# have install scripts (package.json "allowScripts"); protobufjs's is a version check, so only
-# the native build is run. `prepare` (the tsc build) needs the sources and runs below.
+# Dependencies first, so a source change reuses this layer. Of the install scripts (package.json
+# "allowScripts"), protobufjs's is a version check and @google/genai's a no-op, so only
+# better-sqlite3's native build is run. `prepare` (the tsc build) needs the sources and runs below.
 COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts && npm rebuild better-sqlite3
 COPY . .
