@@ -1,45 +1,40 @@
-import type { EventPart, StoredEventBody } from "./events.js";
+import type { StoredEventBody } from "./events.js";
 
 const MAX_SEARCH_CHARS_PER_PART = 2_000;
 
-/** Rough token count (characters / 4), used between two measured prompt sizes. */
-export function estimateTokens(body: StoredEventBody): number {
+export type EventText = {
+  /** Rough token count (characters / 4), used between two measured prompt sizes. */
+  estimatedTokens: number;
+  /**
+   * What search_history matches against: the visible text, tool names and their arguments and
+   * results (clipped: a 1 MB file read should not make every search slow). Thoughts are left out
+   * because users never see them.
+   */
+  searchText: string;
+};
+
+/** Both derived texts of an event in one pass, serialising each tool payload once. */
+export function eventText(body: StoredEventBody): EventText {
   const parts = body.event_type === "session" ? body.parts : body.summary;
   let chars = 0;
-  for (const part of parts) chars += partChars(part);
-  return Math.ceil(chars / 4);
-}
-
-function partChars(part: EventPart): number {
-  switch (part.kind) {
-    case "text":
-      return part.text.length;
-    case "function_call":
-      return part.name.length + JSON.stringify(part.args ?? {}).length;
-    case "function_response":
-      return part.name.length + JSON.stringify(part.response ?? {}).length;
-  }
-}
-
-/**
- * What search_history matches against: the visible text, tool names and their arguments and
- * results (clipped: a 1 MB file read should not make every search slow). Thoughts are left out
- * because users never see them.
- */
-export function searchTextOf(body: StoredEventBody): string {
-  const parts = body.event_type === "session" ? body.parts : body.summary;
   const pieces: string[] = [];
   for (const part of parts) {
     if (part.kind === "text") {
+      chars += part.text.length;
       if (!part.thought) pieces.push(part.text);
-    } else if (part.kind === "function_call") {
-      pieces.push(`${part.name} ${JSON.stringify(part.args ?? {})}`);
-    } else {
-      pieces.push(
-        `${part.name} ${JSON.stringify(part.response ?? {}).slice(0, MAX_SEARCH_CHARS_PER_PART)}`,
-      );
+      continue;
     }
+    const json =
+      part.kind === "function_call"
+        ? JSON.stringify(part.args ?? {})
+        : JSON.stringify(part.response ?? {});
+    chars += part.name.length + json.length;
+    const shown = part.kind === "function_call" ? json : json.slice(0, MAX_SEARCH_CHARS_PER_PART);
+    pieces.push(`${part.name} ${shown}`);
   }
-  // PostgreSQL text cannot hold NUL; a search never needs it.
-  return pieces.join("\n").toLowerCase().replaceAll("\0", "\uFFFD");
+  return {
+    estimatedTokens: Math.ceil(chars / 4),
+    // PostgreSQL text cannot hold NUL; a search never needs it.
+    searchText: pieces.join("\n").toLowerCase().replaceAll("\0", "\uFFFD"),
+  };
 }

@@ -2,7 +2,7 @@ import { type Kysely, sql } from "kysely";
 import { prepareQuery } from "../db/prepared.js";
 import type { Database, MessageRow, NewMessageRow } from "../db/schema.js";
 import type { Logger } from "../logger.js";
-import { estimateTokens, searchTextOf } from "./event-text.js";
+import { eventText } from "./event-text.js";
 import {
   type CompactionEvent,
   eventSchema,
@@ -245,14 +245,15 @@ export function createSessionStore(deps: {
 
   function rowFor(chatId: string, body: SessionEvent | CompactionEvent): NewMessageRow {
     const event = eventSchema.parse(body);
+    const text = eventText(event);
     return {
       chat_id: chatId,
       kind: event.event_type === "compaction" ? "compaction" : "session",
       role: event.event_type === "session" ? event.role : null,
       event_json: JSON.stringify(event),
       is_user_message: event.event_type === "session" && isRealUserMessage(event) ? 1 : 0,
-      estimated_tokens: estimateTokens(event),
-      search_text: searchTextOf(event),
+      estimated_tokens: text.estimatedTokens,
+      search_text: text.searchText,
       created_at: now().toISOString(),
     };
   }

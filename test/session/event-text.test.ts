@@ -1,0 +1,47 @@
+import { describe, expect, it } from "vitest";
+import { eventText } from "../../src/session/event-text.js";
+
+describe("derived texts of an event", () => {
+  it("estimates tokens from everything sent, and searches only what users see", () => {
+    const big = "y".repeat(5_000);
+    const { estimatedTokens, searchText } = eventText({
+      v: 1,
+      event_type: "session",
+      role: "model",
+      parts: [
+        { kind: "text", text: "private reasoning", thought: true },
+        { kind: "text", text: "Hello\0World" },
+        { kind: "function_call", name: "read_file", args: { path: "A.md" } },
+        {
+          kind: "function_response",
+          name: "read_file",
+          response: { output: big },
+          call: { name: "read_file", args: {} },
+        },
+      ],
+    });
+    const chars =
+      "private reasoning".length +
+      "Hello\0World".length +
+      "read_file".length +
+      '{"path":"A.md"}'.length +
+      "read_file".length +
+      JSON.stringify({ output: big }).length;
+    expect(estimatedTokens).toBe(Math.ceil(chars / 4));
+    const lines = searchText.split("\n");
+    expect(lines.slice(0, 2)).toEqual(["hello\uFFFDworld", 'read_file {"path":"a.md"}']);
+    expect(lines[2]).toHaveLength("read_file ".length + 2_000);
+    expect(searchText).not.toContain("private");
+  });
+
+  it("reads a summary's parts the same way", () => {
+    expect(
+      eventText({
+        v: 1,
+        event_type: "compaction",
+        summary: [{ kind: "text", text: "Ab" }],
+        summarized_events: 4,
+      }),
+    ).toEqual({ estimatedTokens: 1, searchText: "ab" });
+  });
+});
