@@ -157,4 +157,41 @@ describe.each(DATABASE_KINDS)("inbox on %s", (kind) => {
     await inbox.finish(oldRunning);
     await inbox.finish(oldPending);
   });
+  it("lets workers claiming at once take every update once, one per chat at a time, in order", async () => {
+    const chats = Array.from({ length: 12 }, (_, i) => `race-${i}`);
+    const ids = new Map<string, number[]>();
+    for (let round = 0; round < 3; round++) {
+      for (const chat of chats) {
+        const id = nextId++;
+        await inboxFor("x").add(id, chat, {});
+        ids.set(chat, [...(ids.get(chat) ?? []), id]);
+      }
+    }
+    const running = new Map<string, number>();
+    const ran = new Map<string, number[]>();
+    const overlaps: string[] = [];
+    const worker = async (name: string) => {
+      const inbox = inboxFor(name);
+      let idle = 0;
+      while (idle < 3) {
+        const item = await inbox.claim();
+        if (!item) {
+          idle++;
+          await new Promise((resolve) => setImmediate(resolve));
+          continue;
+        }
+        idle = 0;
+        const chat = item.chatId as string;
+        if (running.has(chat)) overlaps.push(`${chat}: ${running.get(chat)} and ${item.updateId}`);
+        running.set(chat, item.updateId);
+        ran.set(chat, [...(ran.get(chat) ?? []), item.updateId]);
+        await new Promise((resolve) => setImmediate(resolve));
+        running.delete(chat);
+        await inbox.finish(item.updateId);
+      }
+    };
+    await Promise.all(["w1", "w2", "w3", "w4", "w5", "w6"].map(worker));
+    expect(overlaps).toEqual([]);
+    expect(Object.fromEntries(ran)).toEqual(Object.fromEntries(ids));
+  });
 });
