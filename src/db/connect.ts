@@ -2,16 +2,7 @@ import { mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname } from "node:path";
 import SQLite from "better-sqlite3";
-import {
-  Kysely,
-  type PostgresCursor,
-  PostgresDialect,
-  type PostgresPool,
-  type PostgresPoolClient,
-  type SqliteDatabase,
-  SqliteDialect,
-  sql,
-} from "kysely";
+import { Kysely, PostgresDialect, type SqliteDatabase, SqliteDialect, sql } from "kysely";
 import type Pg from "pg";
 import type { DatabaseTarget } from "../config.js";
 import type { Database } from "./schema.js";
@@ -83,41 +74,6 @@ function openSqlite(path: string): SQLite.Database {
   return database;
 }
 
-/** Past this many query shapes, new ones run unnamed: the server keeps every named one. */
-const NAMED_STATEMENTS_MAX = 500;
-
-/**
- * The PostgreSQL twin of the statement cache: queries with parameters run as named prepared
- * statements, which each connection parses and plans once instead of on every execution (a
- * third of a small query's time). Names map one-to-one to SQL texts for the life of the pool.
- */
-function withNamedStatements(pool: Pg.Pool): PostgresPool {
-  const names = new Map<string, string>();
-  const nameOf = (text: string): string | undefined => {
-    let name = names.get(text);
-    if (name === undefined && names.size < NAMED_STATEMENTS_MAX) {
-      name = `koroku_${names.size}`;
-      names.set(text, name);
-    }
-    return name;
-  };
-  const wrap = (client: Pg.PoolClient): PostgresPoolClient => ({
-    release: (destroy?: boolean) => client.release(destroy),
-    // Kysely passes SQL with parameters, or a cursor (pg-cursor, a Submittable) to stream rows;
-    // pg's overloads and Kysely's describe the same calls in types that do not meet.
-    query: ((query: string | PostgresCursor<unknown>, parameters?: readonly unknown[]) => {
-      if (typeof query !== "string") return client.query(query as unknown as Pg.Submittable);
-      const values = [...(parameters ?? [])];
-      const name = values.length > 0 ? nameOf(query) : undefined;
-      return client.query({ text: query, values, ...(name ? { name } : {}) });
-    }) as unknown as PostgresPoolClient["query"],
-  });
-  return {
-    connect: async () => wrap(await pool.connect()),
-    end: () => pool.end(),
-  };
-}
-
 export function openDatabase(
   target: DatabaseTarget,
   options: { poolSize?: number } = {},
@@ -142,9 +98,7 @@ export function openDatabase(
   // The same for a client in the middle of a query: its query fails (and is retried by the
   // caller); without this listener the connection's 'error' event would end the process.
   pool.on("connect", (client) => client.on("error", () => {}));
-  const db = new Kysely<Database>({
-    dialect: new PostgresDialect({ pool: withNamedStatements(pool) }),
-  });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return handle(db, "postgres");
 }
 
