@@ -1,7 +1,7 @@
-import { type Kysely, sql, type Transaction } from "kysely";
+import { type Kysely, sql } from "kysely";
 import type { DatabaseKind } from "../db/connect.js";
 import { prepareQuery } from "../db/prepared.js";
-import type { Database, InboxRow } from "../db/schema.js";
+import type { Database } from "../db/schema.js";
 
 /**
  * Written out, not bound: the partial indexes of the migration serve only queries whose predicate
@@ -18,10 +18,6 @@ export type InboxItem = {
 };
 
 export type Inbox = ReturnType<typeof createInbox>;
-
-// A constant key for pg_advisory_xact_lock: claims across replicas take turns, so two replicas can
-// never both see "nothing running" for one chat and start two of its updates at once.
-const CLAIM_LOCK_KEY = 0x6b6f726f;
 
 /**
  * The durable queue between Telegram and the agent. An update is stored (once, by update_id)
@@ -66,7 +62,15 @@ export function createInbox(deps: {
     return rows.length > 0;
   }
 
-  /** Claims in one statement: the UPDATE picks its row with a subquery, so no gap between them. */
+  /**
+   * Claims in one statement: the UPDATE picks its row with a subquery, so no gap between them.
+   * On PostgreSQL, replicas claim at the same time: the subquery locks the row it picks and skips
+   * rows another replica is claiming. Two replicas therefore never take the same update, and
+   * never two of one chat: both see the chat's oldest unfinished update first, one locks it, and
+   * for the other that update still counts as unfinished and holds back the rest of the chat. A
+   * row claimed and committed after a replica's snapshot is re-checked once locked (its fresh
+   * lease no longer qualifies).
+   */
   const claimUpdate = prepareQuery(db, 2, (at: number, leaseUntil: number) =>
     db
       .updateTable("inbox")
@@ -96,27 +100,16 @@ export function createInbox(deps: {
             ),
           )
           .orderBy("u.update_id")
-          .limit(1),
+          .limit(1)
+          .$if(deps.kind === "postgres", (q) => q.forUpdate().skipLocked()),
       )
       .returningAll(),
   );
 
-  async function claimIn(trx?: Transaction<Database>): Promise<InboxRow | undefined> {
-    const at = now();
-    const { rows } = await claimUpdate([at, at + leaseMs], trx);
-    return rows[0];
-  }
-
   /** Takes the next update that may run now, or undefined when there is none. */
   async function claim(): Promise<InboxItem | undefined> {
-    const row =
-      deps.kind === "postgres"
-        ? await db.transaction().execute(async (trx) => {
-            await sql`select pg_advisory_xact_lock(${CLAIM_LOCK_KEY})`.execute(trx);
-            return claimIn(trx);
-          })
-        : // One statement is atomic, and SQLite is not shared between replicas: no lock needed.
-          await claimIn();
+    const at = now();
+    const [row] = (await claimUpdate([at, at + leaseMs])).rows;
     if (!row) return undefined;
     return {
       updateId: row.update_id,
