@@ -3,6 +3,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
 import { type DatabaseTarget, parseDatabaseUrl } from "../src/config.js";
+import type { DatabaseKind } from "../src/db/connect.js";
+
+/** The databases every database benchmark runs on, in this order. */
+export const BENCH_DATABASES: readonly DatabaseKind[] = ["sqlite", "postgres"];
+
+/** What a benchmark that runs on both databases is given. */
+export type DatabaseBenchOptions = {
+  postgresUrl: string;
+  /** Progress lines, so a long run visibly moves. */
+  progress?: (line: string) => void;
+};
 
 export type BenchDatabase = {
   target: DatabaseTarget;
@@ -29,7 +40,7 @@ async function runAdminStatement(postgresUrl: string, statement: string): Promis
  * selected through the connection's search_path, so a run never touches real data or another run.
  */
 export async function createBenchDatabase(
-  kind: DatabaseTarget["kind"],
+  kind: DatabaseKind,
   postgresUrl: string,
 ): Promise<BenchDatabase> {
   if (kind === "sqlite") {

@@ -1,9 +1,9 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { DatabaseTarget } from "../src/config.js";
+import type { DatabaseKind } from "../src/db/connect.js";
 import { type ChatDriver, createChatDriver } from "./chat-driver.js";
-import { createBenchDatabase } from "./databases.js";
+import { BENCH_DATABASES, createBenchDatabase, type DatabaseBenchOptions } from "./databases.js";
 import { deliveryBetween, deliveryRow } from "./delivery.js";
 import { type FakesProcess, startFakesProcess } from "./fakes-process.js";
 import type { BenchRow } from "./run.js";
@@ -16,17 +16,12 @@ import {
 } from "./service-process.js";
 import { round, summarize } from "./stats.js";
 
-type DatabaseKind = DatabaseTarget["kind"];
-
-export type E2eBenchOptions = {
-  postgresUrl: string;
-  progress?: (line: string) => void;
+export type E2eBenchOptions = DatabaseBenchOptions & {
   /** When set, each service process writes a V8 CPU profile here (slower: not for the numbers). */
   cpuProfileDir?: string;
 };
 
 const BENCHMARK = "e2e";
-const DATABASES: readonly DatabaseKind[] = ["sqlite", "postgres"];
 const FIRST_USER_ID = 1_000_001;
 const CONCURRENT_CHATS = 200;
 /** Compaction is off, so a conversation's context grows to 2 × turnsPerChat events. */
@@ -279,7 +274,7 @@ export async function e2eBenchmark(options: E2eBenchOptions): Promise<BenchRow[]
   const fakes = await startFakesProcess();
   try {
     const rows: BenchRow[] = [];
-    for (const database of DATABASES) {
+    for (const database of BENCH_DATABASES) {
       for (const benchCase of [sequentialCase(database), concurrentCase(database)]) {
         options.progress?.(`e2e: ${database}, ${benchCase.name}`);
         rows.push(...(await runCase(fakes, database, benchCase, options)));

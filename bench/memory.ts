@@ -2,13 +2,13 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { DatabaseTarget } from "../src/config.js";
-import { openDatabase } from "../src/db/connect.js";
+import { type DatabaseKind, openDatabase } from "../src/db/connect.js";
 import { migrateToLatest } from "../src/db/migrate.js";
 import { createLogger } from "../src/logger.js";
 import type { SessionEvent } from "../src/session/events.js";
 import { createSessionStore } from "../src/session/store.js";
 import { type ChatDriver, createChatDriver } from "./chat-driver.js";
-import { createBenchDatabase } from "./databases.js";
+import { BENCH_DATABASES, createBenchDatabase, type DatabaseBenchOptions } from "./databases.js";
 import { deliveryBetween, deliveryRow } from "./delivery.js";
 import { type FakesProcess, startFakesProcess } from "./fakes-process.js";
 import { historyTurn } from "./history.js";
@@ -16,13 +16,7 @@ import type { BenchRow } from "./run.js";
 import { freePort, type ServiceProcess, serviceEnv, startService } from "./service-process.js";
 import { round } from "./stats.js";
 
-export type MemoryBenchOptions = {
-  postgresUrl: string;
-  progress?: (line: string) => void;
-};
-
-type DatabaseKind = DatabaseTarget["kind"];
-const DATABASES: readonly DatabaseKind[] = ["sqlite", "postgres"];
+export type MemoryBenchOptions = DatabaseBenchOptions;
 
 const BENCHMARK = "memory";
 const CHATS = 1_000;
@@ -194,7 +188,7 @@ export async function memoryBenchmark(options: MemoryBenchOptions): Promise<Benc
   const rows: BenchRow[] = [];
   try {
     // Each run gets a database of its own: the chat driver's update ids start over.
-    for (const database of DATABASES) {
+    for (const database of BENCH_DATABASES) {
       for (const variant of VARIANTS) {
         const bench = await createBenchDatabase(database, options.postgresUrl);
         try {

@@ -4,20 +4,14 @@ import { get } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
-import type { DatabaseTarget } from "../src/config.js";
-import { createBenchDatabase } from "./databases.js";
+import type { DatabaseKind } from "../src/db/connect.js";
+import { BENCH_DATABASES, createBenchDatabase, type DatabaseBenchOptions } from "./databases.js";
 import { type FakesProcess, startFakesProcess } from "./fakes-process.js";
 import type { BenchRow } from "./run.js";
 import { freePort, REPO_ROOT, SERVICE_MAIN, serviceEnv } from "./service-process.js";
 import { round, summarize } from "./stats.js";
 
-export type StartupBenchOptions = {
-  postgresUrl: string;
-  progress?: (line: string) => void;
-};
-
-type DatabaseKind = DatabaseTarget["kind"];
-const DATABASES: readonly DatabaseKind[] = ["sqlite", "postgres"];
+export type StartupBenchOptions = DatabaseBenchOptions;
 
 const BENCHMARK = "startup";
 const RUNS = 5;
@@ -157,7 +151,7 @@ export async function startupBenchmark(options: StartupBenchOptions): Promise<Be
   const fakes = await startFakesProcess();
   try {
     const rows: BenchRow[] = [];
-    for (const database of DATABASES) {
+    for (const database of BENCH_DATABASES) {
       for (const launcher of LAUNCHERS) {
         options.progress?.(`startup: ${database}, ${launcher.name}`);
         rows.push(await measure(launcher, { database, postgresUrl: options.postgresUrl, fakes }));

@@ -1,24 +1,16 @@
 import { sql } from "kysely";
-import type { DatabaseTarget } from "../src/config.js";
-import { type DatabaseHandle, openDatabase } from "../src/db/connect.js";
+import { type DatabaseHandle, type DatabaseKind, openDatabase } from "../src/db/connect.js";
 import { migrateToLatest } from "../src/db/migrate.js";
 import { createLogger, type Logger } from "../src/logger.js";
 import { createSessionStore, type SessionStore } from "../src/session/store.js";
-import { createBenchDatabase } from "./databases.js";
+import { BENCH_DATABASES, createBenchDatabase, type DatabaseBenchOptions } from "./databases.js";
 import { historyEvent, modelText, userText } from "./history.js";
 import type { BenchRow } from "./run.js";
 import { round, summarize } from "./stats.js";
 
-type DatabaseKind = DatabaseTarget["kind"];
-
-export type StorageBenchOptions = {
-  postgresUrl: string;
-  /** Progress lines, so a long run visibly moves. */
-  progress?: (line: string) => void;
-};
+export type StorageBenchOptions = DatabaseBenchOptions;
 
 const BENCHMARK = "storage";
-const DATABASES: readonly DatabaseKind[] = ["sqlite", "postgres"];
 const CONTEXT_SIZES = [30, 1_000, 10_000] as const;
 const TIMED_TURNS: Record<DatabaseKind, number> = { sqlite: 200, postgres: 100 };
 // Lets the JIT settle before the clock starts.
@@ -200,6 +192,7 @@ async function benchDatabase(
 export async function storageBenchmark(options: StorageBenchOptions): Promise<BenchRow[]> {
   const logger = createLogger({ level: "silent", secrets: [] });
   const rows: BenchRow[] = [];
-  for (const database of DATABASES) rows.push(...(await benchDatabase(database, options, logger)));
+  for (const database of BENCH_DATABASES)
+    rows.push(...(await benchDatabase(database, options, logger)));
   return rows;
 }
