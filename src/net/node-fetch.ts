@@ -1,5 +1,6 @@
 import http from "node:http";
 import https from "node:https";
+import { urlToHttpOptions } from "node:url";
 
 /** grammY hands over a polyfill AbortSignal (the abort-controller package), not Node's own. */
 type AnySignal = Pick<AbortSignal, "aborted" | "addEventListener" | "removeEventListener">;
@@ -96,13 +97,7 @@ export function createNodeFetch(): typeof fetch {
       };
       const request = transport.request(
         {
-          protocol: url.protocol,
-          hostname: url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname,
-          port: url.port,
-          path: `${url.pathname}${url.search}`,
-          auth: url.username
-            ? `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`
-            : undefined,
+          ...urlToHttpOptions(url),
           method: init?.method ?? "GET",
           headers,
           agent: agents[url.protocol as keyof typeof agents],
