@@ -1,4 +1,4 @@
-import { textOf } from "../session/events.js";
+import { payloadJson, textOf } from "../session/events.js";
 import type { StoredSession } from "../session/store.js";
 
 const MAX_TOOL_TEXT = 1_500;
@@ -21,9 +21,9 @@ export function transcriptOf(events: readonly StoredSession[]): string {
     if (text.trim()) lines.push(`${speaker}: ${text}`);
     for (const part of event.parts) {
       if (part.kind === "function_call") {
-        lines.push(`Koroku called ${part.name} ${clip(JSON.stringify(part.args ?? {}))}`);
+        lines.push(`Koroku called ${part.name} ${clip(payloadJson(part))}`);
       } else if (part.kind === "function_response") {
-        lines.push(`Result of ${part.name}: ${clip(JSON.stringify(part.response ?? {}))}`);
+        lines.push(`Result of ${part.name}: ${clip(payloadJson(part))}`);
       }
     }
   }

@@ -1,4 +1,4 @@
-import type { StoredEventBody } from "./events.js";
+import { payloadJson, type StoredEventBody } from "./events.js";
 
 const MAX_SEARCH_CHARS_PER_PART = 2_000;
 
@@ -24,10 +24,7 @@ export function eventText(body: StoredEventBody): EventText {
       if (!part.thought) pieces.push(part.text);
       continue;
     }
-    const json =
-      part.kind === "function_call"
-        ? JSON.stringify(part.args ?? {})
-        : JSON.stringify(part.response ?? {});
+    const json = payloadJson(part);
     chars += part.name.length + json.length;
     const shown = part.kind === "function_call" ? json : json.slice(0, MAX_SEARCH_CHARS_PER_PART);
     pieces.push(`${part.name} ${shown}`);

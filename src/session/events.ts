@@ -234,5 +234,9 @@ export function textOf(parts: readonly EventPart[], options: { thoughts?: boolea
 export const isRealUserMessage = (event: SessionEvent): boolean =>
   event.role === "user" && !event.parts.some((p) => p.kind === "function_response");
 
+/** A tool part's payload as JSON: the call's arguments or the tool's response. */
+export const payloadJson = (part: FunctionCallPart | FunctionResponsePart): string =>
+  JSON.stringify(part.kind === "function_call" ? (part.args ?? {}) : (part.response ?? {}));
+
 export const functionCallsOf = (event: SessionEvent): FunctionCallPart[] =>
   event.parts.filter((p): p is FunctionCallPart => p.kind === "function_call");

@@ -8,6 +8,7 @@ import {
   eventSchema,
   isRealUserMessage,
   parseStoredEvent,
+  payloadJson,
   type SessionEvent,
   textOf,
 } from "./events.js";
@@ -514,9 +515,9 @@ export function createSessionStore(deps: {
             body.parts
               .map((p) =>
                 p.kind === "function_call"
-                  ? `${p.name}(${JSON.stringify(p.args ?? {})})`
+                  ? `${p.name}(${payloadJson(p)})`
                   : p.kind === "function_response"
-                    ? `${p.name} → ${JSON.stringify(p.response ?? {})}`
+                    ? `${p.name} → ${payloadJson(p)}`
                     : "",
               )
               .join("\n");

@@ -32,7 +32,7 @@ export class Dispatcher {
   private running = false;
   private wakeUp: (() => void) | undefined;
   private loop: Promise<void> | undefined;
-  // Why to ask the inbox for work. Each question costs a transaction, so the dispatcher asks only
+  // Why to ask the inbox for work. Each question is a database write, so the dispatcher asks only
   // when something may be claimable: an update arrived here, a chat that held updates back
   // finished one, or the poll interval passed (work from other replicas, expired leases, retries).
   private arrivals = 0;
