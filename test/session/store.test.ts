@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
 import { migrateToLatest } from "../../src/db/migrate.js";
-import type { SessionEvent } from "../../src/session/events.js";
+import type { CompactionEvent, SessionEvent } from "../../src/session/events.js";
 import { contextTokens, createSessionStore, type SessionStore } from "../../src/session/store.js";
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../helpers/databases.js";
 import { captureLogger } from "../helpers/logs.js";
@@ -17,6 +17,12 @@ const model = (text: string): SessionEvent => ({
   event_type: "session",
   role: "model",
   parts: [{ kind: "text", text }],
+});
+const summaryEvent = (text: string, summarizedEvents: number): CompactionEvent => ({
+  v: 1,
+  event_type: "compaction",
+  summary: [{ kind: "text", text }],
+  summarized_events: summarizedEvents,
 });
 const callEvent = (name: string, args: Record<string, unknown>): SessionEvent => ({
   v: 1,
@@ -94,12 +100,7 @@ describe.each(DATABASE_KINDS)("session store on %s", (kind) => {
     const first = await store.append(chat, [{ event: user("one") }, { event: model("two") }]);
     const kept = await store.append(chat, [{ event: user("three") }, { event: model("four") }]);
     await store.appendCompaction(chat, {
-      event: {
-        v: 1,
-        event_type: "compaction",
-        summary: [{ kind: "text", text: "old stuff" }],
-        summarized_events: 2,
-      },
+      event: summaryEvent("old stuff", 2),
       coversFromId: first[0]?.id as number,
       coversToId: first[1]?.id as number,
     });
@@ -175,12 +176,7 @@ describe.each(DATABASE_KINDS)("session store on %s", (kind) => {
     // A compaction written elsewhere cuts the cached context too.
     const ids = (await store.loadContext(chat)).events.map((e) => e.id);
     await other.appendCompaction(chat, {
-      event: {
-        v: 1,
-        event_type: "compaction",
-        summary: [{ kind: "text", text: "s" }],
-        summarized_events: 2,
-      },
+      event: summaryEvent("s", 2),
       coversFromId: ids[0] as number,
       coversToId: ids[1] as number,
     });
@@ -234,12 +230,7 @@ describe.each(DATABASE_KINDS)("session store on %s", (kind) => {
       { event: responseEvent("write_file", { output: "written" }), toolCalls: 1 },
     ]);
     await store.appendCompaction(chat, {
-      event: {
-        v: 1,
-        event_type: "compaction",
-        summary: [{ kind: "text", text: "User talked about a zebra." }],
-        summarized_events: 3,
-      },
+      event: summaryEvent("User talked about a zebra.", 3),
       coversFromId: old[0]?.id as number,
       coversToId: old[2]?.id as number,
     });
