@@ -10,6 +10,11 @@ import type { Compactor, ModelClient } from "./turn.js";
 
 export const SUMMARY_UNAVAILABLE = "Summary unavailable.";
 
+/** What the chat and the terminal show when a conversation was compacted. */
+export function compactionNotice(summarizedEvents: number): string {
+  return `🧠 Compacted ${summarizedEvents} earlier message${summarizedEvents === 1 ? "" : "s"} into a summary`;
+}
+
 export type CompactionOutcome =
   | { status: "compacted"; summarizedEvents: number; context: ChatContext }
   | { status: "nothing-to-compact"; context: ChatContext }

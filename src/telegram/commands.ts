@@ -1,5 +1,5 @@
 import { Composer, type Context } from "grammy";
-import type { CompactionOutcome } from "../agent/compaction.js";
+import { type CompactionOutcome, compactionNotice } from "../agent/compaction.js";
 import type { CompactionLimits } from "../session/compaction-plan.js";
 import { type HistoryLine, historyLines } from "../session/history-view.js";
 import type { ChatStats, SessionStore } from "../session/store.js";
@@ -28,10 +28,6 @@ export function helpHtml(): string {
       (c) => `/${c.command} — ${escapeHtml(c.description)}`,
     ),
   ].join("\n");
-}
-
-export function compactionNotice(summarizedEvents: number): string {
-  return `🧠 Compacted ${summarizedEvents} earlier message${summarizedEvents === 1 ? "" : "s"} into a summary`;
 }
 
 const clip = (text: string) =>

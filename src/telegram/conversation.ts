@@ -1,9 +1,10 @@
 import { Composer, type Context } from "grammy";
+import { compactionNotice } from "../agent/compaction.js";
 import { GeminiError } from "../agent/gemini-errors.js";
 import type { AgentHooks } from "../agent/hooks.js";
 import type { Agent } from "../agent/turn.js";
 import type { Logger } from "../logger.js";
-import { compactionNotice, threadOf } from "./commands.js";
+import { threadOf } from "./commands.js";
 import type { Delivery } from "./delivery.js";
 import { escapeHtml } from "./render.js";
 

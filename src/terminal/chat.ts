@@ -1,4 +1,5 @@
 import { createInterface } from "node:readline";
+import { compactionNotice } from "../agent/compaction.js";
 import { GeminiError } from "../agent/gemini-errors.js";
 import type { AgentHookEvents } from "../agent/hooks.js";
 import type { App } from "../app.js";
@@ -40,7 +41,7 @@ async function converse(app: App, chatId: string, text: string, say: Say): Promi
     }),
     app.hooks.on("compaction", (event) => {
       if (event.chatId === chatId) {
-        say(`🧠 Compacted ${event.summarizedEvents} earlier messages into a summary`);
+        say(compactionNotice(event.summarizedEvents));
       }
     }),
   ];
