@@ -2,6 +2,17 @@ import { payloadJson, type StoredEventBody } from "./events.js";
 
 const MAX_SEARCH_CHARS_PER_PART = 2_000;
 
+/**
+ * The text cut to at most `maxChars` UTF-16 units with "…" appended when anything was cut. A cut
+ * never splits a surrogate pair: half an emoji is not valid text (Telegram refuses it).
+ */
+export function truncate(text: string, maxChars: number): string {
+  if (text.length <= maxChars) return text;
+  const cut = text.slice(0, maxChars);
+  const last = cut.charCodeAt(cut.length - 1);
+  return `${last >= 0xd800 && last <= 0xdbff ? cut.slice(0, -1) : cut}…`;
+}
+
 export type EventText = {
   /** Rough token count (characters / 4), used between two measured prompt sizes. */
   estimatedTokens: number;

@@ -1,3 +1,4 @@
+import { truncate } from "./event-text.js";
 import { textOf } from "./events.js";
 import type { StoredEvent } from "./store.js";
 
@@ -9,8 +10,7 @@ const MAX_ARGS_CHARS = 200;
 
 /** Tool arguments as one short line: a write_file's whole content would drown the replay. */
 export function argsText(args: Record<string, unknown> | undefined): string {
-  const json = JSON.stringify(args ?? {});
-  return json.length > MAX_ARGS_CHARS ? `${json.slice(0, MAX_ARGS_CHARS)}…` : json;
+  return truncate(JSON.stringify(args ?? {}), MAX_ARGS_CHARS);
 }
 
 /**

@@ -1,6 +1,7 @@
 import { Composer, type Context } from "grammy";
 import { type CompactionOutcome, compactionNotice } from "../agent/compaction.js";
 import type { CompactionLimits } from "../session/compaction-plan.js";
+import { truncate } from "../session/event-text.js";
 import { type HistoryLine, historyLines } from "../session/history-view.js";
 import type { ChatStats, SessionStore } from "../session/store.js";
 import type { Delivery } from "./delivery.js";
@@ -30,8 +31,7 @@ export function helpHtml(): string {
   ].join("\n");
 }
 
-const clip = (text: string) =>
-  text.length > MAX_LINE_CHARS ? `${text.slice(0, MAX_LINE_CHARS)}…` : text;
+const clip = (text: string) => truncate(text, MAX_LINE_CHARS);
 
 function historyLineHtml(line: HistoryLine): string {
   switch (line.kind) {

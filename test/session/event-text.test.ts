@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { eventText } from "../../src/session/event-text.js";
+import { eventText, truncate } from "../../src/session/event-text.js";
 
 describe("derived texts of an event", () => {
   it("estimates tokens from everything sent, and searches only what users see", () => {
@@ -43,5 +43,13 @@ describe("derived texts of an event", () => {
         summarized_events: 4,
       }),
     ).toEqual({ estimatedTokens: 1, searchText: "ab" });
+  });
+
+  it("truncates with an ellipsis and never splits a surrogate pair", () => {
+    expect(truncate("abc", 3)).toBe("abc");
+    expect(truncate("abcd", 3)).toBe("abc…");
+    // "a😀b": the emoji is two UTF-16 units; cutting after 2 would keep half of it.
+    expect(truncate("a😀b", 2)).toBe("a…");
+    expect(truncate("a😀b", 3)).toBe("a😀…");
   });
 });
