@@ -9,12 +9,16 @@ export const TYPING_DELAY_MS = 300;
 
 export type Delivery = ReturnType<typeof createDelivery>;
 
+/** The options that put a message or chat action into a forum topic, when there is one. */
+const inThread = (threadId: number | undefined) =>
+  threadId === undefined ? {} : { message_thread_id: threadId };
+
 /** Sends what Koroku has to say, in as many valid messages as it takes. */
 export function createDelivery(deps: { api: Api; logger: Logger }) {
   const { api } = deps;
 
   async function sendChunk(chatId: number, html: string, threadId?: number): Promise<void> {
-    const extra = threadId === undefined ? {} : { message_thread_id: threadId };
+    const extra = inThread(threadId);
     try {
       await api.sendMessage(chatId, html, {
         parse_mode: "HTML",
@@ -57,7 +61,7 @@ export function createDelivery(deps: { api: Api; logger: Logger }) {
 
   /** Shows "typing…" until the returned function is called. Failures only cost the indicator. */
   function showTyping(chatId: number, threadId?: number): () => void {
-    const extra = threadId === undefined ? {} : { message_thread_id: threadId };
+    const extra = inThread(threadId);
     const send = () => {
       api.sendChatAction(chatId, "typing", extra).catch(() => {});
     };
