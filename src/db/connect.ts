@@ -2,10 +2,11 @@ import { mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname } from "node:path";
 import SQLite from "better-sqlite3";
-import { Kysely, PostgresDialect, type SqliteDatabase, SqliteDialect, sql } from "kysely";
+import { Kysely, PostgresDialect, sql } from "kysely";
 import type Pg from "pg";
 import type { DatabaseTarget } from "../config.js";
 import type { Database } from "./schema.js";
+import { GroupCommitSqliteDialect } from "./sqlite-dialect.js";
 
 export type DatabaseKind = DatabaseTarget["kind"];
 
@@ -36,31 +37,6 @@ const pgTypes = (pg: typeof Pg) => ({
       : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 });
 
-const STATEMENT_CACHE_SIZE = 200;
-
-/**
- * Kysely's SQLite driver prepares every query anew; compiling SQL is a fifth of a turn's storage
- * time. Queries run one at a time on this single connection, so a prepared statement can be
- * reused safely; the cache is bounded because some SQL (multi-row inserts) varies in shape.
- */
-function withStatementCache(database: SQLite.Database): SqliteDatabase {
-  const statements = new Map<string, SQLite.Statement>();
-  return {
-    close: () => database.close(),
-    prepare(sql: string) {
-      let statement = statements.get(sql);
-      if (!statement) {
-        statement = database.prepare(sql);
-        if (statements.size >= STATEMENT_CACHE_SIZE) {
-          statements.delete(statements.keys().next().value as string);
-        }
-        statements.set(sql, statement);
-      }
-      return statement;
-    },
-  };
-}
-
 function openSqlite(path: string): SQLite.Database {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
   const database = new SQLite(path);
@@ -81,7 +57,7 @@ export function openDatabase(
   if (target.kind === "sqlite") {
     const database = openSqlite(target.path);
     const db = new Kysely<Database>({
-      dialect: new SqliteDialect({ database: withStatementCache(database) }),
+      dialect: new GroupCommitSqliteDialect(database),
     });
     return handle(db, "sqlite");
   }

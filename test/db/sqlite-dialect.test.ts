@@ -1,0 +1,164 @@
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import SQLite from "better-sqlite3";
+import { type Generated, Kysely } from "kysely";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { GroupCommitSqliteDialect } from "../../src/db/sqlite-dialect.js";
+
+type Tables = {
+  notes: { id: Generated<number>; text: string };
+  children: { id: Generated<number>; parent_id: number };
+  guarded: { text: string };
+};
+
+describe("the group-commit SQLite dialect", () => {
+  let dir: string;
+  let path: string;
+  let database: SQLite.Database;
+  let db: Kysely<Tables>;
+  /** Another connection to the same file: it sees only committed data. */
+  let observer: SQLite.Database;
+
+  const committedNotes = () =>
+    (observer.prepare("select text from notes order by id").all() as { text: string }[]).map(
+      (row) => row.text,
+    );
+  const note = (text: string) => db.insertInto("notes").values({ text }).execute();
+  /** WAL frames written so far (a 32-byte header, then frames of a page and 24 bytes). */
+  const walFrames = () => (statSync(`${path}-wal`).size - 32) / (4096 + 24);
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), "koroku-dialect-"));
+    path = join(dir, "test.db");
+    database = new SQLite(path);
+    database.pragma("page_size = 4096");
+    database.pragma("journal_mode = WAL");
+    // The frame counts below read the WAL's size, which a checkpoint would reset.
+    database.pragma("wal_autocheckpoint = 0");
+    database.pragma("foreign_keys = ON");
+    database.exec(`
+      create table notes (id integer primary key, text text not null unique);
+      create table children (
+        id integer primary key,
+        parent_id integer not null references notes (id) deferrable initially deferred
+      );
+      create table guarded (text text not null);
+      create trigger guard before insert on guarded when new.text = 'undo everything'
+        begin select raise(rollback, 'the guard undid the transaction'); end;
+    `);
+    db = new Kysely<Tables>({ dialect: new GroupCommitSqliteDialect(database) });
+    observer = new SQLite(path, { readonly: true });
+  });
+
+  afterEach(async () => {
+    observer.close();
+    if (database.open) await db.destroy();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("commits the writes of one event-loop turn together, before any of them resolves", async () => {
+    const start = walFrames();
+    const writes = Array.from({ length: 50 }, (_, i) => note(`note ${i}`));
+    expect(committedNotes()).toEqual([]);
+    // The first write of a turn commits on its own; the other 49 share the next commit.
+    await writes[0];
+    expect(committedNotes()).toEqual(["note 0"]);
+    await writes[1];
+    expect(committedNotes()).toHaveLength(50);
+    await Promise.all(writes);
+    const oneCommit = walFrames() - start;
+
+    for (let i = 50; i < 100; i++) await note(`note ${i}`);
+    const fiftyCommits = walFrames() - start - oneCommit;
+    expect(oneCommit).toBeLessThan(10);
+    expect(fiftyCommits).toBeGreaterThanOrEqual(50);
+  });
+
+  it("runs reads at once, outside a transaction, when no write is pending", async () => {
+    await note("first");
+    const read = db.selectFrom("notes").select("text").execute();
+    expect(database.inTransaction).toBe(false);
+    expect(await read).toEqual([{ text: "first" }]);
+  });
+
+  it("fails only the statement that broke a constraint; the rest of its batch commits", async () => {
+    await note("taken");
+    const results = await Promise.allSettled([note("a"), note("taken"), note("b")]);
+    expect(results.map((result) => result.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect(committedNotes()).toEqual(["taken", "a", "b"]);
+  });
+
+  it("rejects every write of a batch whose COMMIT fails, and keeps none of them", async () => {
+    const results = await Promise.allSettled([
+      note("alone"),
+      note("lost"),
+      db.insertInto("children").values({ parent_id: 999 }).execute(),
+    ]);
+    expect(results.map((result) => result.status)).toEqual(["fulfilled", "rejected", "rejected"]);
+    expect(String((results[1] as PromiseRejectedResult).reason)).toMatch(
+      /the write was not committed \(FOREIGN KEY constraint failed\); it can be retried/,
+    );
+    expect(committedNotes()).toEqual(["alone"]);
+    await note("after");
+    expect(committedNotes()).toEqual(["alone", "after"]);
+  });
+
+  it("rejects the writes a statement's rollback undid, and starts a new batch after it", async () => {
+    const alone = note("alone");
+    const earlier = note("undone");
+    const guard = db.insertInto("guarded").values({ text: "undo everything" }).execute();
+    const later = note("kept");
+    const results = await Promise.allSettled([alone, earlier, guard, later]);
+    expect(results.map((result) => result.status)).toEqual([
+      "fulfilled",
+      "rejected",
+      "rejected",
+      "fulfilled",
+    ]);
+    expect(committedNotes()).toEqual(["alone", "kept"]);
+  });
+
+  it("gives an explicit transaction the connection to itself", async () => {
+    const pending = note("before");
+    let outsideDone = false;
+    const transaction = db.transaction().execute(async (trx) => {
+      expect(committedNotes()).toEqual(["before"]);
+      const outside = note("outside").then(() => {
+        outsideDone = true;
+      });
+      await trx.insertInto("notes").values({ text: "inside" }).execute();
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(outsideDone).toBe(false);
+      expect(committedNotes()).toEqual(["before"]);
+      // Returned inside an object: awaiting it here would wait for the end of this transaction.
+      return { outside };
+    });
+    await pending;
+    const { outside } = await transaction;
+    await outside;
+    expect(committedNotes()).toEqual(["before", "inside", "outside"]);
+  });
+
+  it("undoes a rolled-back transaction without touching the writes around it", async () => {
+    await note("kept");
+    const failed = db.transaction().execute(async (trx) => {
+      await trx.insertInto("notes").values({ text: "rolled back" }).execute();
+      throw new Error("changed my mind");
+    });
+    await expect(failed).rejects.toThrow("changed my mind");
+    await note("also kept");
+    expect(committedNotes()).toEqual(["kept", "also kept"]);
+  });
+
+  it("commits pending writes when the database is closed", async () => {
+    const first = note("first words");
+    const pending = note("last words");
+    // Kysely hands the query to the driver a few promise hops later.
+    for (let hop = 0; hop < 100 && !database.inTransaction; hop++) await Promise.resolve();
+    expect(database.inTransaction).toBe(true);
+    await db.destroy();
+    await Promise.all([first, pending]);
+    expect(committedNotes()).toEqual(["first words", "last words"]);
+  });
+});
