@@ -15,7 +15,10 @@ COPY . .
 RUN npm run build && npm prune --omit=dev
 
 FROM node:20-bookworm-slim
+# MALLOC_ARENA_MAX and the node flags in CMD are those of `npm start` (package.json); a test
+# keeps them the same. README's "Memory" explains them.
 ENV NODE_ENV=production \
+    MALLOC_ARENA_MAX=2 \
     DATABASE_URL=sqlite:/data/agent.db \
     MEMORY_DIR=/data/memory \
     WORKSPACE_DIR=/data/workspace \
@@ -32,4 +35,4 @@ USER node
 EXPOSE 8080
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1)).catch(()=>process.exit(1))"]
-CMD ["node", "dist/src/main.js"]
+CMD ["node", "--max-semi-space-size=4", "--heap-growing-percent=20", "dist/src/main.js"]

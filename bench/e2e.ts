@@ -11,6 +11,7 @@ import {
   type CpuTime,
   freePort,
   type ServiceProcess,
+  START_COMMAND,
   serviceEnv,
   startService,
 } from "./service-process.js";
@@ -245,7 +246,10 @@ async function runCase(
       dataDir,
     });
     const profileName = `e2e-${database}-${benchCase.name.replace(/\s+/g, "-")}`;
-    const nodeArgs = profileArgs(options.cpuProfileDir, profileName);
+    const nodeArgs = [
+      ...START_COMMAND.nodeArgs,
+      ...profileArgs(options.cpuProfileDir, profileName),
+    ];
     const before = await fakes.stats();
     const service = await startService({ env, fakes, nodeArgs });
     try {

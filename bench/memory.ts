@@ -13,7 +13,13 @@ import { deliveryBetween, deliveryRow } from "./delivery.js";
 import { type FakesProcess, startFakesProcess } from "./fakes-process.js";
 import { historyTurn } from "./history.js";
 import type { BenchRow } from "./run.js";
-import { freePort, type ServiceProcess, serviceEnv, startService } from "./service-process.js";
+import {
+  freePort,
+  type ServiceProcess,
+  START_COMMAND,
+  serviceEnv,
+  startService,
+} from "./service-process.js";
 import { round } from "./stats.js";
 
 export type MemoryBenchOptions = DatabaseBenchOptions;
@@ -126,14 +132,14 @@ function rowsFor(samples: Samples, variant: Variant, database: DatabaseKind): Be
   ];
 }
 
-/** Node's own defaults, and the heap limits README suggests for small machines (NODE_OPTIONS). */
-type Variant = { label: string; nodeArgs: string[] };
+/**
+ * The service as `npm start` runs it (its heap settings and MALLOC_ARENA_MAX), and for comparison
+ * as plain `node dist/src/main.js` runs it, with Node's defaults.
+ */
+type Variant = { label: string; nodeArgs: readonly string[]; startEnv: boolean };
 const VARIANTS: readonly Variant[] = [
-  { label: "", nodeArgs: [] },
-  {
-    label: ", --max-old-space-size=64 --max-semi-space-size=1",
-    nodeArgs: ["--max-old-space-size=64", "--max-semi-space-size=1"],
-  },
+  { label: ", npm start", nodeArgs: START_COMMAND.nodeArgs, startEnv: true },
+  { label: ", plain node (Node's default heap)", nodeArgs: [], startEnv: false },
 ];
 
 async function measure(
@@ -151,6 +157,7 @@ async function measure(
       allowedUserIds: users,
       dataDir,
     });
+    if (!variant.startEnv) for (const name of Object.keys(START_COMMAND.env)) delete env[name];
     const before = await fakes.stats();
     const service = await startService({ env, fakes, nodeArgs: variant.nodeArgs });
     const driver = createChatDriver(fakes, service.baseUrl);

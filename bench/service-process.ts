@@ -6,8 +6,10 @@ import { fileURLToPath } from "node:url";
 import type { DatabaseTarget } from "../src/config.js";
 import type { FakesProcess } from "./fakes-process.js";
 
-/** This file runs as dist/bench/service-process.js. */
-export const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url));
+/** The benchmarks run this file as dist/bench/service-process.js; tests import it from bench/. */
+export const REPO_ROOT = fileURLToPath(
+  new URL(import.meta.url.includes("/dist/bench/") ? "../../" : "../", import.meta.url),
+);
 export const SERVICE_MAIN = join(REPO_ROOT, "dist/src/main.js");
 export const WEBHOOK_SECRET = "bench-webhook-secret";
 
@@ -44,10 +46,43 @@ export type ServiceEnvOptions = {
   dataDir: string;
 };
 
+export type StartCommand = {
+  /** Variables the script sets before `node` (NAME=value). */
+  env: Record<string, string>;
+  /** Options to `node` itself, before the script it runs. */
+  nodeArgs: string[];
+};
+
+/**
+ * The environment and Node options of the `start` script in package.json, so that a benchmark
+ * measures the service as `npm start` runs it. The script is a plain `NAME=value … node --flag …
+ * script …` command line; anything else is refused rather than misread.
+ */
+export function parseStartScript(script: string): StartCommand {
+  const words = script.trim().split(/\s+/);
+  const node = words.indexOf("node");
+  if (node < 0) throw new Error(`the start script does not run node: ${script}`);
+  const env: Record<string, string> = {};
+  for (const word of words.slice(0, node)) {
+    const match = /^([A-Z_][A-Z0-9_]*)=(\S*)$/.exec(word);
+    if (!match) throw new Error(`unexpected "${word}" before node in the start script: ${script}`);
+    env[match[1] as string] = match[2] as string;
+  }
+  const rest = words.slice(node + 1);
+  const scriptAt = rest.findIndex((word) => !word.startsWith("-"));
+  return { env, nodeArgs: scriptAt < 0 ? rest : rest.slice(0, scriptAt) };
+}
+
+const packageJson = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")) as {
+  scripts: { start: string };
+};
+export const START_COMMAND: StartCommand = parseStartScript(packageJson.scripts.start);
+
 /** The service in webhook mode against the fakes, quiet, with compaction off. */
 export function serviceEnv(options: ServiceEnvOptions): Record<string, string> {
   const { fakes } = options;
   return {
+    ...START_COMMAND.env,
     PATH: process.env.PATH ?? "",
     TELEGRAM_BOT_TOKEN: fakes.telegramToken,
     TELEGRAM_API_ROOT: fakes.telegramApiRoot,
@@ -120,7 +155,7 @@ function exitOf(proc: ChildProcess): Promise<number | null> {
 
 /**
  * Spawns `node [nodeArgs] dist/src/main.js` and waits until the fake Telegram receives its
- * setWebhook: by then the webhook accepts updates.
+ * setWebhook: by then the webhook accepts updates. The node options default to `npm start`'s.
  */
 export async function startService(options: {
   env: Record<string, string>;
@@ -128,7 +163,8 @@ export async function startService(options: {
   nodeArgs?: readonly string[];
 }): Promise<ServiceProcess> {
   const webhookSet = options.fakes.nextArrival("setWebhook", READY_TIMEOUT_MS);
-  const proc = spawn(process.execPath, [...(options.nodeArgs ?? []), SERVICE_MAIN], {
+  const nodeArgs = options.nodeArgs ?? START_COMMAND.nodeArgs;
+  const proc = spawn(process.execPath, [...nodeArgs, SERVICE_MAIN], {
     cwd: REPO_ROOT,
     env: options.env,
     stdio: ["ignore", "pipe", "pipe"],

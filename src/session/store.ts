@@ -190,10 +190,12 @@ class ContextCache {
 }
 
 /**
- * Contexts of recently active chats kept parsed: ~10,000 ordinary events (~800 bytes each), the
- * contexts of a few hundred chats under the default compaction budget of 30 events.
+ * Contexts of recently active chats kept parsed: ~5,000 ordinary events (~800 bytes each), the
+ * contexts of a hundred and more chats under the default compaction budget of 30 events. More
+ * would cost the service its memory target (bench/memory.ts) for little: a chat that fell out is
+ * read back in a few milliseconds.
  */
-export const DEFAULT_CACHE_BYTES = 8 * 1024 * 1024;
+export const DEFAULT_CACHE_BYTES = 4 * 1024 * 1024;
 
 export function createSessionStore(deps: {
   db: Kysely<Database>;

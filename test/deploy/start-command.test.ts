@@ -1,0 +1,31 @@
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { parseStartScript, REPO_ROOT, START_COMMAND } from "../../bench/service-process.js";
+
+const dockerfile = readFileSync(`${REPO_ROOT}/Dockerfile`, "utf8");
+
+describe("the start command", () => {
+  it("reads the environment and node options of a start script", () => {
+    expect(parseStartScript("A=1 B_2=x node --one --two=2 scripts/run.mjs dist/main.js")).toEqual({
+      env: { A: "1", B_2: "x" },
+      nodeArgs: ["--one", "--two=2"],
+    });
+    expect(parseStartScript("node scripts/run.mjs")).toEqual({ env: {}, nodeArgs: [] });
+    expect(() => parseStartScript("cross-env A=1 node x.js")).toThrow(/unexpected "cross-env"/);
+    expect(() => parseStartScript("tsx src/main.ts")).toThrow(/does not run node/);
+  });
+
+  it("is the same in the Docker image as in npm start", () => {
+    const cmd = /^CMD (\[.*\])$/m.exec(dockerfile)?.[1];
+    expect(cmd).toBeDefined();
+    expect(JSON.parse(cmd as string)).toEqual([
+      "node",
+      ...START_COMMAND.nodeArgs,
+      "dist/src/main.js",
+    ]);
+    expect(Object.keys(START_COMMAND.env)).not.toHaveLength(0);
+    for (const [name, value] of Object.entries(START_COMMAND.env)) {
+      expect(dockerfile).toMatch(new RegExp(`^(ENV)?\\s+${name}=${value}\\s`, "m"));
+    }
+  });
+});
