@@ -11,6 +11,8 @@ const abortError = () => new DOMException("This operation was aborted", "AbortEr
  * A Response over a body that is already in memory. Built on a null body, because Response's own
  * body is a web stream, and setting one up and draining it again costs more than the request;
  * reading methods decode the buffer directly, `body` makes the stream only if someone asks.
+ * Everything is defined on the prototype: accessors defined on each instance would give every
+ * response a hidden class of its own, and the code that reads responses would never be optimised.
  */
 class BufferedResponse extends Response {
   readonly #bytes: Buffer | null;
@@ -19,10 +21,50 @@ class BufferedResponse extends Response {
   constructor(bytes: Buffer | null, init: ResponseInit) {
     super(null, init);
     this.#bytes = bytes;
-    // Response declares these as read-only properties; own accessors stand in for its getters.
-    Object.defineProperties(this, {
-      bodyUsed: { get: () => this.#used },
-      body: { get: () => (this.#bytes === null ? null : new Response(this.#take()).body) },
+  }
+
+  static {
+    // @types/node declares Response's getters and methods as read-only instance properties, which
+    // a subclass cannot override as accessors or methods; they are put on the prototype here.
+    Object.defineProperties(BufferedResponse.prototype, {
+      bodyUsed: {
+        get(this: BufferedResponse) {
+          return this.#used;
+        },
+      },
+      body: {
+        get(this: BufferedResponse) {
+          return this.#bytes === null ? null : new Response(this.#take()).body;
+        },
+      },
+      arrayBuffer: {
+        async value(this: BufferedResponse): Promise<ArrayBuffer> {
+          const bytes = this.#take();
+          const { buffer, byteOffset, byteLength } = bytes;
+          return buffer.slice(byteOffset, byteOffset + byteLength) as ArrayBuffer;
+        },
+      },
+      blob: {
+        async value(this: BufferedResponse): Promise<Blob> {
+          return new Blob([this.#take()], { type: this.headers.get("content-type") ?? "" });
+        },
+      },
+      text: {
+        async value(this: BufferedResponse): Promise<string> {
+          return this.#text();
+        },
+      },
+      json: {
+        async value(this: BufferedResponse): Promise<unknown> {
+          return JSON.parse(this.#text());
+        },
+      },
+      clone: {
+        value(this: BufferedResponse): Response {
+          if (this.#used) throw new TypeError("Response.clone: Body has already been consumed.");
+          return new BufferedResponse(this.#bytes, this);
+        },
+      },
     });
   }
 
@@ -32,26 +74,11 @@ class BufferedResponse extends Response {
     return this.#bytes ?? Buffer.alloc(0);
   }
 
-  override readonly arrayBuffer = async (): Promise<ArrayBuffer> => {
-    const bytes = this.#take();
-    return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
-  };
-
-  override readonly blob = async (): Promise<Blob> =>
-    new Blob([this.#take()], { type: this.headers.get("content-type") ?? "" });
-
-  override readonly text = async (): Promise<string> => {
+  #text(): string {
     const text = this.#take().toString("utf8");
     // Like fetch's text(): a UTF-8 byte-order mark is not part of the text.
     return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
-  };
-
-  override readonly json = async (): Promise<unknown> => JSON.parse(await this.text());
-
-  override readonly clone = (): Response => {
-    if (this.#used) throw new TypeError("Response.clone: Body has already been consumed.");
-    return new BufferedResponse(this.#bytes, this);
-  };
+  }
 }
 
 /**

@@ -94,6 +94,13 @@ describe("Node HTTP fetch for the Gemini SDK", () => {
     expect(streamed.bodyUsed).toBe(true);
   });
 
+  it("adds nothing to a Response's own properties, so all responses share one hidden class", async () => {
+    // Own accessors or closures on each response would give each a shape of its own, and the
+    // SDK code reading responses would keep being deoptimised.
+    const response = await fetchNode(`${base}/bom`);
+    expect(Reflect.ownKeys(response)).toEqual(Reflect.ownKeys(new Response(null)));
+  });
+
   it("answers 204 without a body", async () => {
     const response = await fetchNode(`${base}/empty`);
     expect(response.status).toBe(204);
