@@ -16,6 +16,13 @@ import {
 
 const STATEMENT_CACHE_SIZE = 200;
 
+/**
+ * Writes of one turn of the event loop that commit on their own before the rest are grouped. A
+ * quiet bot writes once or twice a turn (a webhook stores an update and claims it; a turn appends
+ * an event); alone, an autocommit costs less than a transaction that waits for the loop's turn.
+ */
+export const SOLO_WRITES_PER_TURN = 2;
+
 type Waiter = { resolve(): void; reject(error: unknown): void };
 
 /** Writes that share one open transaction, and the callers waiting for its COMMIT. */
@@ -38,8 +45,8 @@ class Connection implements DatabaseConnection {
  * Kysely's SQLite driver with group commit. Every commit writes its pages to the WAL and takes
  * the WAL's file locks: alone, that is two thirds of the cost of appending an event. When the bot
  * is busy, many chats' inserts and inbox updates arrive in the same turn of the event loop; the
- * first commits on its own, at once, and the rest share one transaction that commits before the
- * loop waits for I/O again. Each caller's promise resolves only after its COMMIT, so nobody acts
+ * first two commit on their own, at once, and the rest share one transaction that commits before
+ * the loop waits for I/O again. Each caller's promise resolves only after its COMMIT, so nobody acts
  * on a write that could still be lost. Reads with no writes pending run at once, outside any
  * transaction.
  *
@@ -51,10 +58,10 @@ class GroupCommitDriver implements Driver {
   readonly #database: SQLite.Database;
   readonly #statements = new Map<string, SQLite.Statement>();
   #batch: Batch | null = null;
-  /** Whether a write has committed on its own in this turn of the event loop. */
-  #wroteThisTurn = false;
+  /** Writes that committed on their own in this turn of the event loop. */
+  #soloWrites = 0;
   readonly #endTurn = () => {
-    this.#wroteThisTurn = false;
+    this.#soloWrites = 0;
   };
   /** The connection in an explicit transaction, and a promise that settles when it ends. */
   #owner: { connection: Connection; ended: Promise<void>; end(): void } | null = null;
@@ -118,10 +125,8 @@ class GroupCommitDriver implements Driver {
     if (this.#owner !== null || (this.#batch === null && statement.readonly)) {
       return run<R>(statement, query.parameters);
     }
-    if (this.#batch === null && !this.#wroteThisTurn) {
-      // Most likely alone (a quiet bot): an autocommit costs less than a batch of one.
-      this.#wroteThisTurn = true;
-      setImmediate(this.#endTurn);
+    if (this.#batch === null && this.#soloWrites < SOLO_WRITES_PER_TURN) {
+      if (this.#soloWrites++ === 0) setImmediate(this.#endTurn);
       return run<R>(statement, query.parameters);
     }
     const batch = this.#openBatch();

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import SQLite from "better-sqlite3";
 import { type Generated, Kysely } from "kysely";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { GroupCommitSqliteDialect } from "../../src/db/sqlite-dialect.js";
+import { GroupCommitSqliteDialect, SOLO_WRITES_PER_TURN } from "../../src/db/sqlite-dialect.js";
 
 type Tables = {
   notes: { id: Generated<number>; text: string };
@@ -25,6 +25,9 @@ describe("the group-commit SQLite dialect", () => {
       (row) => row.text,
     );
   const note = (text: string) => db.insertInto("notes").values({ text }).execute();
+  /** The writes of an event-loop turn that commit on their own, before any batch opens. */
+  const soloNotes = () => Array.from({ length: SOLO_WRITES_PER_TURN }, (_, i) => note(`solo ${i}`));
+  const soloTexts = Array.from({ length: SOLO_WRITES_PER_TURN }, (_, i) => `solo ${i}`);
   /** WAL frames written so far (a 32-byte header, then frames of a page and 24 bytes). */
   const walFrames = () => (statSync(`${path}-wal`).size - 32) / (4096 + 24);
 
@@ -61,10 +64,10 @@ describe("the group-commit SQLite dialect", () => {
     const start = walFrames();
     const writes = Array.from({ length: 50 }, (_, i) => note(`note ${i}`));
     expect(committedNotes()).toEqual([]);
-    // The first write of a turn commits on its own; the other 49 share the next commit.
-    await writes[0];
-    expect(committedNotes()).toEqual(["note 0"]);
-    await writes[1];
+    // The first writes of a turn commit on their own; the others share the next commit.
+    await writes[SOLO_WRITES_PER_TURN - 1];
+    expect(committedNotes()).toHaveLength(SOLO_WRITES_PER_TURN);
+    await writes[SOLO_WRITES_PER_TURN];
     expect(committedNotes()).toHaveLength(50);
     await Promise.all(writes);
     const oneCommit = walFrames() - start;
@@ -91,32 +94,34 @@ describe("the group-commit SQLite dialect", () => {
 
   it("rejects every write of a batch whose COMMIT fails, and keeps none of them", async () => {
     const results = await Promise.allSettled([
-      note("alone"),
+      ...soloNotes(),
       note("lost"),
       db.insertInto("children").values({ parent_id: 999 }).execute(),
     ]);
-    expect(results.map((result) => result.status)).toEqual(["fulfilled", "rejected", "rejected"]);
-    expect(String((results[1] as PromiseRejectedResult).reason)).toMatch(
+    expect(results.slice(SOLO_WRITES_PER_TURN).map((result) => result.status)).toEqual([
+      "rejected",
+      "rejected",
+    ]);
+    expect(String((results[SOLO_WRITES_PER_TURN] as PromiseRejectedResult).reason)).toMatch(
       /the write was not committed \(FOREIGN KEY constraint failed\); it can be retried/,
     );
-    expect(committedNotes()).toEqual(["alone"]);
+    expect(committedNotes()).toEqual(soloTexts);
     await note("after");
-    expect(committedNotes()).toEqual(["alone", "after"]);
+    expect(committedNotes()).toEqual([...soloTexts, "after"]);
   });
 
   it("rejects the writes a statement's rollback undid, and starts a new batch after it", async () => {
-    const alone = note("alone");
+    const solo = soloNotes();
     const earlier = note("undone");
     const guard = db.insertInto("guarded").values({ text: "undo everything" }).execute();
     const later = note("kept");
-    const results = await Promise.allSettled([alone, earlier, guard, later]);
-    expect(results.map((result) => result.status)).toEqual([
-      "fulfilled",
+    const results = await Promise.allSettled([...solo, earlier, guard, later]);
+    expect(results.slice(SOLO_WRITES_PER_TURN).map((result) => result.status)).toEqual([
       "rejected",
       "rejected",
       "fulfilled",
     ]);
-    expect(committedNotes()).toEqual(["alone", "kept"]);
+    expect(committedNotes()).toEqual([...soloTexts, "kept"]);
   });
 
   it("gives an explicit transaction the connection to itself", async () => {
@@ -152,13 +157,13 @@ describe("the group-commit SQLite dialect", () => {
   });
 
   it("commits pending writes when the database is closed", async () => {
-    const first = note("first words");
+    const solo = soloNotes();
     const pending = note("last words");
     // Kysely hands the query to the driver a few promise hops later.
     for (let hop = 0; hop < 100 && !database.inTransaction; hop++) await Promise.resolve();
     expect(database.inTransaction).toBe(true);
     await db.destroy();
-    await Promise.all([first, pending]);
-    expect(committedNotes()).toEqual(["first words", "last words"]);
+    await Promise.all([...solo, pending]);
+    expect(committedNotes()).toEqual([...soloTexts, "last words"]);
   });
 });
