@@ -1,10 +1,11 @@
-import {
-  type Content,
-  type FunctionDeclaration,
-  type GenerateContentConfig,
-  type GenerateContentParameters,
-  type GenerateContentResponse,
-  type GenerateContentResponseUsageMetadata,
+import type {
+  ApiError,
+  Content,
+  FunctionDeclaration,
+  GenerateContentConfig,
+  GenerateContentParameters,
+  GenerateContentResponse,
+  GenerateContentResponseUsageMetadata,
   GoogleGenAI,
 } from "@google/genai";
 import type { Logger } from "pino";
@@ -151,16 +152,23 @@ export function createGeminiClient(deps: GeminiClientDeps): GeminiClient {
   const policy: RetryPolicy = { ...DEFAULT_RETRY, ...deps.retry };
   const sleep = deps.sleep ?? defaultSleep;
   const random = deps.random ?? Math.random;
-  // Our own loop retries, so the SDK's retryOptions stay unset (the SDK then sends one request).
-  const ai = new GoogleGenAI({
-    apiKey: deps.apiKey,
-    vertexai: false,
-    httpOptions: {
-      fetch: createNodeFetch(),
-      timeout: deps.timeoutMs ?? 60_000,
-      ...(deps.baseUrl ? { baseUrl: deps.baseUrl } : {}),
-    },
-  });
+  // Loading the SDK takes a tenth of a second, a seventh of the service's start-up, and nothing
+  // before the first model call needs it: the service answers /healthz and stores updates first.
+  let sdk: Promise<{ ai: GoogleGenAI; apiError: typeof ApiError }> | undefined;
+  const loadSdk = () =>
+    (sdk ??= import("@google/genai").then(({ GoogleGenAI, ApiError }) => ({
+      // Our own loop retries, so the SDK's retryOptions stay unset (it then sends one request).
+      ai: new GoogleGenAI({
+        apiKey: deps.apiKey,
+        vertexai: false,
+        httpOptions: {
+          fetch: createNodeFetch(),
+          timeout: deps.timeoutMs ?? 60_000,
+          ...(deps.baseUrl ? { baseUrl: deps.baseUrl } : {}),
+        },
+      }),
+      apiError: ApiError,
+    })));
 
   /** Delay before the next attempt, or throws the error that ends generate(). */
   function planRetry(failure: Failure, attempt: number, spentMs: number): number {
@@ -173,6 +181,7 @@ export function createGeminiClient(deps: GeminiClientDeps): GeminiClient {
   }
 
   async function generate(request: GeminiRequest): Promise<GeminiResult> {
+    const { ai, apiError } = await loadSdk();
     let contents = request.contents;
     let repairedSignatures = false;
     // Planned delays count in full even when an injected sleep returns early.
@@ -183,7 +192,7 @@ export function createGeminiClient(deps: GeminiClientDeps): GeminiClient {
         return toResult(await ai.models.generateContent(paramsFor(request, contents)));
       } catch (error) {
         spentMs += Date.now() - started;
-        const failure = describeFailure(error, deps.apiKey);
+        const failure = describeFailure(error, deps.apiKey, apiError);
         const log = {
           model: request.model,
           attempt,

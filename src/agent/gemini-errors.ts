@@ -1,4 +1,4 @@
-import { ApiError } from "@google/genai";
+import type { ApiError } from "@google/genai";
 
 export type GeminiErrorKind = "refused" | "unavailable";
 
@@ -122,9 +122,16 @@ function isTransportError(error: Error): boolean {
   return NETWORK_MESSAGES.test(error.message) || hasErrnoCause;
 }
 
-/** Classifies anything the SDK throws; `secret` (the API key) never reaches the reason. */
-export function describeFailure(error: unknown, secret: string): Failure {
-  if (error instanceof ApiError) return describeApiError(error, secret);
+/**
+ * Classifies anything the SDK throws; `secret` (the API key) never reaches the reason. The SDK's
+ * ApiError class is passed in by the client, which loads the SDK only when it first needs it.
+ */
+export function describeFailure(
+  error: unknown,
+  secret: string,
+  apiError: typeof ApiError,
+): Failure {
+  if (error instanceof apiError) return describeApiError(error, secret);
   if (error instanceof Error && isTransportError(error)) {
     const timedOut = error.name === "AbortError" || error.name === "TimeoutError";
     const reason = timedOut ? "no answer before the timeout" : `network error: ${error.message}`;
