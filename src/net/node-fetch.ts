@@ -81,6 +81,8 @@ class BufferedResponse extends Response {
   }
 }
 
+const MAX_CACHED_URLS = 100;
+
 /**
  * `fetch` on Node's own HTTP client with keep-alive agents, for the Gemini SDK and grammY. The
  * built-in fetch (undici) and node-fetch cost more CPU per request than the rest of a turn's
@@ -92,16 +94,28 @@ export function createNodeFetch(): typeof fetch {
     "http:": new http.Agent({ keepAlive: true }),
     "https:": new https.Agent({ keepAlive: true }),
   };
+  // The clients call a handful of URLs (one per model, one per Bot API method) over and over.
+  const targets = new Map<string, { url: URL; options: http.RequestOptions }>();
+  const targetOf = (href: string) => {
+    let target = targets.get(href);
+    if (target === undefined) {
+      const url = new URL(href);
+      target = { url, options: urlToHttpOptions(url) };
+      if (targets.size >= MAX_CACHED_URLS) targets.clear();
+      targets.set(href, target);
+    }
+    return target;
+  };
   return (input, init) => {
-    const url = new URL(input instanceof Request ? input.url : String(input));
+    const { url, options } = targetOf(input instanceof Request ? input.url : String(input));
     const signal: AnySignal | null | undefined = init?.signal;
     if (signal?.aborted) return Promise.reject(abortError());
     const given = init?.headers;
-    // grammY passes a plain object, which Node's client takes as it is.
+    // grammY passes a plain object, which Node's client takes as it is; the Gemini SDK a Headers.
     const headers =
       given && !Array.isArray(given) && !(given instanceof Headers)
         ? (given as Record<string, string>)
-        : Object.fromEntries(new Headers(given).entries());
+        : Object.fromEntries(given instanceof Headers ? given : new Headers(given));
     const body = init?.body;
     if (body !== undefined && body !== null && typeof body !== "string") {
       return Promise.reject(new TypeError("this fetch sends string bodies only"));
@@ -124,7 +138,7 @@ export function createNodeFetch(): typeof fetch {
       };
       const request = transport.request(
         {
-          ...urlToHttpOptions(url),
+          ...options,
           method: init?.method ?? "GET",
           headers,
           agent: agents[url.protocol as keyof typeof agents],
