@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { parseStartScript, REPO_ROOT, START_COMMAND } from "../../bench/service-process.js";
@@ -27,5 +28,15 @@ describe("the start command", () => {
     for (const [name, value] of Object.entries(START_COMMAND.env)) {
       expect(dockerfile).toMatch(new RegExp(`^(ENV)?\\s+${name}=${value}\\s`, "m"));
     }
+  });
+
+  it("uses only node options this Node accepts", () => {
+    const run = spawnSync(process.execPath, [...START_COMMAND.nodeArgs, "-e", "0"], {
+      env: { ...process.env, ...START_COMMAND.env },
+      encoding: "utf8",
+    });
+    expect(run.stderr).toBe("");
+    expect(run.status).toBe(0);
+    expect(spawnSync(process.execPath, ["--no-such-option", "-e", "0"]).status).not.toBe(0);
   });
 });
