@@ -54,6 +54,8 @@ async function main(): Promise<void> {
     request.on("data", (chunk: Buffer) => chunks.push(chunk));
     request.once("end", () => {
       if (method.toLowerCase() === "sendmessage") sendMessages++;
+      // Bounded like the fake Gemini's requests below: nothing here reads the records back.
+      telegram.forgetCalls();
       send({ type: "arrival", method, at, ...readBody(Buffer.concat(chunks).toString("utf8")) });
     });
   };

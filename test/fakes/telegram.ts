@@ -124,6 +124,8 @@ export interface FakeTelegram {
    * it was killed), the call has no effect: a message held this way was never sent.
    */
   holdNext(method: string): HeldCall;
+  /** Drops the recorded calls and messages: a benchmark's thousands would burden this process. */
+  forgetCalls(): void;
   close(): Promise<void>;
 }
 
@@ -278,6 +280,11 @@ class FakeTelegramServer implements FakeTelegram {
     const key = method.toLowerCase();
     this.holds.set(key, [...(this.holds.get(key) ?? []), hold]);
     return hold;
+  }
+
+  forgetCalls(): void {
+    this.calls.length = 0;
+    this.sent.length = 0;
   }
 
   async close(): Promise<void> {
