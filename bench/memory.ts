@@ -136,10 +136,10 @@ function rowsFor(samples: Samples, variant: Variant, database: DatabaseKind): Be
  * The service as `npm start` runs it (its heap settings and MALLOC_ARENA_MAX), and for comparison
  * as plain `node dist/src/main.js` runs it, with Node's defaults.
  */
-type Variant = { label: string; nodeArgs: readonly string[]; startEnv: boolean };
+type Variant = { label: string; npmStart: boolean };
 const VARIANTS: readonly Variant[] = [
-  { label: ", npm start", nodeArgs: START_COMMAND.nodeArgs, startEnv: true },
-  { label: ", plain node (Node's default heap)", nodeArgs: [], startEnv: false },
+  { label: ", npm start", npmStart: true },
+  { label: ", plain node (Node's default heap)", npmStart: false },
 ];
 
 async function measure(
@@ -157,9 +157,10 @@ async function measure(
       allowedUserIds: users,
       dataDir,
     });
-    if (!variant.startEnv) for (const name of Object.keys(START_COMMAND.env)) delete env[name];
+    if (!variant.npmStart) for (const name of Object.keys(START_COMMAND.env)) delete env[name];
     const before = await fakes.stats();
-    const service = await startService({ env, fakes, nodeArgs: variant.nodeArgs });
+    const nodeArgs = variant.npmStart ? START_COMMAND.nodeArgs : [];
+    const service = await startService({ env, fakes, nodeArgs });
     const driver = createChatDriver(fakes, service.baseUrl);
     try {
       const samples = await driveAndSample(service, driver).catch((error: unknown) => {
