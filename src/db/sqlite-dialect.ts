@@ -118,6 +118,7 @@ class GroupCommitDriver implements Driver {
   }
 
   async execute<R>(connection: Connection, query: CompiledQuery): Promise<QueryResult<R>> {
+    // Checked here first so that the common case, no transaction, costs no extra promise hop.
     if (this.#owner !== null && this.#owner.connection !== connection) {
       await this.#waitForOtherOwner(connection);
     }
