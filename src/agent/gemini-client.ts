@@ -36,12 +36,13 @@ const DEFAULT_RETRY: RetryPolicy = {
   maxDelayMs: 8_000,
   maxTotalMs: 45_000,
 };
+const DEFAULT_TIMEOUT_MS = 60_000;
 
 export interface GeminiClientDeps {
   apiKey: string;
   baseUrl?: string;
   logger: Logger;
-  /** Per attempt, enforced by the SDK with an AbortSignal. */
+  /** Per attempt. */
   timeoutMs?: number;
   retry?: Partial<RetryPolicy>;
   sleep?: (ms: number) => Promise<void>;
@@ -114,8 +115,12 @@ export function withPlaceholderSignatures(contents: Content[]): Content[] {
   );
 }
 
-function paramsFor(request: GeminiRequest, contents: Content[]): GenerateContentParameters {
-  const config: GenerateContentConfig = {};
+function paramsFor(
+  request: GeminiRequest,
+  contents: Content[],
+  abortSignal: AbortSignal,
+): GenerateContentParameters {
+  const config: GenerateContentConfig = { abortSignal };
   if (request.systemInstruction) config.systemInstruction = request.systemInstruction;
   if (request.tools && request.tools.length > 0) {
     config.tools = [{ functionDeclarations: request.tools }];
@@ -163,7 +168,6 @@ export function createGeminiClient(deps: GeminiClientDeps): GeminiClient {
         vertexai: false,
         httpOptions: {
           fetch: createNodeFetch(),
-          timeout: deps.timeoutMs ?? 60_000,
           ...(deps.baseUrl ? { baseUrl: deps.baseUrl } : {}),
         },
       }),
@@ -180,6 +184,22 @@ export function createGeminiClient(deps: GeminiClientDeps): GeminiClient {
     return delayMs;
   }
 
+  /**
+   * One request, aborted after timeoutMs. The deadline is ours rather than httpOptions.timeout:
+   * after a success the SDK leaves that timer, and the AbortController it holds, armed for the
+   * whole timeout in case the body is still streaming (ours is read whole before the SDK sees
+   * it). Under load that was a minute's worth of requests held in memory, ~1 KB each.
+   */
+  async function send(ai: GoogleGenAI, request: GeminiRequest, contents: Content[]) {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), deps.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+    try {
+      return await ai.models.generateContent(paramsFor(request, contents, controller.signal));
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   async function generate(request: GeminiRequest): Promise<GeminiResult> {
     const { ai, apiError } = await loadSdk();
     let contents = request.contents;
@@ -189,7 +209,7 @@ export function createGeminiClient(deps: GeminiClientDeps): GeminiClient {
     for (let attempt = 1; ; attempt++) {
       const started = Date.now();
       try {
-        return toResult(await ai.models.generateContent(paramsFor(request, contents)));
+        return toResult(await send(ai, request, contents));
       } catch (error) {
         spentMs += Date.now() - started;
         const failure = describeFailure(error, deps.apiKey, apiError);

@@ -1,6 +1,7 @@
+import { createHook } from "node:async_hooks";
 import type { Content } from "@google/genai";
 import { pino } from "pino";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import {
   createGeminiClient,
   type GeminiClientDeps,
@@ -183,6 +184,38 @@ describe("createGeminiClient against the fake Gemini", () => {
     expect(error.message).toContain("timeout");
     expect(fake.requests).toHaveLength(2);
     expect(sleeps).toHaveLength(1);
+  });
+
+  it("leaves no deadline armed once an answer is back", async () => {
+    // A duration nothing else here uses tells the request deadlines from other timers.
+    const timeoutMs = 54_321;
+    const armed = new Set<number>();
+    const hook = createHook({
+      init(id, type, _trigger, resource) {
+        // Node's Timeout keeps its duration in _idleTimeout; it has no public getter.
+        if (
+          type === "Timeout" &&
+          (resource as { _idleTimeout?: number })._idleTimeout === timeoutMs
+        )
+          armed.add(id);
+      },
+      destroy(id) {
+        armed.delete(id);
+      },
+    });
+    const { client } = setup({ timeoutMs });
+    hook.enable();
+    try {
+      for (let i = 0; i < 3; i++) {
+        fake.script(text(`answer ${i}`));
+        await client.generate({ model: MODEL, contents: [ask("hi")] });
+      }
+      expect(armed.size).toBeGreaterThan(0);
+      // Destroy hooks run after the turn of the event loop that cleared the timer.
+      await vi.waitFor(() => expect(armed.size).toBe(0), { timeout: 2_000 });
+    } finally {
+      hook.disable();
+    }
   });
 
   it("retries network errors", async () => {
