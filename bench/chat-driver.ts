@@ -1,8 +1,7 @@
-import { Agent, request } from "node:http";
 import { buildTextUpdate } from "../test/fakes/telegram-objects.js";
-import type { FakesProcess } from "./fakes-process.js";
-import { sharedClockMs, type TelegramArrival } from "./fakes-protocol.js";
+import type { Fakes, TelegramArrival } from "./fakes.js";
 import { WEBHOOK_SECRET } from "./service-process.js";
+import { createWebhookPoster } from "./webhook-poster.js";
 
 /** The fake Gemini's default answer, rendered to Telegram HTML (plain words stay as they are). */
 const EXPECTED_ANSWER = "ok";
@@ -31,51 +30,9 @@ export type ChatDriver = {
 
 type Waiting = { resolve(arrival: TelegramArrival): void; timer: NodeJS.Timeout };
 
-const isReset = (error: unknown) =>
-  error instanceof Error && "code" in error && error.code === "ECONNRESET";
-
-/**
- * POSTs an update to the webhook. A kept-alive socket that the server closed just as it was
- * reused fails with ECONNRESET; Telegram would deliver the update again, so this does too (once):
- * the inbox stores an update_id only once, should the first attempt have arrived after all.
- */
-function post(agent: Agent, baseUrl: string, body: string, retry = true): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      `${baseUrl}/telegram/webhook`,
-      {
-        method: "POST",
-        agent,
-        headers: {
-          "content-type": "application/json",
-          "content-length": Buffer.byteLength(body),
-          "x-telegram-bot-api-secret-token": WEBHOOK_SECRET,
-        },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (chunk: Buffer) => chunks.push(chunk));
-        res.once("end", () => {
-          if (res.statusCode === 200) resolve();
-          else {
-            const text = Buffer.concat(chunks).toString("utf8");
-            reject(new Error(`the webhook answered ${res.statusCode}: ${text}`));
-          }
-        });
-        res.once("error", reject);
-      },
-    );
-    req.once("error", (error) => {
-      if (retry && req.reusedSocket && isReset(error)) resolve(post(agent, baseUrl, body, false));
-      else reject(error);
-    });
-    req.end(body);
-  });
-}
-
 /** Plays Telegram (webhook POSTs) and the users, one turn at a time per chat. */
-export function createChatDriver(fakes: FakesProcess, baseUrl: string): ChatDriver {
-  const agent = new Agent({ keepAlive: true, maxSockets: MAX_SOCKETS });
+export function createChatDriver(fakes: Fakes, baseUrl: string): ChatDriver {
+  const poster = createWebhookPoster({ baseUrl, secret: WEBHOOK_SECRET, maxSockets: MAX_SOCKETS });
   const waiting = new Map<number, Waiting>();
   const counts: DriverCounts = { answered: 0, unexpected: 0, wrongText: 0 };
   let updateId = 0;
@@ -127,8 +84,8 @@ export function createChatDriver(fakes: FakesProcess, baseUrl: string): ChatDriv
       });
       const body = JSON.stringify(update);
       const { answer, cancel } = expectAnswer(chatId);
-      const start = sharedClockMs();
-      const posted = post(agent, baseUrl, body).catch((error: unknown) => {
+      const start = performance.now();
+      const posted = poster.post(body).catch((error: unknown) => {
         cancel();
         throw error;
       });
@@ -138,7 +95,7 @@ export function createChatDriver(fakes: FakesProcess, baseUrl: string): ChatDriv
     },
     close() {
       unsubscribe();
-      agent.destroy();
+      poster.close();
     },
   };
 }

@@ -1,5 +1,5 @@
 import type { DriverCounts } from "./chat-driver.js";
-import type { FakesStats } from "./fakes-protocol.js";
+import type { FakesStats } from "./fakes.js";
 import type { BenchRow } from "./run.js";
 
 export type Delivery = {

@@ -5,7 +5,7 @@ import type { DatabaseKind } from "../src/db/connect.js";
 import { type ChatDriver, createChatDriver } from "./chat-driver.js";
 import { BENCH_DATABASES, createBenchDatabase, type DatabaseBenchOptions } from "./databases.js";
 import { type Delivery, deliveryBetween, deliveryRow, totalDelivery } from "./delivery.js";
-import { type FakesProcess, startFakesProcess } from "./fakes-process.js";
+import { type Fakes, startFakes } from "./fakes.js";
 import type { BenchRow } from "./run.js";
 import {
   type CpuTime,
@@ -222,18 +222,19 @@ function cpuSince(service: ServiceProcess, before: CpuTime): CpuTime {
 }
 
 async function measure(
-  fakes: FakesProcess,
+  fakes: Fakes,
   service: ServiceProcess,
   benchCase: BenchCase,
 ): Promise<{ measured: Measured; driver: ChatDriver }> {
   const driver = createChatDriver(fakes, service.baseUrl);
   try {
     await benchCase.warmup(driver);
-    await fakes.stats();
+    // Clears the warm-up's Gemini timings.
+    fakes.stats();
     const cpuBefore = service.cpuTime();
     const timed = await benchCase.timed(driver);
     const cpu = cpuSince(service, cpuBefore);
-    const { geminiMs } = await fakes.stats();
+    const { geminiMs } = fakes.stats();
     return { measured: { ...timed, cpu, geminiMs }, driver };
   } finally {
     driver.close();
@@ -243,7 +244,7 @@ async function measure(
 type Run = { measured: Measured; delivery: Delivery };
 
 async function runOnce(
-  fakes: FakesProcess,
+  fakes: Fakes,
   database: DatabaseKind,
   benchCase: BenchCase,
   options: E2eBenchOptions & { profileName: string },
@@ -262,13 +263,13 @@ async function runOnce(
       ...START_COMMAND.nodeArgs,
       ...profileArgs(options.cpuProfileDir, options.profileName),
     ];
-    const before = await fakes.stats();
+    const before = fakes.stats();
     const service = await startService({ env, fakes, nodeArgs });
     try {
       const { measured, driver } = await measure(fakes, service, benchCase);
       // A graceful stop lets every running turn finish, so a late duplicate would be counted.
       await service.stop();
-      const after = await fakes.stats();
+      const after = fakes.stats();
       return {
         measured,
         delivery: deliveryBetween(before, after, benchCase.turnsPosted, driver.counts),
@@ -283,7 +284,7 @@ async function runOnce(
 }
 
 async function runCase(
-  fakes: FakesProcess,
+  fakes: Fakes,
   database: DatabaseKind,
   benchCase: BenchCase,
   options: E2eBenchOptions,
@@ -308,10 +309,11 @@ async function runCase(
 
 /**
  * The whole path of a message: webhook POST → inbox → agent turn (store, Gemini) → sendMessage,
- * against the fakes in a process of their own and a zero-latency fake Gemini answering "ok".
+ * against a zero-latency fake Gemini answering "ok" and the fake Telegram, both in this process
+ * (see bench/fakes.ts), the service in its own.
  */
 export async function e2eBenchmark(options: E2eBenchOptions): Promise<BenchRow[]> {
-  const fakes = await startFakesProcess();
+  const fakes = await startFakes();
   try {
     const rows: BenchRow[] = [];
     for (const database of BENCH_DATABASES) {

@@ -10,7 +10,7 @@ import { createSessionStore } from "../src/session/store.js";
 import { type ChatDriver, createChatDriver } from "./chat-driver.js";
 import { BENCH_DATABASES, createBenchDatabase, type DatabaseBenchOptions } from "./databases.js";
 import { deliveryBetween, deliveryRow } from "./delivery.js";
-import { type FakesProcess, startFakesProcess } from "./fakes-process.js";
+import { type Fakes, startFakes } from "./fakes.js";
 import { historyTurn } from "./history.js";
 import type { BenchRow } from "./run.js";
 import {
@@ -146,7 +146,7 @@ const VARIANTS: readonly Variant[] = [
 ];
 
 async function measure(
-  fakes: FakesProcess,
+  fakes: Fakes,
   target: DatabaseTarget,
   variant: Variant,
 ): Promise<BenchRow[]> {
@@ -161,7 +161,7 @@ async function measure(
       dataDir,
     });
     if (!variant.npmStart) for (const name of Object.keys(START_COMMAND.env)) delete env[name];
-    const before = await fakes.stats();
+    const before = fakes.stats();
     const nodeArgs = variant.npmStart ? START_COMMAND.nodeArgs : [];
     const service = await startService({ env, fakes, nodeArgs });
     const driver = createChatDriver(fakes, service.baseUrl);
@@ -172,7 +172,7 @@ async function measure(
         );
       });
       await service.stop();
-      const after = await fakes.stats();
+      const after = fakes.stats();
       const turns = CHATS * (1 + MORE_ROUNDS);
       const delivery = deliveryBetween(before, after, turns, driver.counts);
       const where = {
@@ -195,7 +195,7 @@ async function measure(
  * through the session store, then every chat gets turns while /proc/<pid>/status is sampled.
  */
 export async function memoryBenchmark(options: MemoryBenchOptions): Promise<BenchRow[]> {
-  const fakes = await startFakesProcess();
+  const fakes = await startFakes();
   const rows: BenchRow[] = [];
   try {
     // Each run gets a database of its own: the chat driver's update ids start over.

@@ -4,7 +4,7 @@ import { createServer } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { DatabaseTarget } from "../src/config.js";
-import type { FakesProcess } from "./fakes-process.js";
+import type { Fakes } from "./fakes.js";
 
 /** The benchmarks run this file as dist/bench/service-process.js; tests import it from bench/. */
 export const REPO_ROOT = fileURLToPath(
@@ -37,7 +37,7 @@ export const databaseUrl = (target: DatabaseTarget): string =>
   target.kind === "sqlite" ? `sqlite:${target.path}` : target.connectionString;
 
 export type ServiceEnvOptions = {
-  fakes: FakesProcess;
+  fakes: Fakes;
   database: DatabaseTarget;
   port: number;
   /** Private chats have the user's id as chat id, so each chat needs its own allowed user. */
@@ -159,7 +159,7 @@ function exitOf(proc: ChildProcess): Promise<number | null> {
  */
 export async function startService(options: {
   env: Record<string, string>;
-  fakes: FakesProcess;
+  fakes: Fakes;
   nodeArgs?: readonly string[];
 }): Promise<ServiceProcess> {
   const webhookSet = options.fakes.nextArrival("setWebhook", READY_TIMEOUT_MS);

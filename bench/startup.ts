@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import type { DatabaseKind } from "../src/db/connect.js";
 import { BENCH_DATABASES, createBenchDatabase, type DatabaseBenchOptions } from "./databases.js";
-import { type FakesProcess, startFakesProcess } from "./fakes-process.js";
+import { type Fakes, startFakes } from "./fakes.js";
 import type { BenchRow } from "./run.js";
 import { freePort, REPO_ROOT, SERVICE_MAIN, serviceEnv } from "./service-process.js";
 import { round, summarize } from "./stats.js";
@@ -76,7 +76,7 @@ async function stopGroup(proc: ChildProcess, closed: Promise<void>): Promise<voi
   clearTimeout(timer);
 }
 
-type Where = { database: DatabaseKind; postgresUrl: string; fakes: FakesProcess };
+type Where = { database: DatabaseKind; postgresUrl: string; fakes: Fakes };
 
 /** One start on a database of its own (a fresh SQLite file or PostgreSQL schema): migrations run. */
 async function timeOneStart(launcher: Launcher, where: Where): Promise<Run> {
@@ -148,7 +148,7 @@ async function measure(launcher: Launcher, where: Where): Promise<BenchRow> {
 
 /** From launching the service to its first 200 on /healthz, through npm and directly. */
 export async function startupBenchmark(options: StartupBenchOptions): Promise<BenchRow[]> {
-  const fakes = await startFakesProcess();
+  const fakes = await startFakes();
   try {
     const rows: BenchRow[] = [];
     for (const database of BENCH_DATABASES) {
