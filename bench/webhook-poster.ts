@@ -157,6 +157,7 @@ export function createWebhookPoster(options: {
     },
     close() {
       closed = true;
+      for (const request of queued.splice(0)) request.reject(new Error("the poster was closed"));
       for (const connection of open) connection.socket.destroy();
     },
   };
