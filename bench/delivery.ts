@@ -25,22 +25,6 @@ export function deliveryBetween(
   };
 }
 
-/** Several runs' deliveries as one: the sums, so that any run's missing or extra answer shows. */
-export function totalDelivery(deliveries: readonly Delivery[]): Delivery {
-  const sum = (of: (delivery: Delivery) => number) =>
-    deliveries.reduce((total, delivery) => total + of(delivery), 0);
-  return {
-    turnsPosted: sum((d) => d.turnsPosted),
-    sendMessages: sum((d) => d.sendMessages),
-    geminiRejections: sum((d) => d.geminiRejections),
-    counts: {
-      answered: sum((d) => d.counts.answered),
-      unexpected: sum((d) => d.counts.unexpected),
-      wrongText: sum((d) => d.counts.wrongText),
-    },
-  };
-}
-
 /** Each posted turn answered exactly once, with the model's words: what makes the timings count. */
 export function deliveryRow(
   where: Pick<BenchRow, "benchmark" | "database" | "case">,
