@@ -195,14 +195,15 @@ function concurrentCase(database: DatabaseKind): BenchCase {
     turnsPosted:
       turnsPerGroup * warmupGroups + (turnsPerGroup + CONCURRENT_CHATS) * CONCURRENT_RUNS,
     async warmup(driver) {
-      let cold: Timed | undefined;
-      for (let g = 0; g < warmupGroups; g++) {
+      const warmGroup = async (g: number) => {
         const timed = await timing(together(driver, group(g)));
         // The timed runs would then measure a service that is failing: stop here instead.
         if (timed.errors[0] !== undefined) throw new Error(`warm-up failed: ${timed.errors[0]}`);
-        cold ??= timed;
-      }
-      return cold ?? emptyTimed();
+        return timed;
+      };
+      const cold = await warmGroup(0);
+      for (let g = 1; g < warmupGroups; g++) await warmGroup(g);
+      return cold;
     },
     // Each chat's first turn reads its (empty) history; the timed turns are its next ones.
     prepare: (driver, run) =>
