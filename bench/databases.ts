@@ -5,11 +5,25 @@ import pg from "pg";
 import { type DatabaseTarget, parseDatabaseUrl } from "../src/config.js";
 import type { DatabaseKind } from "../src/db/connect.js";
 
-/** The databases every database benchmark runs on, in this order. */
+/** The databases every database benchmark runs on, in this order, unless told fewer. */
 export const BENCH_DATABASES: readonly DatabaseKind[] = ["sqlite", "postgres"];
 
-/** What a benchmark that runs on both databases is given. */
+/** "sqlite,postgres" → the databases named, in BENCH_DATABASES' order; undefined → all. */
+export function parseBenchDatabases(list: string | undefined): readonly DatabaseKind[] {
+  if (list === undefined || list.trim() === "") return BENCH_DATABASES;
+  const names = list.split(",").map((name) => name.trim());
+  const unknown = names.filter((name) => !(BENCH_DATABASES as readonly string[]).includes(name));
+  if (unknown.length > 0) {
+    throw new Error(
+      `Unknown database ${unknown.join(", ")} in BENCH_DATABASES: choose from ${BENCH_DATABASES.join(", ")}.`,
+    );
+  }
+  return BENCH_DATABASES.filter((database) => names.includes(database));
+}
+
+/** What a benchmark that runs on each database is given. */
 export type DatabaseBenchOptions = {
+  databases: readonly DatabaseKind[];
   postgresUrl: string;
   /** Progress lines, so a long run visibly moves. */
   progress?: (line: string) => void;

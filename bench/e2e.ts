@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { DatabaseKind } from "../src/db/connect.js";
 import { type ChatDriver, createChatDriver } from "./chat-driver.js";
-import { BENCH_DATABASES, createBenchDatabase, type DatabaseBenchOptions } from "./databases.js";
+import { createBenchDatabase, type DatabaseBenchOptions } from "./databases.js";
 import { type Delivery, deliveryBetween, deliveryRow } from "./delivery.js";
 import { type Fakes, startFakes } from "./fakes.js";
 import type { BenchRow } from "./run.js";
@@ -360,7 +360,7 @@ export async function e2eBenchmark(options: E2eBenchOptions): Promise<BenchRow[]
   const fakes = await startFakes();
   try {
     const rows: BenchRow[] = [];
-    for (const database of BENCH_DATABASES) {
+    for (const database of options.databases) {
       for (const benchCase of [sequentialCase(database), concurrentCase(database)]) {
         rows.push(...(await runCase(fakes, database, benchCase, options)));
       }

@@ -8,7 +8,7 @@ import { createLogger } from "../src/logger.js";
 import type { SessionEvent } from "../src/session/events.js";
 import { createSessionStore } from "../src/session/store.js";
 import { type ChatDriver, createChatDriver } from "./chat-driver.js";
-import { BENCH_DATABASES, createBenchDatabase, type DatabaseBenchOptions } from "./databases.js";
+import { createBenchDatabase, type DatabaseBenchOptions } from "./databases.js";
 import { deliveryBetween, deliveryRow } from "./delivery.js";
 import { type Fakes, startFakes } from "./fakes.js";
 import { historyTurn } from "./history.js";
@@ -199,7 +199,7 @@ export async function memoryBenchmark(options: MemoryBenchOptions): Promise<Benc
   const rows: BenchRow[] = [];
   try {
     // Each run gets a database of its own: the chat driver's update ids start over.
-    for (const database of BENCH_DATABASES) {
+    for (const database of options.databases) {
       for (const variant of VARIANTS) {
         const bench = await createBenchDatabase(database, options.postgresUrl);
         try {

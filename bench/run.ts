@@ -2,6 +2,7 @@ import { renameSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { fileURLToPath } from "node:url";
 import { compactionBenchmark } from "./compaction.js";
+import { BENCH_DATABASES, parseBenchDatabases } from "./databases.js";
 import { e2eBenchmark } from "./e2e.js";
 import { memoryBenchmark } from "./memory.js";
 import { startupBenchmark } from "./startup.js";
@@ -25,17 +26,19 @@ const POSTGRES_URL =
   process.env.BENCH_POSTGRES_URL ??
   process.env.TEST_POSTGRES_URL ??
   "postgres://postgres@127.0.0.1:5432/test";
+// BENCH_DATABASES=sqlite runs the database benchmarks on SQLite only.
+const databases = parseBenchDatabases(process.env.BENCH_DATABASES);
 const progress = (line: string) => process.stderr.write(`${line}\n`);
 // Profiles only the e2e services; profiling slows them, so the numbers of such a run are not the real ones.
 const cpuProfileDir = process.env.BENCH_CPU_PROFILE_DIR;
 
 /** Every benchmark `npm run bench` runs, in order. */
 const benchmarks: ReadonlyMap<string, Benchmark> = new Map([
-  ["storage", () => storageBenchmark({ postgresUrl: POSTGRES_URL, progress })],
+  ["storage", () => storageBenchmark({ databases, postgresUrl: POSTGRES_URL, progress })],
   ["compaction", () => compactionBenchmark({ progress })],
-  ["e2e", () => e2eBenchmark({ postgresUrl: POSTGRES_URL, progress, cpuProfileDir })],
-  ["memory", () => memoryBenchmark({ postgresUrl: POSTGRES_URL, progress })],
-  ["startup", () => startupBenchmark({ postgresUrl: POSTGRES_URL, progress })],
+  ["e2e", () => e2eBenchmark({ databases, postgresUrl: POSTGRES_URL, progress, cpuProfileDir })],
+  ["memory", () => memoryBenchmark({ databases, postgresUrl: POSTGRES_URL, progress })],
+  ["startup", () => startupBenchmark({ databases, postgresUrl: POSTGRES_URL, progress })],
 ]);
 
 // This file runs as dist/bench/run.js; the results live next to the sources, in bench/.
@@ -96,7 +99,7 @@ async function main(): Promise<void> {
   const missed = rows.filter((row) => row.ok === false).length;
   if (missed > 0) process.stdout.write(`\n${missed} target(s) missed\n`);
   // A partial run must not replace the full results.
-  if (names.length > 0) return;
+  if (names.length > 0 || databases.length < BENCH_DATABASES.length) return;
   const machine = {
     node: process.version,
     cpu: cpus()[0]?.model ?? "unknown",

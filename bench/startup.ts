@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import type { DatabaseKind } from "../src/db/connect.js";
-import { BENCH_DATABASES, createBenchDatabase, type DatabaseBenchOptions } from "./databases.js";
+import { createBenchDatabase, type DatabaseBenchOptions } from "./databases.js";
 import { type Fakes, startFakes } from "./fakes.js";
 import type { BenchRow } from "./run.js";
 import { freePort, REPO_ROOT, SERVICE_MAIN, serviceEnv } from "./service-process.js";
@@ -151,7 +151,7 @@ export async function startupBenchmark(options: StartupBenchOptions): Promise<Be
   const fakes = await startFakes();
   try {
     const rows: BenchRow[] = [];
-    for (const database of BENCH_DATABASES) {
+    for (const database of options.databases) {
       for (const launcher of LAUNCHERS) {
         options.progress?.(`startup: ${database}, ${launcher.name}`);
         rows.push(await measure(launcher, { database, postgresUrl: options.postgresUrl, fakes }));

@@ -3,7 +3,7 @@ import { type DatabaseHandle, type DatabaseKind, openDatabase } from "../src/db/
 import { migrateToLatest } from "../src/db/migrate.js";
 import { createLogger, type Logger } from "../src/logger.js";
 import { createSessionStore, type SessionStore } from "../src/session/store.js";
-import { BENCH_DATABASES, createBenchDatabase, type DatabaseBenchOptions } from "./databases.js";
+import { createBenchDatabase, type DatabaseBenchOptions } from "./databases.js";
 import { historyEvent, modelText, userText } from "./history.js";
 import type { BenchRow } from "./run.js";
 import { round, summarize } from "./stats.js";
@@ -195,7 +195,7 @@ async function benchDatabase(
 export async function storageBenchmark(options: StorageBenchOptions): Promise<BenchRow[]> {
   const logger = createLogger({ level: "silent", secrets: [] });
   const rows: BenchRow[] = [];
-  for (const database of BENCH_DATABASES)
+  for (const database of options.databases)
     rows.push(...(await benchDatabase(database, options, logger)));
   return rows;
 }
