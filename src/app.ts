@@ -26,7 +26,7 @@ export async function createApp(
     wrapModel?: (model: ModelClient) => ModelClient;
   } = {},
 ) {
-  const handle = overrides.database ?? openDatabase(config.database);
+  const handle = overrides.database ?? openDatabase(config.database, { logger });
   await migrateToLatest(handle.db, logger);
   const store = createSessionStore({ db: handle.db, logger });
   const hooks = new AgentHooks((name, error) =>

@@ -5,6 +5,12 @@ import SQLite from "better-sqlite3";
 import { Kysely, PostgresDialect, sql } from "kysely";
 import type Pg from "pg";
 import type { DatabaseTarget } from "../config.js";
+import type { Logger } from "../logger.js";
+import {
+  type Checkpointer,
+  FALLBACK_AUTOCHECKPOINT_PAGES,
+  startCheckpointer,
+} from "./checkpointer.js";
 import type { Database } from "./schema.js";
 import { GroupCommitSqliteDialect } from "./sqlite-dialect.js";
 
@@ -38,7 +44,6 @@ const pgTypes = (pg: typeof Pg) => ({
 });
 
 function openSqlite(path: string): SQLite.Database {
-  if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
   const database = new SQLite(path);
   database.pragma("journal_mode = WAL");
   // Two replicas or the CLI may share the file: wait for a lock instead of failing at once.
@@ -50,16 +55,30 @@ function openSqlite(path: string): SQLite.Database {
   return database;
 }
 
+/** A database file, with its checkpoints on a thread of their own (src/db/checkpointer.ts). */
+function openSqliteFile(path: string, logger: Logger | undefined) {
+  mkdirSync(dirname(path), { recursive: true });
+  const database = openSqlite(path);
+  database.pragma(`wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`);
+  const checkpointer = startCheckpointer(path, {
+    onError: (message) => logger?.warn({ path }, message),
+  });
+  return { database, checkpointer };
+}
+
 export function openDatabase(
   target: DatabaseTarget,
-  options: { poolSize?: number } = {},
+  options: { poolSize?: number; logger?: Logger } = {},
 ): DatabaseHandle {
   if (target.kind === "sqlite") {
-    const database = openSqlite(target.path);
+    const { database, checkpointer } =
+      target.path === ":memory:"
+        ? { database: openSqlite(target.path), checkpointer: undefined }
+        : openSqliteFile(target.path, options.logger);
     const db = new Kysely<Database>({
       dialect: new GroupCommitSqliteDialect(database),
     });
-    return handle(db, "sqlite");
+    return handle(db, "sqlite", checkpointer);
   }
   const pg = loadPg();
   const pool = new pg.Pool({
@@ -78,7 +97,11 @@ export function openDatabase(
   return handle(db, "postgres");
 }
 
-function handle(db: Kysely<Database>, kind: DatabaseKind): DatabaseHandle {
+function handle(
+  db: Kysely<Database>,
+  kind: DatabaseKind,
+  checkpointer?: Checkpointer,
+): DatabaseHandle {
   return {
     db,
     kind,
@@ -90,6 +113,9 @@ function handle(db: Kysely<Database>, kind: DatabaseKind): DatabaseHandle {
         return false;
       }
     },
-    close: () => db.destroy(),
+    async close() {
+      await checkpointer?.stop();
+      await db.destroy();
+    },
   };
 }
