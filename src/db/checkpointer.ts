@@ -38,9 +38,9 @@ setInterval(() => {
 /**
  * Runs SQLite's WAL checkpoints on a thread of its own. A checkpoint copies the WAL's pages into
  * the database and fsyncs both files: on the main thread, the turn whose commit set it off waited
- * for it, a few milliseconds every hundred turns or so, which made most of the one-chat p99. The main
- * connection keeps a distant automatic checkpoint (FALLBACK_AUTOCHECKPOINT_PAGES) in case this
- * thread stops.
+ * for it, a few milliseconds every hundred turns or so, which made most of the one-chat p99. The
+ * main connection keeps a distant automatic checkpoint (FALLBACK_AUTOCHECKPOINT_PAGES) in case
+ * this thread stops.
  */
 export function startCheckpointer(
   path: string,
