@@ -11,6 +11,7 @@ import {
   FALLBACK_AUTOCHECKPOINT_PAGES,
   startCheckpointer,
 } from "./checkpointer.js";
+import { namedStatementPool } from "./named-statements.js";
 import type { Database } from "./schema.js";
 import { GroupCommitSqliteDialect } from "./sqlite-dialect.js";
 
@@ -31,6 +32,8 @@ export type DatabaseHandle = {
 const loadPg = (): typeof Pg => createRequire(import.meta.url)("pg") as typeof Pg;
 
 const INT8_OID = 20;
+
+const CUSTOM_PLANS = "set plan_cache_mode = force_custom_plan";
 
 /**
  * pg returns BIGINT as strings to avoid precision loss past 2^53; our ids, Telegram update ids
@@ -92,8 +95,19 @@ export function openDatabase(
   pool.on("error", () => {});
   // The same for a client in the middle of a query: its query fails (and is retried by the
   // caller); without this listener the connection's 'error' event would end the process.
-  pool.on("connect", (client) => client.on("error", () => {}));
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  pool.on("connect", (client) => {
+    client.on("error", () => {});
+    // Named statements (named-statements.ts) save the parse; planning every run with its values
+    // keeps the plans that unnamed statements got. Queued first, this runs before any query.
+    client
+      .query(CUSTOM_PLANS)
+      .catch((error: Error) =>
+        options.logger?.warn({ err: error.message }, "could not switch off generic plans"),
+      );
+  });
+  const db = new Kysely<Database>({
+    dialect: new PostgresDialect({ pool: namedStatementPool(pool) }),
+  });
   return handle(db, "postgres");
 }
 

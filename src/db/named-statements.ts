@@ -1,0 +1,67 @@
+import type { PostgresCursor, PostgresPool, PostgresPoolClient, PostgresQueryResult } from "kysely";
+import type Pg from "pg";
+
+/**
+ * Distinct statements one pool names. Kysely builds the same text for every run of a query shape,
+ * so a process runs a few dozen; the cap only bounds what odd shapes (a multi-row insert of every
+ * length) could make each connection hold on the server. Past it, statements run unnamed.
+ */
+export const MAX_NAMED_STATEMENTS = 256;
+
+type StatementNames = (text: string) => string | undefined;
+
+function statementNames(max: number): StatementNames {
+  const names = new Map<string, string>();
+  return (text) => {
+    let name = names.get(text);
+    if (name === undefined && names.size < max) {
+      name = `koroku_${names.size}`;
+      names.set(text, name);
+    }
+    return name;
+  };
+}
+
+/**
+ * A pooled connection that sends every statement with parameters as a named prepared statement.
+ * pg sends such a statement unnamed, so the server parses and plans it again on every run: on a
+ * turn's short queries that was half of each round trip. Named, each connection parses it once.
+ * Statements without parameters keep pg's simple protocol, which allows several in one text.
+ */
+class NamingClient implements PostgresPoolClient {
+  constructor(
+    private readonly client: Pg.PoolClient,
+    private readonly nameOf: StatementNames,
+  ) {}
+
+  query<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>>;
+  query<R>(cursor: PostgresCursor<R>): PostgresCursor<R>;
+  query<R>(
+    sqlOrCursor: string | PostgresCursor<R>,
+    parameters: ReadonlyArray<unknown> = [],
+  ): Promise<PostgresQueryResult<R>> | PostgresCursor<R> {
+    if (typeof sqlOrCursor !== "string") {
+      return this.client.query(
+        sqlOrCursor as unknown as Pg.Submittable,
+      ) as unknown as PostgresCursor<R>;
+    }
+    const values = [...parameters];
+    const name = values.length > 0 ? this.nameOf(sqlOrCursor) : undefined;
+    return this.client.query({ name, text: sqlOrCursor, values }) as unknown as Promise<
+      PostgresQueryResult<R>
+    >;
+  }
+
+  release(destroy?: boolean): void {
+    this.client.release(destroy);
+  }
+}
+
+/** Kysely's view of a pg pool whose queries with parameters are named prepared statements. */
+export function namedStatementPool(pool: Pg.Pool, max = MAX_NAMED_STATEMENTS): PostgresPool {
+  const nameOf = statementNames(max);
+  return {
+    connect: async () => new NamingClient(await pool.connect(), nameOf),
+    end: () => pool.end(),
+  };
+}
