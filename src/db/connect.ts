@@ -11,7 +11,7 @@ import {
   FALLBACK_AUTOCHECKPOINT_PAGES,
   startCheckpointer,
 } from "./checkpointer.js";
-import { namedStatementPool } from "./named-statements.js";
+import { CUSTOM_PLANS, namedStatementPool } from "./named-statements.js";
 import type { Database } from "./schema.js";
 import { GroupCommitSqliteDialect } from "./sqlite-dialect.js";
 
@@ -32,8 +32,6 @@ export type DatabaseHandle = {
 const loadPg = (): typeof Pg => createRequire(import.meta.url)("pg") as typeof Pg;
 
 const INT8_OID = 20;
-
-const CUSTOM_PLANS = "set plan_cache_mode = force_custom_plan";
 
 /**
  * pg returns BIGINT as strings to avoid precision loss past 2^53; our ids, Telegram update ids
@@ -97,12 +95,14 @@ export function openDatabase(
   // caller); without this listener the connection's 'error' event would end the process.
   pool.on("connect", (client) => {
     client.on("error", () => {});
-    // Named statements (named-statements.ts) save the parse; planning every run with its values
-    // keeps the plans that unnamed statements got. Queued first, this runs before any query.
+    // Queued first, this runs before any query the pool hands the client out for.
     client
       .query(CUSTOM_PLANS)
       .catch((error: Error) =>
-        options.logger?.warn({ err: error.message }, "could not switch off generic plans"),
+        options.logger?.warn(
+          { err: error.message },
+          "PostgreSQL refused plan_cache_mode (it needs PostgreSQL 12 or later); queries may run on generic plans",
+        ),
       );
   });
   const db = new Kysely<Database>({

@@ -8,6 +8,14 @@ import type Pg from "pg";
  */
 export const MAX_NAMED_STATEMENTS = 256;
 
+/**
+ * Run first on every connection. After five runs of a named statement PostgreSQL may switch to a
+ * generic plan, made without the values; one for the inbox claim, most likely cached while the
+ * inbox was nearly empty, later took 90 % of a core per claim. Planning every run with its values
+ * keeps the plans unnamed statements always got.
+ */
+export const CUSTOM_PLANS = "set plan_cache_mode = force_custom_plan";
+
 type StatementNames = (text: string) => string | undefined;
 
 function statementNames(max: number): StatementNames {
@@ -24,9 +32,9 @@ function statementNames(max: number): StatementNames {
 
 /**
  * A pooled connection that sends every statement with parameters as a named prepared statement.
- * pg sends such a statement unnamed, so the server parses and plans it again on every run: on a
- * turn's short queries that was half of each round trip. Named, each connection parses it once.
- * Statements without parameters keep pg's simple protocol, which allows several in one text.
+ * pg sends such a statement unnamed, so the server parses it again on every run; named, each
+ * connection parses it once. Statements without parameters keep pg's simple protocol, which
+ * allows several in one text.
  */
 class NamingClient implements PostgresPoolClient {
   constructor(
