@@ -101,7 +101,7 @@ export function openDatabase(
       .catch((error: Error) =>
         options.logger?.warn(
           { err: error.message },
-          "PostgreSQL refused plan_cache_mode (it needs PostgreSQL 12 or later); queries may run on generic plans",
+          "could not set plan_cache_mode on a new PostgreSQL connection (PostgreSQL 12 and later have it); its queries may run on generic plans",
         ),
       );
   });

@@ -35,7 +35,9 @@ function statementNames(max: number): StatementNames {
  * A pooled connection that sends every statement with parameters as a named prepared statement.
  * pg sends such a statement unnamed, so the server parses it again on every run; named, each
  * connection parses it once. Statements without parameters keep pg's simple protocol, which
- * allows several in one text.
+ * allows several in one text. A parsed statement keeps the columns it returns: one that returns
+ * `*` fails ("cached plan must not change result type") once a migration adds a column, so
+ * queries name their columns (test/db/named-statements.test.ts checks src/).
  */
 class NamingClient implements PostgresPoolClient {
   constructor(

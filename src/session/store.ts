@@ -479,7 +479,7 @@ export function createSessionStore(deps: {
       .executeTakeFirst();
     const rows = await db
       .selectFrom("messages")
-      .selectAll()
+      .select(CONTEXT_COLUMNS)
       .where("chat_id", "=", chatId)
       .where("id", ">=", start?.id ?? 0)
       .orderBy("id")

@@ -103,7 +103,7 @@ export function createInbox(deps: {
           .limit(1)
           .$if(deps.kind === "postgres", (q) => q.forUpdate().skipLocked()),
       )
-      .returningAll(),
+      .returning(["update_id", "chat_id", "update_json", "attempts"]),
   );
 
   /** Takes the next update that may run now, or undefined when there is none. */

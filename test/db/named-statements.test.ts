@@ -1,3 +1,5 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { sql } from "kysely";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -53,6 +55,19 @@ describe("named statements on PostgreSQL", () => {
       mode: string;
     }>`select current_setting('plan_cache_mode') as mode`.execute(handle.db);
     expect(rows).toEqual([{ mode: "force_custom_plan" }]);
+  });
+});
+
+describe("queries in src/", () => {
+  it("name their columns: a parsed statement returning * fails once a column is added", () => {
+    const files = readdirSync("src", { recursive: true, encoding: "utf8" }).filter((f) =>
+      f.endsWith(".ts"),
+    );
+    const starry = files.filter((f) =>
+      /\.(selectAll|returningAll)\(/.test(readFileSync(join("src", f), "utf8")),
+    );
+    expect(files.length).toBeGreaterThan(10);
+    expect(starry).toEqual([]);
   });
 });
 

@@ -1,3 +1,4 @@
+import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
 import { migrateToLatest } from "../../src/db/migrate.js";
@@ -193,5 +194,29 @@ describe.each(DATABASE_KINDS)("inbox on %s", (kind) => {
     await Promise.all(["w1", "w2", "w3", "w4", "w5", "w6"].map(worker));
     expect(overlaps).toEqual([]);
     expect(Object.fromEntries(ran)).toEqual(Object.fromEntries(ids));
+  });
+
+  it("keeps claiming after a migration adds a column (PostgreSQL keeps parsed statements)", async () => {
+    const own = await createTestDatabase(kind);
+    const single = openDatabase(own.target, { poolSize: 1 });
+    try {
+      await migrateToLatest(single.db, logger);
+      const inbox = createInbox({
+        db: single.db,
+        kind,
+        workerId: "a",
+        leaseMs: 30_000,
+        now: () => clock,
+      });
+      await inbox.add(1, "A", { n: 1 });
+      expect((await inbox.claim())?.updateId).toBe(1);
+      await inbox.finish(1);
+      await sql`alter table inbox add column note text`.execute(single.db);
+      await inbox.add(2, "A", { n: 2 });
+      expect(await inbox.claim()).toMatchObject({ updateId: 2, update: { n: 2 } });
+    } finally {
+      await single.close();
+      await own.dispose();
+    }
   });
 });
