@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vites
 import { call, hang, type RecordedRequest, type Step, status, text } from "../fakes/gemini.js";
 import { buildTextUpdate } from "../fakes/telegram.js";
 import { createTestDatabase, POSTGRES_URL, type TestDatabase } from "../helpers/databases.js";
+import { startPrivatePostgres } from "../helpers/private-postgres.js";
 import {
   ALLOWED_USER,
   eventually,
@@ -111,6 +112,28 @@ async function followUp(w: ServiceWorld, chatId = ALLOWED_USER): Promise<number>
   await eventually(() => textsTo(w, chatId).includes(FOLLOW_UP), 15_000);
   expect(w.gemini.rejections).toEqual([]);
   return id;
+}
+
+/** Holds the next model call until the returned function is called, then echoes. */
+function holdNextModelCall(w: ServiceWorld): () => void {
+  let openGate = () => {};
+  const gate = new Promise<void>((resolve) => {
+    openGate = resolve;
+  });
+  w.gemini.script(async (request) => {
+    await gate;
+    return echo(request);
+  });
+  return openGate;
+}
+
+/** A message update with the next update id, for a test to post (and post again) itself. */
+function nextTextUpdate(w: ServiceWorld, message: string) {
+  const id = w.nextUpdateId();
+  return {
+    id,
+    update: buildTextUpdate({ updateId: id, messageId: id, text: message, userId: ALLOWED_USER }),
+  };
 }
 
 async function world(options: Parameters<typeof startWorld>[0] = {}): Promise<ServiceWorld> {
@@ -373,13 +396,7 @@ describe("PostgreSQL briefly unavailable", () => {
 
     proxy.cut();
     await eventually(async () => (await health(w, stderr)) === 503);
-    const id = w.nextUpdateId();
-    const during = buildTextUpdate({
-      updateId: id,
-      messageId: id,
-      text: "two",
-      userId: ALLOWED_USER,
-    });
+    const { id, update: during } = nextTextUpdate(w, "two");
     // Not stored: the 500 makes Telegram deliver it again.
     expect((await w.post(during)).status).toBe(500);
     expectAlive();
@@ -410,19 +427,47 @@ describe("PostgreSQL briefly unavailable", () => {
     expectAlive();
   });
 
+  it("answers every update once when the PostgreSQL server itself crashes, mid-turn and between turns", async () => {
+    const server = await startPrivatePostgres();
+    onTestFinished(() => server.database.dispose());
+    const { database } = server;
+    const w = await world({
+      kind: "postgres",
+      env: { DATABASE_URL: database.url, INBOX_LEASE_SECONDS: "2" },
+    });
+    w.gemini.setDefault(echo);
+    const stderr = watchStderr(w);
+    const first = await w.say("one");
+    await eventually(() => textsTo(w).includes("echo: one"));
+
+    const openGate = holdNextModelCall(w);
+    const id = await w.say("two");
+    await eventually(() => w.gemini.requests.length === 2);
+    // The server dies while the model is thinking: the turn's next write meets it gone.
+    await server.crash();
+    openGate();
+    await eventually(() => w.service.logs.some((l) => l.update_id === id && Number(l.level) >= 40));
+    await eventually(async () => (await health(w, stderr)) === 503);
+    const { id: downId, update: during } = nextTextUpdate(w, "three");
+    expect((await w.post(during)).status).toBe(500);
+
+    await server.start();
+    await eventually(async () => (await health(w, stderr)) === 200);
+    expect((await w.post(during)).status).toBe(200);
+    await eventually(() => textsTo(w).includes("echo: three"), 15_000);
+
+    const next = await followUp(w);
+    expect(textsTo(w)).toEqual(["echo: one", "echo: two", "echo: three", FOLLOW_UP]);
+    await expectSettled(database, [first, id, downId, next]);
+    expect([w.service.proc.exitCode, w.service.proc.signalCode]).toEqual([null, null]);
+  });
+
   it("answers once a turn whose database went away during the model call", async () => {
     // A short lease, so an update whose state could not be saved is claimed again quickly.
     const { w, proxy, database, expectAlive } = await worldBehindProxy({
       INBOX_LEASE_SECONDS: "2",
     });
-    let openGate = () => {};
-    const gate = new Promise<void>((resolve) => {
-      openGate = resolve;
-    });
-    w.gemini.script(async (request) => {
-      await gate;
-      return echo(request);
-    });
+    const openGate = holdNextModelCall(w);
     const id = await w.say("two");
     await eventually(() => w.gemini.requests.length === 1);
 
