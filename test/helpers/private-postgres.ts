@@ -54,7 +54,15 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     chownSync(dir, Number(stdout.trim()), -1);
   }
   const data = join(dir, "data");
-  await asServerUser(join(bin, "initdb"), ["-D", data, "-A", "trust", "-U", "postgres"]);
+  await asServerUser(join(bin, "initdb"), [
+    "-D",
+    data,
+    "-A",
+    "trust",
+    "-U",
+    "postgres",
+    "--no-sync",
+  ]);
   const port = await freePort();
   const pgCtl = (...args: string[]) => asServerUser(join(bin, "pg_ctl"), ["-D", data, ...args]);
   const start = async () => {
