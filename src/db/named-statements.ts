@@ -56,7 +56,8 @@ class NamingClient implements PostgresPoolClient {
         sqlOrCursor as unknown as Pg.Submittable,
       ) as unknown as PostgresCursor<R>;
     }
-    const values = [...parameters];
+    // Kysely hands over a fresh array, and pg only reads it.
+    const values = parameters as unknown[];
     const name = values.length > 0 ? this.nameOf(sqlOrCursor) : undefined;
     return this.client.query({ name, text: sqlOrCursor, values }) as unknown as Promise<
       PostgresQueryResult<R>

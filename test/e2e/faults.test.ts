@@ -365,6 +365,22 @@ describe("Telegram failing while the answer is sent", () => {
 describe("PostgreSQL briefly unavailable", () => {
   const postgres = new URL(POSTGRES_URL);
 
+  /**
+   * An echoing service on the PostgreSQL at `url` (the schema startWorld makes stays unused), and
+   * a check that it is still running.
+   */
+  async function echoingServiceOn(url: string, env: Record<string, string> = {}) {
+    const w = await world({ kind: "postgres", env: { DATABASE_URL: url, ...env } });
+    w.gemini.setDefault(echo);
+    const stderr = watchStderr(w);
+    const expectAlive = () =>
+      expect(
+        [w.service.proc.exitCode, w.service.proc.signalCode],
+        `the service died; its stderr:\n${stderr()}`,
+      ).toEqual([null, null]);
+    return { w, stderr, expectAlive };
+  }
+
   /** A service on its own schema, reaching PostgreSQL through a proxy the test can cut. */
   async function worldBehindProxy(env: Record<string, string> = {}) {
     const database = await createTestDatabase("postgres");
@@ -376,16 +392,7 @@ describe("PostgreSQL briefly unavailable", () => {
     onTestFinished(() => proxy.close());
     const proxied = new URL(database.url);
     proxied.host = `127.0.0.1:${proxy.port}`;
-    // The service gets `database` through the proxy; the schema startWorld makes stays unused.
-    const w = await world({ kind: "postgres", env: { DATABASE_URL: proxied.toString(), ...env } });
-    w.gemini.setDefault(echo);
-    const stderr = watchStderr(w);
-    const expectAlive = () =>
-      expect(
-        [w.service.proc.exitCode, w.service.proc.signalCode],
-        `the service died; its stderr:\n${stderr()}`,
-      ).toEqual([null, null]);
-    return { w, proxy, database, stderr, expectAlive };
+    return { ...(await echoingServiceOn(proxied.toString(), env)), proxy, database };
   }
 
   it("refuses updates while it is away and answers every one once when it is back", async () => {
@@ -431,12 +438,9 @@ describe("PostgreSQL briefly unavailable", () => {
     const server = await startPrivatePostgres();
     onTestFinished(() => server.database.dispose());
     const { database } = server;
-    const w = await world({
-      kind: "postgres",
-      env: { DATABASE_URL: database.url, INBOX_LEASE_SECONDS: "2" },
+    const { w, stderr, expectAlive } = await echoingServiceOn(database.url, {
+      INBOX_LEASE_SECONDS: "2",
     });
-    w.gemini.setDefault(echo);
-    const stderr = watchStderr(w);
     const first = await w.say("one");
     await eventually(() => textsTo(w).includes("echo: one"));
 
@@ -459,7 +463,7 @@ describe("PostgreSQL briefly unavailable", () => {
     const next = await followUp(w);
     expect(textsTo(w)).toEqual(["echo: one", "echo: two", "echo: three", FOLLOW_UP]);
     await expectSettled(database, [first, id, downId, next]);
-    expect([w.service.proc.exitCode, w.service.proc.signalCode]).toEqual([null, null]);
+    expectAlive();
   });
 
   it("answers once a turn whose database went away during the model call", async () => {

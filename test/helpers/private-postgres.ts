@@ -1,9 +1,9 @@
 import { execFile } from "node:child_process";
 import { chownSync, mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { freePort } from "../../bench/service-process.js";
 import { parseDatabaseUrl } from "../../src/config.js";
 import type { TestDatabase } from "./databases.js";
 
@@ -31,25 +31,15 @@ async function binDir(): Promise<string> {
   }
 }
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (address === null || typeof address === "string") throw new Error("no port was assigned");
-  return address.port;
-}
-
 /** initdb and the server refuse to run as root; as root they run as the `postgres` user. */
+const asRoot = process.getuid?.() === 0;
 const asServerUser = (program: string, args: string[]) =>
-  process.getuid?.() === 0
-    ? run("runuser", ["-u", "postgres", "--", program, ...args])
-    : run(program, args);
+  asRoot ? run("runuser", ["-u", "postgres", "--", program, ...args]) : run(program, args);
 
 export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   const bin = await binDir();
   const dir = mkdtempSync(join(tmpdir(), "koroku-pg-"));
-  if (process.getuid?.() === 0) {
+  if (asRoot) {
     const { stdout } = await run("id", ["-u", "postgres"]);
     chownSync(dir, Number(stdout.trim()), -1);
   }

@@ -12,8 +12,8 @@ describe.each(DATABASE_KINDS)("inbox on %s", (kind) => {
   let clock = 1_000_000;
   let nextId = 1;
   const { logger } = captureLogger();
-  const inboxFor = (workerId: string) =>
-    createInbox({ db: handle.db, kind: handle.kind, workerId, leaseMs: 30_000, now: () => clock });
+  const inboxFor = (workerId: string, on: DatabaseHandle = handle) =>
+    createInbox({ db: on.db, kind: on.kind, workerId, leaseMs: 30_000, now: () => clock });
 
   beforeAll(async () => {
     testDb = await createTestDatabase(kind);
@@ -201,13 +201,7 @@ describe.each(DATABASE_KINDS)("inbox on %s", (kind) => {
     const single = openDatabase(own.target, { poolSize: 1 });
     try {
       await migrateToLatest(single.db, logger);
-      const inbox = createInbox({
-        db: single.db,
-        kind,
-        workerId: "a",
-        leaseMs: 30_000,
-        now: () => clock,
-      });
+      const inbox = inboxFor("a", single);
       await inbox.add(1, "A", { n: 1 });
       expect((await inbox.claim())?.updateId).toBe(1);
       await inbox.finish(1);
