@@ -9,6 +9,7 @@ import {
 } from "../session/events.js";
 import {
   type ChatContext,
+  type NewSessionEvent,
   type SessionStore,
   type StoredSession,
   withAppended,
@@ -57,7 +58,16 @@ export type AgentDeps = {
   timeZone?: string;
 };
 
-export type TurnInput = { text: string; updateId?: number };
+export type TurnInput = {
+  text: string;
+  updateId?: number;
+  /**
+   * Called before each model call and each write of the turn; a throw stops the turn there. The
+   * Telegram service passes its inbox lease: a worker that lost the update to another one must
+   * not add to the chat.
+   */
+  guard?: () => Promise<void>;
+};
 export type TurnResult = {
   /** What the user sees: the model's text without thought parts. */
   text: string;
@@ -104,6 +114,10 @@ export function createAgent(deps: AgentDeps) {
     const usage: Usage = { promptTokens: 0, outputTokens: 0 };
     let modelCalls = 0;
     let toolCalls = 0;
+    const append = async (items: readonly NewSessionEvent[]) => {
+      await input.guard?.();
+      return store.append(chatId, items);
+    };
 
     let context = await store.loadContext(chatId);
     const resumed = findResumed(context, input.updateId);
@@ -116,13 +130,13 @@ export function createAgent(deps: AgentDeps) {
       log.warn({ calls: repair.toolCalls }, "completing function calls interrupted by a restart");
       context = withAppended(
         context,
-        await store.append(chatId, [{ event: repair.event, toolCalls: repair.toolCalls }]),
+        await append([{ event: repair.event, toolCalls: repair.toolCalls }]),
       );
     }
     if (!resumed) {
       context = withAppended(
         context,
-        await store.append(chatId, [{ event: userEvent(input.text), updateId: input.updateId }]),
+        await append([{ event: userEvent(input.text), updateId: input.updateId }]),
       );
     }
 
@@ -130,6 +144,7 @@ export function createAgent(deps: AgentDeps) {
     // context is kept here as it grows instead of being asked of the store before each request.
     let roundsWithoutTools = 0;
     for (;;) {
+      await input.guard?.();
       if (deps.compactor) context = await deps.compactor.maybeCompact(chatId, context);
       const used = toolCallsSinceUserMessage(context.events);
       const remaining = settings.maxToolCallsPerTurn - used;
@@ -147,7 +162,7 @@ export function createAgent(deps: AgentDeps) {
       const event = fromContent({ ...result.content, role: "model" });
       context = withAppended(
         context,
-        await store.append(chatId, [{ event, promptTokens: result.usage.promptTokens }]),
+        await append([{ event, promptTokens: result.usage.promptTokens }]),
       );
       hooks.emit("modelResponse", { chatId, event, usage: { ...usage } });
 
@@ -181,14 +196,14 @@ export function createAgent(deps: AgentDeps) {
       toolCalls += executed;
       context = withAppended(
         context,
-        await store.append(chatId, [
+        await append([
           { event: { v: 1, event_type: "session", role: "user", parts }, toolCalls: executed },
         ]),
       );
       if (!offerTools && ++roundsWithoutTools > EXTRA_ROUNDS_AFTER_BUDGET) {
         log.warn("model kept calling tools after its budget was spent; ending the turn");
         const text = `I stopped after ${used} tool calls, my limit for one message. Tell me whether to continue.`;
-        await store.append(chatId, [
+        await append([
           {
             event: { v: 1, event_type: "session", role: "model", parts: [{ kind: "text", text }] },
           },

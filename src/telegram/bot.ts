@@ -11,6 +11,7 @@ import type { SessionStore } from "../session/store.js";
 import { commandsComposer } from "./commands.js";
 import { conversationComposer } from "./conversation.js";
 import { createDelivery } from "./delivery.js";
+import type { Lease } from "./inbox.js";
 
 export type BotDeps = {
   token: string;
@@ -22,6 +23,8 @@ export type BotDeps = {
   compact(chatId: string): Promise<CompactionOutcome>;
   logger: Logger;
   settings: CompactionLimits & { model: string };
+  /** The inbox lease of an update being run (see ConversationDeps). */
+  leaseOf?(updateId: number): Lease | undefined;
   /** Known bot identity (tests); otherwise `bot.init()` asks Telegram with getMe. */
   botInfo?: UserFromGetMe;
 };
@@ -60,7 +63,13 @@ export function createBot(deps: BotDeps) {
     }),
   );
   bot.use(
-    conversationComposer({ agent: deps.agent, hooks: deps.hooks, delivery, logger: deps.logger }),
+    conversationComposer({
+      agent: deps.agent,
+      hooks: deps.hooks,
+      delivery,
+      logger: deps.logger,
+      leaseOf: deps.leaseOf,
+    }),
   );
   return { bot, delivery };
 }

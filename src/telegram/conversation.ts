@@ -6,6 +6,7 @@ import type { Agent } from "../agent/turn.js";
 import type { Logger } from "../logger.js";
 import { threadOf } from "./commands.js";
 import type { Delivery } from "./delivery.js";
+import type { Lease } from "./inbox.js";
 import { escapeHtml } from "./render.js";
 
 export const NON_TEXT_REPLY =
@@ -16,6 +17,8 @@ export type ConversationDeps = {
   hooks: AgentHooks;
   delivery: Delivery;
   logger: Logger;
+  /** The inbox lease of an update being run, if it came through the inbox. */
+  leaseOf?(updateId: number): Lease | undefined;
 };
 
 /** In a group the bot is addressed as @name; the model only needs the words. */
@@ -37,6 +40,7 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
     const chatId = ctx.chat.id;
     const session = String(chatId);
     const threadId = threadOf(ctx);
+    const lease = deps.leaseOf?.(ctx.update.update_id);
     const stopTyping = delivery.showTyping(chatId, threadId);
     const notices: Promise<void>[] = [];
     const stopNotices = hooks.on("compaction", (e) => {
@@ -47,8 +51,10 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
       const result = await agent.runTurn(session, {
         text: messageText(ctx),
         updateId: ctx.update.update_id,
+        guard: lease && (() => lease.ensureHeld()),
       });
       await Promise.all(notices);
+      await lease?.ensureHeld();
       await delivery.sendMarkdown(chatId, result.text, threadId);
     } catch (error) {
       // A notice that failed must not become an unhandled rejection on the way out.
@@ -61,6 +67,7 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
         { err: error, chat_id: session, update_id: ctx.update.update_id },
         "turn failed: Gemini",
       );
+      await lease?.ensureHeld();
       await delivery.sendHtml(chatId, escapeHtml(error.userMessage), threadId);
     } finally {
       stopNotices();

@@ -1,10 +1,13 @@
 import type { Logger } from "../logger.js";
-import type { Inbox, InboxItem } from "./inbox.js";
+import type { Inbox, InboxItem, Lease } from "./inbox.js";
 
 export type DispatcherDeps = {
   inbox: Inbox;
-  /** Runs one update to completion; a throw is an infrastructure failure and the update is retried. */
-  handle(item: InboxItem): Promise<void>;
+  /**
+   * Runs one update to completion, checking its lease before each write and before it answers;
+   * a throw is an infrastructure failure and the update is retried.
+   */
+  handle(item: InboxItem, lease: Lease): Promise<void>;
   logger: Logger;
   /** Updates running at once, over all chats. */
   concurrency: number;
@@ -124,35 +127,49 @@ export class Dispatcher {
   private async execute(item: InboxItem): Promise<void> {
     const { inbox, logger } = this.deps;
     const log = logger.child({ update_id: item.updateId, chat_id: item.chatId });
+    const lease = inbox.leaseOf(item);
     const renewal = setInterval(() => {
-      inbox
-        .renew(item.updateId)
+      lease
+        .renew()
         .catch((error: unknown) => log.warn({ err: error }, "could not renew the lease"));
     }, this.deps.renewMs);
     try {
-      await this.deps.handle(item);
-      await inbox.finish(item.updateId);
+      await this.deps.handle(item, lease);
+      if (!(await inbox.finish(item))) {
+        log.warn(
+          "another worker claimed this update as it finished here; it may be answered twice",
+        );
+      }
     } catch (error) {
+      if (lease.lost) {
+        log.warn(
+          { err: error },
+          "lost the lease of this update to another worker; stopped its run",
+        );
+        return;
+      }
       const reason = error instanceof Error ? error.message : String(error);
       try {
         if (item.attempts >= this.deps.maxAttempts) {
           log.error({ err: error, attempts: item.attempts }, "giving up on an update");
+          await lease.ensureHeld();
           await this.deps
             .onGiveUp?.(item, error)
             .catch((notifyError: unknown) =>
               log.warn({ err: notifyError }, "could not tell the chat that its message failed"),
             );
-          await inbox.finish(item.updateId, { error: reason });
+          await inbox.finish(item, { error: reason });
         } else {
           const delayMs = this.deps.retryDelay?.(error) ?? backoffMs(item.attempts);
           log.warn(
             { err: error, attempts: item.attempts, retry_in_ms: delayMs },
             "update failed; it will run again",
           );
-          await inbox.release(item.updateId, reason, delayMs);
+          await inbox.release(item, reason, delayMs);
         }
       } catch (storeError) {
-        // The database is away; the lease will expire and the update will run again.
+        // The database is away (or the lease went meanwhile); the update runs again once the lease
+        // expires, here or elsewhere.
         log.error({ err: storeError }, "could not record the update's failure");
       }
     } finally {

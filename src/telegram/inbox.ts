@@ -1,4 +1,4 @@
-import { type Kysely, sql } from "kysely";
+import { type Kysely, sql, type UpdateQueryBuilder, type UpdateResult } from "kysely";
 import type { DatabaseKind } from "../db/connect.js";
 import { prepareQuery } from "../db/prepared.js";
 import type { Database } from "../db/schema.js";
@@ -14,10 +14,39 @@ export type InboxItem = {
   updateId: number;
   chatId: string | null;
   update: unknown;
+  /** Claims so far, this one included: it tells this claim from a later one by another worker. */
   attempts: number;
+  /** When the lease of this claim ends (the claimer's clock, as every lease). */
+  leaseUntil: number;
+};
+
+/** What fences a worker's writes to an update: its claim, told apart from any later one. */
+export type Claim = Pick<InboxItem, "updateId" | "attempts">;
+
+/** Thrown where a run would write or send after its update's lease went to another worker. */
+export class LeaseLostError extends Error {
+  constructor(updateId: number) {
+    super(
+      `The lease of update ${updateId} expired and another worker has claimed it, so this run stops: the other worker answers it.`,
+    );
+  }
+}
+
+/** The right to run one claimed update, for as long as its lease is renewed in time. */
+export type Lease = {
+  /** Extends the lease; after a renewal finds the claim gone, `lost` is true. */
+  renew(): Promise<void>;
+  /**
+   * Resolves when the claim is this worker's for a while yet, without asking the database as long
+   * as renewals come in time; throws LeaseLostError when another worker may run the update now.
+   */
+  ensureHeld(): Promise<void>;
+  readonly lost: boolean;
 };
 
 export type Inbox = ReturnType<typeof createInbox>;
+
+type InboxUpdate = UpdateQueryBuilder<Database, "inbox", "inbox", UpdateResult>;
 
 /**
  * The durable queue between Telegram and the agent. An update is stored (once, by update_id)
@@ -109,54 +138,108 @@ export function createInbox(deps: {
   /** Takes the next update that may run now, or undefined when there is none. */
   async function claim(): Promise<InboxItem | undefined> {
     const at = now();
-    const [row] = (await claimUpdate([at, at + leaseMs])).rows;
+    const leaseUntil = at + leaseMs;
+    const [row] = (await claimUpdate([at, leaseUntil])).rows;
     if (!row) return undefined;
     return {
       updateId: row.update_id,
       chatId: row.chat_id,
       update: JSON.parse(row.update_json),
       attempts: row.attempts,
+      leaseUntil,
     };
   }
 
-  /** Extends the lease of an update this worker still runs; false if it lost it. */
-  async function renew(updateId: number): Promise<boolean> {
-    const result = await db
-      .updateTable("inbox")
-      .set({ lease_until: now() + leaseMs })
-      .where("update_id", "=", updateId)
+  /**
+   * The writes of a claim's holder apply only while the claim is still the update's latest: once
+   * its lease expired and another worker (or this one) claimed the update again, they change
+   * nothing, so a worker that stalled past its lease cannot undo the new holder's work.
+   */
+  const held = (query: InboxUpdate, claim: Claim): InboxUpdate =>
+    query
+      .where("update_id", "=", claim.updateId)
+      .where("attempts", "=", claim.attempts)
       .where("claimed_by", "=", workerId)
-      .where("status", "=", "running")
-      .executeTakeFirst();
-    return Number(result.numUpdatedRows) > 0;
+      .where("status", "=", "running");
+
+  /** Extends a claim's lease; returns its new end, or undefined when the claim was lost. */
+  async function renew(claim: Claim): Promise<number | undefined> {
+    const leaseUntil = now() + leaseMs;
+    const result = await held(
+      db.updateTable("inbox").set({ lease_until: leaseUntil }),
+      claim,
+    ).executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0 ? leaseUntil : undefined;
   }
 
   const markFinished = prepareQuery(
     db,
-    4,
-    (updateId: number, status: "done" | "failed", error: string | null, finishedAt: string) =>
-      db
-        .updateTable("inbox")
-        .set({ status, error, lease_until: null, finished_at: finishedAt })
-        .where("update_id", "=", updateId),
+    5,
+    (
+      updateId: number,
+      attempts: number,
+      status: "done" | "failed",
+      error: string | null,
+      finishedAt: string,
+    ) =>
+      held(
+        db.updateTable("inbox").set({ status, error, lease_until: null, finished_at: finishedAt }),
+        { updateId, attempts },
+      ),
   );
 
-  async function finish(updateId: number, outcome: { error?: string } = {}): Promise<void> {
-    await markFinished([
-      updateId,
+  /** Records how a claimed update ended; false when the claim was lost (another worker runs it). */
+  async function finish(claim: Claim, outcome: { error?: string } = {}): Promise<boolean> {
+    const result = await markFinished([
+      claim.updateId,
+      claim.attempts,
       outcome.error ? "failed" : "done",
       outcome.error ?? null,
       new Date(now()).toISOString(),
     ]);
+    return Number(result.numAffectedRows ?? 0) > 0;
   }
 
-  /** Gives an update back to the queue (an infrastructure error); it runs again after `delayMs`. */
-  async function release(updateId: number, error: string, delayMs: number): Promise<void> {
-    await db
-      .updateTable("inbox")
-      .set({ status: "pending", lease_until: now() + delayMs, claimed_by: null, error })
-      .where("update_id", "=", updateId)
-      .execute();
+  /**
+   * Gives a claimed update back to the queue (an infrastructure error); it runs again after
+   * `delayMs`. False when the claim was lost.
+   */
+  async function release(claim: Claim, error: string, delayMs: number): Promise<boolean> {
+    const result = await held(
+      db
+        .updateTable("inbox")
+        .set({ status: "pending", lease_until: now() + delayMs, claimed_by: null, error }),
+      claim,
+    ).executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
+  }
+
+  /**
+   * The lease of a claim. A run checks it before each model call, each write and its answer: half
+   * the lease must be left, so what follows the check (a send to Telegram, say) ends before
+   * another worker may claim the update, unless this process stalls that long. Renewals every
+   * third of the lease keep more than that, so the check rarely needs the database.
+   */
+  function leaseOf(item: InboxItem): Lease {
+    let until = item.leaseUntil;
+    let lost = false;
+    const renewLease = async () => {
+      if (lost) return;
+      const renewed = await renew(item);
+      if (renewed === undefined) lost = true;
+      else until = Math.max(until, renewed);
+    };
+    return {
+      renew: renewLease,
+      async ensureHeld() {
+        if (!lost && now() + leaseMs / 2 < until) return;
+        await renewLease();
+        if (lost) throw new LeaseLostError(item.updateId);
+      },
+      get lost() {
+        return lost;
+      },
+    };
   }
 
   /**
@@ -197,5 +280,5 @@ export function createInbox(deps: {
     }
   }
 
-  return { add, claim, renew, finish, release, recoverAfterCrash, prune };
+  return { add, claim, renew, leaseOf, finish, release, recoverAfterCrash, prune };
 }

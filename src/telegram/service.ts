@@ -7,7 +7,7 @@ import type { Logger } from "../logger.js";
 import { createBot } from "./bot.js";
 import { COMMANDS } from "./commands.js";
 import { Dispatcher } from "./dispatcher.js";
-import { createInbox } from "./inbox.js";
+import { createInbox, type Lease } from "./inbox.js";
 import { startInboxPruner } from "./inbox-pruner.js";
 import { createIngest, type Ingest } from "./ingest.js";
 import { startPolling } from "./polling.js";
@@ -72,6 +72,8 @@ export async function startService(app: App, logger: Logger): Promise<Service> {
     maxEvents: config.compactionMaxEvents,
     maxTokens: config.compactionMaxTokens,
   };
+  // Updates running here, each with its lease, for the conversation to check before it writes.
+  const leases = new Map<number, Lease>();
   const { bot, delivery } = createBot({
     token: config.telegramBotToken,
     apiRoot: config.telegramApiRoot,
@@ -82,6 +84,7 @@ export async function startService(app: App, logger: Logger): Promise<Service> {
     compact: (chatId) => app.compactor.compact(chatId),
     logger,
     settings,
+    leaseOf: (updateId) => leases.get(updateId),
   });
   try {
     await bot.init();
@@ -102,7 +105,14 @@ export async function startService(app: App, logger: Logger): Promise<Service> {
     logger.warn({ updates: recovered }, "running again updates interrupted by a restart");
   const dispatcher = new Dispatcher({
     inbox,
-    handle: (item) => bot.handleUpdate(item.update as Update),
+    handle: async (item, lease) => {
+      leases.set(item.updateId, lease);
+      try {
+        await bot.handleUpdate(item.update as Update);
+      } finally {
+        leases.delete(item.updateId);
+      }
+    },
     logger,
     concurrency: CONCURRENCY,
     pollMs: 1_000,

@@ -262,4 +262,19 @@ describe("agent turn loop", () => {
     expect(h.fake.requests).toHaveLength(1);
     expect((await h.app.store.loadContext("c1")).events).toHaveLength(2);
   });
+
+  it("checks its guard before every model call and write, and stops at the first refusal", async () => {
+    h.fake.script(call("get_current_time"), text("never stored"));
+    const refusal = new Error("lease lost");
+    let checks = 0;
+    const guard = async () => {
+      // Store the user event, call the model, store its call; but not the tool's response.
+      if (++checks > 3) throw refusal;
+    };
+    await expect(h.app.agent.runTurn("c1", { text: "time?", guard })).rejects.toBe(refusal);
+    expect(checks).toBe(4);
+    const events = (await h.app.store.loadContext("c1")).events;
+    expect(events.map((e) => e.event.role)).toEqual(["user", "model"]);
+    expect(h.fake.requests).toHaveLength(1);
+  });
 });

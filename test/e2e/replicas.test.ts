@@ -10,7 +10,8 @@ import {
 
 const CHATS = 8;
 const MESSAGES_PER_CHAT = 6;
-const users = Array.from({ length: CHATS }, (_, i) => ALLOWED_USER + i);
+// One more chat per replica to warm it up.
+const users = Array.from({ length: CHATS + 2 }, (_, i) => ALLOWED_USER + i);
 
 function tagOf(request: RecordedRequest): string {
   const parts = request.body.contents.at(-1)?.parts ?? [];
@@ -25,7 +26,11 @@ describe("two replicas on one PostgreSQL database", () => {
     await geminiB?.close();
   });
 
-  it("run every update exactly once, each chat strictly in order, and take over a dead replica's turn", async () => {
+  // Slow hosts take seconds to start a service and its first turn (module loading blocks Node's
+  // event loop): the timeouts leave room for that; they do not pace the test.
+  it("run every update exactly once, each chat strictly in order, and take over a dead replica's turn", {
+    timeout: 150_000,
+  }, async () => {
     // Each replica talks to its own fake Gemini so the test knows which replica is mid-turn;
     // both answer through one step function that watches every chat's requests.
     const inFlight = new Map<number, string>();
@@ -48,7 +53,10 @@ describe("two replicas on one PostgreSQL database", () => {
     geminiB = await startFakeGemini();
     w = await startWorld({
       kind: "postgres",
-      env: { ALLOWED_USER_IDS: users.join(","), INBOX_LEASE_SECONDS: "2" },
+      // Short, so the test need not wait long for the dead replica's turns; long enough that a
+      // live replica stalled by a slow host does not lose its turns too often (if it does, it
+      // stops and the other replica answers: still exactly once).
+      env: { ALLOWED_USER_IDS: users.join(","), INBOX_LEASE_SECONDS: "5" },
     });
     w.gemini.setDefault(answer("A"));
     geminiB.setDefault(answer("B"));
@@ -71,10 +79,17 @@ describe("two replicas on one PostgreSQL database", () => {
     };
     const allDelivered = () => expected.every((t) => delivered().includes(`echo ${t}`));
 
+    // A first turn loads the Gemini SDK, which blocks a service's event loop for seconds on a
+    // slow host, long enough to lose a lease: then the other replica takes the turn over and calls
+    // the model for it too. A first turn in a chat of its own keeps that out of what is checked.
+    await post(CHATS, 0, a);
+    await post(CHATS + 1, 0, b);
+    await eventually(allDelivered, 40_000);
+
     // A burst spread over both replicas.
     for (let k = 0; k < 2; k++)
       for (let c = 0; c < CHATS; c++) await post(c, k, (c + k) % 2 ? b : a);
-    await eventually(allDelivered, 15_000);
+    await eventually(allDelivered, 40_000);
     expect(geminiB.requests.length).toBeGreaterThan(0);
 
     // Hold every model answer, then give each chat one more message through B: once every chat is
@@ -84,13 +99,13 @@ describe("two replicas on one PostgreSQL database", () => {
       openGate = resolve;
     });
     for (let c = 0; c < CHATS; c++) await post(c, 2, b);
-    await eventually(() => inFlight.size === CHATS && blockedOn.B > 0, 15_000);
+    await eventually(() => inFlight.size === CHATS && blockedOn.B > 0, 40_000);
     b.proc.kill("SIGKILL");
     await b.exited;
     openGate();
 
     for (let k = 3; k < MESSAGES_PER_CHAT; k++) for (let c = 0; c < CHATS; c++) await post(c, k, a);
-    await eventually(allDelivered, 30_000);
+    await eventually(allDelivered, 60_000);
 
     expect(overlaps).toEqual([]);
     for (const t of expected) expect(delivered().filter((d) => d === `echo ${t}`)).toHaveLength(1);

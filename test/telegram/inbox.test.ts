@@ -2,7 +2,12 @@ import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
 import { migrateToLatest } from "../../src/db/migrate.js";
-import { createInbox, type Inbox } from "../../src/telegram/inbox.js";
+import {
+  createInbox,
+  type Inbox,
+  type InboxItem,
+  LeaseLostError,
+} from "../../src/telegram/inbox.js";
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../helpers/databases.js";
 import { captureLogger } from "../helpers/logs.js";
 
@@ -26,10 +31,16 @@ describe.each(DATABASE_KINDS)("inbox on %s", (kind) => {
   });
 
   /** Drains whatever can run now, finishing nothing: what a fresh worker would start. */
-  async function claimAll(inbox: Inbox): Promise<number[]> {
-    const ids: number[] = [];
-    for (let item = await inbox.claim(); item; item = await inbox.claim()) ids.push(item.updateId);
-    return ids;
+  async function claimAll(inbox: Inbox): Promise<InboxItem[]> {
+    const items: InboxItem[] = [];
+    for (let item = await inbox.claim(); item; item = await inbox.claim()) items.push(item);
+    return items;
+  }
+  const idsOf = (items: readonly InboxItem[]) => items.map((item) => item.updateId);
+  async function claimOne(inbox: Inbox): Promise<InboxItem> {
+    const item = await inbox.claim();
+    if (!item) throw new Error("expected an update to claim");
+    return item;
   }
 
   it("stores an update once and hands back what was stored", async () => {
@@ -37,14 +48,15 @@ describe.each(DATABASE_KINDS)("inbox on %s", (kind) => {
     const id = nextId++;
     expect(await inbox.add(id, "chat-1", { update_id: id, text: "hi" })).toBe(true);
     expect(await inbox.add(id, "chat-1", { update_id: id, text: "again" })).toBe(false);
-    const item = await inbox.claim();
+    const item = await claimOne(inbox);
     expect(item).toEqual({
       updateId: id,
       chatId: "chat-1",
       update: { update_id: id, text: "hi" },
       attempts: 1,
+      leaseUntil: clock + 30_000,
     });
-    await inbox.finish(id);
+    expect(await inbox.finish(item)).toBe(true);
     expect(await inbox.claim()).toBeUndefined();
   });
 
@@ -56,16 +68,20 @@ describe.each(DATABASE_KINDS)("inbox on %s", (kind) => {
     await inbox.add(a2, "A", {});
     await inbox.add(b2, "B", {});
     await inbox.add(c1, null, {});
-    expect(await claimAll(inbox)).toEqual([a1, b1, c1]);
+    const [ia1, ib1, ic1] = await claimAll(inbox);
+    expect(idsOf([ia1, ib1, ic1].filter((i) => i !== undefined))).toEqual([a1, b1, c1]);
     // Another replica sees nothing it may run while those are leased.
     expect(await claimAll(inboxFor("b"))).toEqual([]);
-    await inbox.finish(a1);
-    expect(await claimAll(inbox)).toEqual([a2]);
-    await inbox.finish(b1);
-    await inbox.finish(a2);
-    expect(await claimAll(inboxFor("b"))).toEqual([b2]);
-    await inbox.finish(b2);
-    await inbox.finish(c1);
+    await inbox.finish(ia1 as InboxItem);
+    const [ia2] = await claimAll(inbox);
+    expect(ia2?.updateId).toBe(a2);
+    await inbox.finish(ib1 as InboxItem);
+    await inbox.finish(ia2 as InboxItem);
+    const other = inboxFor("b");
+    const [ib2] = await claimAll(other);
+    expect(ib2?.updateId).toBe(b2);
+    await other.finish(ib2 as InboxItem);
+    await inbox.finish(ic1 as InboxItem);
   });
 
   it("lets another replica take over once a lease expires, and keeps a renewed one", async () => {
@@ -73,17 +89,71 @@ describe.each(DATABASE_KINDS)("inbox on %s", (kind) => {
     const second = inboxFor("alive");
     const id = nextId++;
     await first.add(id, "L", {});
-    expect((await first.claim())?.updateId).toBe(id);
+    const stale = await claimOne(first);
+    expect(stale.updateId).toBe(id);
     clock += 20_000;
-    expect(await first.renew(id)).toBe(true);
+    expect(await first.renew(stale)).toBe(clock + 30_000);
     clock += 20_000;
     expect(await second.claim()).toBeUndefined();
     clock += 20_000;
-    const taken = await second.claim();
+    const taken = await claimOne(second);
     expect(taken).toMatchObject({ updateId: id, attempts: 2 });
     // The first replica lost it: its renewals no longer count.
-    expect(await first.renew(id)).toBe(false);
-    await second.finish(id);
+    expect(await first.renew(stale)).toBeUndefined();
+    await second.finish(taken);
+  });
+
+  it("ignores what a worker that lost its lease writes, even when the same worker claims again", async () => {
+    const inbox = inboxFor("stalls");
+    const id = nextId++;
+    await inbox.add(id, "F", {});
+    const stale = await claimOne(inbox);
+    clock += 30_001;
+    const again = await claimOne(inbox);
+    expect(again).toMatchObject({ updateId: id, attempts: 2 });
+    expect(await inbox.finish(stale)).toBe(false);
+    expect(await inbox.release(stale, "late failure", 0)).toBe(false);
+    expect(await inbox.renew(stale)).toBeUndefined();
+    const row = await handle.db
+      .selectFrom("inbox")
+      .select(["status", "attempts", "lease_until"])
+      .where("update_id", "=", id)
+      .executeTakeFirstOrThrow();
+    expect(row).toEqual({ status: "running", attempts: 2, lease_until: again.leaseUntil });
+    expect(await inbox.finish(again)).toBe(true);
+  });
+
+  it("vouches for a lease from its own clock while half of it is left, and asks the database after", async () => {
+    const first = inboxFor("first");
+    const second = inboxFor("second");
+    const id = nextId++;
+    await first.add(id, "V", {});
+    const item = await claimOne(first);
+    const lease = first.leaseOf(item);
+    clock += 14_000;
+    await lease.ensureHeld();
+    // Renewed by that check? No: 16 s of 30 were left, so it did not ask. The lease ends as claimed.
+    clock += 16_001;
+    const taken = await claimOne(second);
+    await expect(lease.ensureHeld()).rejects.toBeInstanceOf(LeaseLostError);
+    expect(lease.lost).toBe(true);
+    await second.finish(taken);
+  });
+
+  it("renews a lease that is running short when asked to vouch for it", async () => {
+    const inbox = inboxFor("short");
+    const id = nextId++;
+    await inbox.add(id, "S", {});
+    const item = await claimOne(inbox);
+    const lease = inbox.leaseOf(item);
+    clock += 21_000;
+    await lease.ensureHeld();
+    clock += 20_000;
+    // The check above renewed the lease, so it has not expired yet.
+    expect(await inboxFor("other").claim()).toBeUndefined();
+    await lease.ensureHeld();
+    expect(lease.lost).toBe(false);
+    expect(await inbox.finish(item)).toBe(true);
   });
 
   it("runs a released update again only after its delay, and holds its chat back meanwhile", async () => {
@@ -91,14 +161,15 @@ describe.each(DATABASE_KINDS)("inbox on %s", (kind) => {
     const [r1, r2] = [nextId++, nextId++];
     await inbox.add(r1, "R", {});
     await inbox.add(r2, "R", {});
-    await inbox.claim();
-    await inbox.release(r1, "database away", 5_000);
+    expect(await inbox.release(await claimOne(inbox), "database away", 5_000)).toBe(true);
     expect(await inbox.claim()).toBeUndefined();
     clock += 5_001;
-    expect((await inbox.claim())?.updateId).toBe(r1);
-    await inbox.finish(r1, { error: "gave up" });
-    expect((await inbox.claim())?.updateId).toBe(r2);
-    await inbox.finish(r2);
+    const retried = await claimOne(inbox);
+    expect(retried.updateId).toBe(r1);
+    await inbox.finish(retried, { error: "gave up" });
+    const next = await claimOne(inbox);
+    expect(next.updateId).toBe(r2);
+    await inbox.finish(next);
   });
 
   it("after a crash, SQLite runs interrupted updates again at once; PostgreSQL waits for the lease", async () => {
@@ -110,14 +181,14 @@ describe.each(DATABASE_KINDS)("inbox on %s", (kind) => {
     const recovered = await restarted.recoverAfterCrash();
     if (kind === "sqlite") {
       expect(recovered).toBe(1);
-      expect((await restarted.claim())?.updateId).toBe(id);
     } else {
       expect(recovered).toBe(0);
       expect(await restarted.claim()).toBeUndefined();
       clock += 30_001;
-      expect((await restarted.claim())?.updateId).toBe(id);
     }
-    await restarted.finish(id);
+    const item = await claimOne(restarted);
+    expect(item.updateId).toBe(id);
+    await restarted.finish(item);
   });
   it("prunes finished updates older than the cut-off, in batches, and nothing unfinished", async () => {
     const inbox = inboxFor("a");
@@ -134,14 +205,16 @@ describe.each(DATABASE_KINDS)("inbox on %s", (kind) => {
     for (const id of [oldDone, oldFailed, oldRunning, recentDone])
       await inbox.add(id, `P${id}`, {});
     const claimed = await claimAll(inbox);
-    expect(claimed).toEqual([oldDone, oldFailed, oldRunning, recentDone]);
-    await inbox.finish(oldDone);
-    await inbox.finish(oldFailed, { error: "gave up" });
+    expect(idsOf(claimed)).toEqual([oldDone, oldFailed, oldRunning, recentDone]);
+    const [doneItem, failedItem, runningItem, recentItem] = claimed as InboxItem[];
+    await inbox.finish(doneItem as InboxItem);
+    await inbox.finish(failedItem as InboxItem, { error: "gave up" });
     await inbox.add(oldPending, null, {});
-    await inbox.release(oldPending, "database away", 60 * 60 * 1000);
+    const pendingItem = await claimOne(inbox);
+    await inbox.release(pendingItem, "database away", 60 * 60 * 1000);
     const cutOff = new Date(clock + 1).toISOString();
     clock += 60_000;
-    await inbox.finish(recentDone);
+    await inbox.finish(recentItem as InboxItem);
 
     expect(await inbox.prune(cutOff, 1)).toBe(2);
     const left = await handle.db
@@ -154,9 +227,13 @@ describe.each(DATABASE_KINDS)("inbox on %s", (kind) => {
     // Past the retention a redelivered update is new again: that is what the retention bounds.
     expect(await inbox.add(oldDone, "again", {})).toBe(true);
     expect(await inbox.add(recentDone, "again", {})).toBe(false);
-    await inbox.finish(oldDone);
-    await inbox.finish(oldRunning);
-    await inbox.finish(oldPending);
+    // Out of the way of the next tests: the update re-added above and the one held back.
+    await inbox.finish(runningItem as InboxItem);
+    await handle.db
+      .updateTable("inbox")
+      .set({ status: "done" })
+      .where("update_id", "in", [oldDone, oldPending])
+      .execute();
   });
   it("lets workers claiming at once take every update once, one per chat at a time, in order", async () => {
     const chats = Array.from({ length: 12 }, (_, i) => `race-${i}`);
@@ -188,7 +265,7 @@ describe.each(DATABASE_KINDS)("inbox on %s", (kind) => {
         ran.set(chat, [...(ran.get(chat) ?? []), item.updateId]);
         await new Promise((resolve) => setImmediate(resolve));
         running.delete(chat);
-        await inbox.finish(item.updateId);
+        await inbox.finish(item);
       }
     };
     await Promise.all(["w1", "w2", "w3", "w4", "w5", "w6"].map(worker));
@@ -203,8 +280,9 @@ describe.each(DATABASE_KINDS)("inbox on %s", (kind) => {
       await migrateToLatest(single.db, logger);
       const inbox = inboxFor("a", single);
       await inbox.add(1, "A", { n: 1 });
-      expect((await inbox.claim())?.updateId).toBe(1);
-      await inbox.finish(1);
+      const item = await claimOne(inbox);
+      expect(item.updateId).toBe(1);
+      await inbox.finish(item);
       await sql`alter table inbox add column note text`.execute(single.db);
       await inbox.add(2, "A", { n: 2 });
       expect(await inbox.claim()).toMatchObject({ updateId: 2, update: { n: 2 } });

@@ -1,0 +1,97 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
+import { migrateToLatest } from "../../src/db/migrate.js";
+import { Dispatcher } from "../../src/telegram/dispatcher.js";
+import { createInbox, type InboxItem, type Lease } from "../../src/telegram/inbox.js";
+import { createTestDatabase, type TestDatabase } from "../helpers/databases.js";
+import { captureLogger } from "../helpers/logs.js";
+
+describe("dispatcher", () => {
+  let testDb: TestDatabase;
+  let handle: DatabaseHandle;
+  let clock = 1_000_000;
+  const inboxFor = (workerId: string) =>
+    createInbox({ db: handle.db, kind: "sqlite", workerId, leaseMs: 30_000, now: () => clock });
+
+  beforeAll(async () => {
+    testDb = await createTestDatabase("sqlite");
+    handle = openDatabase(testDb.target);
+    await migrateToLatest(handle.db, captureLogger().logger);
+  });
+  afterAll(async () => {
+    await handle.close();
+    await testDb.dispose();
+  });
+
+  /** A dispatcher whose one update waits in `handle` until the test lets it go on. */
+  function stalledRun(workerId: string) {
+    const { logger, lines } = captureLogger();
+    const inbox = inboxFor(workerId);
+    const answered: number[] = [];
+    const gaveUp: number[] = [];
+    let started: (run: { item: InboxItem; lease: Lease }) => void = () => {};
+    const running = new Promise<{ item: InboxItem; lease: Lease }>((resolve) => {
+      started = resolve;
+    });
+    let goOn: () => void = () => {};
+    const stall = new Promise<void>((resolve) => {
+      goOn = resolve;
+    });
+    const dispatcher = new Dispatcher({
+      inbox,
+      handle: async (item, lease) => {
+        started({ item, lease });
+        await stall;
+        await lease.ensureHeld();
+        answered.push(item.updateId);
+      },
+      logger,
+      concurrency: 1,
+      pollMs: 60_000,
+      renewMs: 60_000,
+      // A failure would be final: the give-up message is what a lost lease must not send.
+      maxAttempts: 1,
+      onGiveUp: async (item) => {
+        gaveUp.push(item.updateId);
+      },
+    });
+    return { inbox, dispatcher, running, goOn, answered, gaveUp, lines };
+  }
+
+  const rowOf = (id: number) =>
+    handle.db
+      .selectFrom("inbox")
+      .select(["status", "claimed_by", "attempts"])
+      .where("update_id", "=", id)
+      .executeTakeFirstOrThrow();
+
+  it("finishes an update whose lease held", async () => {
+    const run = stalledRun("steady");
+    await run.inbox.add(1, "held", {});
+    run.dispatcher.start();
+    await run.running;
+    clock += 25_000;
+    run.goOn();
+    expect(await run.dispatcher.stop(5_000)).toBe(true);
+    expect(run.answered).toEqual([1]);
+    expect(await rowOf(1)).toEqual({ status: "done", claimed_by: "steady", attempts: 1 });
+  });
+
+  it("stops a run that stalled past its lease: no answer, no give-up, the new holder keeps the update", async () => {
+    const run = stalledRun("stalled");
+    await run.inbox.add(2, "lost", {});
+    run.dispatcher.start();
+    await run.running;
+    clock += 30_001;
+    const taken = await inboxFor("healthy").claim();
+    expect(taken).toMatchObject({ updateId: 2, attempts: 2 });
+    run.goOn();
+    expect(await run.dispatcher.stop(5_000)).toBe(true);
+    expect(run.answered).toEqual([]);
+    expect(run.gaveUp).toEqual([]);
+    expect(await rowOf(2)).toEqual({ status: "running", claimed_by: "healthy", attempts: 2 });
+    expect(run.lines.map((l) => l.msg)).toContain(
+      "lost the lease of this update to another worker; stopped its run",
+    );
+  });
+});
