@@ -4,8 +4,9 @@ import type { Inbox, InboxItem, Lease } from "./inbox.js";
 export type DispatcherDeps = {
   inbox: Inbox;
   /**
-   * Runs one update to completion, checking its lease before each write and before it answers;
-   * a throw is an infrastructure failure and the update is retried.
+   * Runs one update to completion, checking its lease before each model call, each write and its
+   * answer; a throw is an infrastructure failure and the update is retried (unless the lease was
+   * lost: then the update is left to the worker that holds it now).
    */
   handle(item: InboxItem, lease: Lease): Promise<void>;
   logger: Logger;
