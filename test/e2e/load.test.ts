@@ -44,7 +44,7 @@ describe("load: many chats at once through the webhook", () => {
     }
     const statuses = await Promise.all(posts.map(async (p) => (await p).status));
     expect(statuses.every((s) => s === 200)).toBe(true);
-    await eventually(() => w.telegram.sent.length >= CHATS * MESSAGES, 60_000);
+    await eventually(() => w.telegram.sent.length >= CHATS * MESSAGES, 120_000);
     const sent = w.telegram.sent.map((m) => m.plain_text);
     expect(new Set(sent).size).toBe(CHATS * MESSAGES);
     for (let c = 0; c < CHATS; c++) {

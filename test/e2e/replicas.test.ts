@@ -29,7 +29,7 @@ describe("two replicas on one PostgreSQL database", () => {
   // Slow hosts take seconds to start a service and its first turn (module loading blocks Node's
   // event loop): the timeouts leave room for that; they do not pace the test.
   it("run every update exactly once, each chat strictly in order, and take over a dead replica's turn", {
-    timeout: 150_000,
+    timeout: 480_000,
   }, async () => {
     // Each replica talks to its own fake Gemini so the test knows which replica is mid-turn;
     // both answer through one step function that watches every chat's requests.
@@ -84,12 +84,12 @@ describe("two replicas on one PostgreSQL database", () => {
     // the model for it too. A first turn in a chat of its own keeps that out of what is checked.
     await post(CHATS, 0, a);
     await post(CHATS + 1, 0, b);
-    await eventually(allDelivered, 40_000);
+    await eventually(allDelivered, 90_000);
 
     // A burst spread over both replicas.
     for (let k = 0; k < 2; k++)
       for (let c = 0; c < CHATS; c++) await post(c, k, (c + k) % 2 ? b : a);
-    await eventually(allDelivered, 40_000);
+    await eventually(allDelivered, 90_000);
     expect(geminiB.requests.length).toBeGreaterThan(0);
 
     // Hold every model answer, then give each chat one more message through B: once every chat is
@@ -99,13 +99,13 @@ describe("two replicas on one PostgreSQL database", () => {
       openGate = resolve;
     });
     for (let c = 0; c < CHATS; c++) await post(c, 2, b);
-    await eventually(() => inFlight.size === CHATS && blockedOn.B > 0, 40_000);
+    await eventually(() => inFlight.size === CHATS && blockedOn.B > 0, 90_000);
     b.proc.kill("SIGKILL");
     await b.exited;
     openGate();
 
     for (let k = 3; k < MESSAGES_PER_CHAT; k++) for (let c = 0; c < CHATS; c++) await post(c, k, a);
-    await eventually(allDelivered, 60_000);
+    await eventually(allDelivered, 120_000);
 
     expect(overlaps).toEqual([]);
     for (const t of expected) expect(delivered().filter((d) => d === `echo ${t}`)).toHaveLength(1);

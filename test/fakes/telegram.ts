@@ -23,7 +23,7 @@ export const TELEGRAM_TEXT_LIMIT = 4096;
 export const DEFAULT_FAKE_TOKEN = "7000000001:AAFakeTelegramTokenForTestsOnly";
 
 const MAX_BODY_BYTES = 1024 * 1024;
-const DEFAULT_WAIT_MS = 5000;
+const DEFAULT_WAIT_MS = 30_000;
 const CHAT_ACTIONS = new Set([
   "typing",
   "upload_photo",

@@ -171,7 +171,7 @@ export async function startWorld(
 /** Polls until `check` returns a value (not undefined/false) or the time runs out. */
 export async function eventually<T>(
   check: () => T | undefined | false | Promise<T | undefined | false>,
-  timeoutMs = 10_000,
+  timeoutMs = 30_000,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {

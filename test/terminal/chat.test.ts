@@ -33,7 +33,7 @@ function openTerminal(app: App): Terminal {
       for (const line of typed) input.write(`${line}\n`);
     },
     end: () => input.end(),
-    until: (line) => vi.waitFor(() => expect(lines()).toContain(line), { timeout: 10_000 }),
+    until: (line) => vi.waitFor(() => expect(lines()).toContain(line), { timeout: 30_000 }),
   };
 }
 
@@ -119,7 +119,7 @@ describe("terminal chat", () => {
     const line = "🧠 Compacted 4 earlier messages into a summary";
     const afterBanner = () => terminal.lines().slice(terminal.lines().indexOf(BANNER) + 1);
     await vi.waitFor(() => expect(afterBanner()).toEqual([line, "Koroku: ok"]), {
-      timeout: 10_000,
+      timeout: 30_000,
     });
 
     const [summary] = (await h.app.store.lastTurns("local", 10)).filter(
