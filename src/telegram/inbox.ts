@@ -16,7 +16,7 @@ export type InboxItem = {
   update: unknown;
   /** Claims so far, this one included: it tells this claim from a later one by another worker. */
   attempts: number;
-  /** When the lease of this claim ends (the claimer's clock, as every lease). */
+  /** When the lease of this claim ends, by the inbox's clock (the database server's, on PostgreSQL). */
   leaseUntil: number;
 };
 

@@ -3,6 +3,7 @@ import { hostname } from "node:os";
 import { BotError, GrammyError } from "grammy";
 import type { Update } from "grammy/types";
 import type { App } from "../app.js";
+import { readPostgresTime, startDatabaseClock } from "../db/clock.js";
 import type { Logger } from "../logger.js";
 import { createBot } from "./bot.js";
 import { COMMANDS } from "./commands.js";
@@ -19,6 +20,7 @@ import { createHttpServer } from "./server.js";
 const CONCURRENCY = 32;
 const SHUTDOWN_WAIT_MS = 25_000;
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
+const CLOCK_RESYNC_MS = 10 * 60 * 1000;
 const ALLOWED_UPDATES = ["message"] as const;
 
 const GAVE_UP =
@@ -94,11 +96,21 @@ export async function startService(app: App, logger: Logger): Promise<Service> {
     throw explainTelegramFailure(error);
   }
 
+  // Replicas on PostgreSQL time leases by the server's clock; SQLite's processes share one host's.
+  const clock =
+    app.database.kind === "postgres"
+      ? await startDatabaseClock({
+          readServerTime: () => readPostgresTime(app.database.db),
+          logger,
+          resyncMs: CLOCK_RESYNC_MS,
+        })
+      : undefined;
   const inbox = createInbox({
     db: app.database.db,
     kind: app.database.kind,
     workerId: `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`,
     leaseMs: config.inboxLeaseSeconds * 1000,
+    now: clock?.now,
   });
   const recovered = await inbox.recoverAfterCrash();
   if (recovered > 0)
@@ -155,6 +167,7 @@ export async function startService(app: App, logger: Logger): Promise<Service> {
     }
   } catch (error) {
     server.close();
+    clock?.stop();
     throw explainTelegramFailure(error);
   }
   dispatcher.start();
@@ -187,6 +200,7 @@ export async function startService(app: App, logger: Logger): Promise<Service> {
       if (!drained)
         logger.warn("some turns were still running; they will run again after the restart");
       await pruner.stop();
+      clock?.stop();
       server.closeAllConnections();
       await closed;
     },
