@@ -97,6 +97,9 @@ function rowsFor(samples: Samples, variant: Variant, database: DatabaseKind): Be
   const base = { benchmark: BENCHMARK, database, unit: "MB" };
   const stored = `${CHATS.toLocaleString("en-US")} chats × ${EVENTS_PER_CHAT} events${variant.label}`;
   const growth = samples.afterMore - samples.afterTouch;
+  // The targets are for the service as it is deployed (`npm start`, the Docker image); plain
+  // node is measured only to show what the heap settings buy.
+  const judged = (target: string, ok: boolean) => (variant.npmStart ? { target, ok } : {});
   return [
     { ...base, case: stored, metric: "RSS after start", value: round(samples.afterStart, 1) },
     {
@@ -104,8 +107,7 @@ function rowsFor(samples: Samples, variant: Variant, database: DatabaseKind): Be
       case: stored,
       metric: "RSS after touching every chat",
       value: round(samples.afterTouch, 1),
-      target: `< ${TARGET_MB} MB`,
-      ok: samples.afterTouch < TARGET_MB,
+      ...judged(`< ${TARGET_MB} MB`, samples.afterTouch < TARGET_MB),
       note: `one turn in each chat (${CONCURRENCY} at a time): every history loaded once`,
     },
     {
@@ -113,16 +115,14 @@ function rowsFor(samples: Samples, variant: Variant, database: DatabaseKind): Be
       case: stored,
       metric: `RSS after ${MORE_ROUNDS} more rounds`,
       value: round(samples.afterMore, 1),
-      target: `< ${TARGET_MB} MB`,
-      ok: samples.afterMore < TARGET_MB,
+      ...judged(`< ${TARGET_MB} MB`, samples.afterMore < TARGET_MB),
     },
     {
       ...base,
       case: stored,
       metric: "RSS growth",
       value: round(growth, 1),
-      target: `< ${FLAT_MB} MB`,
-      ok: growth < FLAT_MB,
+      ...judged(`< ${FLAT_MB} MB`, growth < FLAT_MB),
       note: `from touching every chat to ${MORE_ROUNDS} more turns in each (contexts +${2 * MORE_ROUNDS} events)`,
     },
     {
