@@ -1,0 +1,50 @@
+import { describe, expect, it } from "vitest";
+import { type CacheEntry, ContextCache, memoryOf } from "../../src/session/context-cache.js";
+
+const entry = (bytes: number): CacheEntry => ({
+  summary: undefined,
+  events: [],
+  lastId: 0,
+  own: new Set(),
+  bytes,
+});
+
+const held = (cache: ContextCache, chats: readonly string[]) =>
+  chats.filter((chat) => cache.get(chat) !== undefined);
+
+describe("the context cache", () => {
+  it("drops the least recently used chats once their bytes pass the budget", () => {
+    const cache = new ContextCache(300);
+    cache.set("a", entry(100));
+    cache.set("b", entry(100));
+    cache.set("c", entry(100));
+    expect(cache.get("a")).toBeDefined();
+    cache.set("d", entry(100));
+    expect(held(cache, ["a", "b", "c", "d"])).toEqual(["a", "c", "d"]);
+  });
+
+  it("counts a chat's bytes once when it is set again, and frees them when it is deleted", () => {
+    const cache = new ContextCache(300);
+    cache.set("a", entry(100));
+    cache.set("a", entry(150));
+    cache.set("b", entry(150));
+    expect(held(cache, ["a", "b"])).toEqual(["a", "b"]);
+    cache.delete("a");
+    cache.set("c", entry(150));
+    expect(held(cache, ["a", "b", "c"])).toEqual(["b", "c"]);
+  });
+
+  it("keeps the chat just set even when it alone is over the budget", () => {
+    const cache = new ContextCache(300);
+    cache.set("a", entry(100));
+    cache.set("big", entry(1_000));
+    expect(held(cache, ["a", "big"])).toEqual(["big"]);
+  });
+
+  it("weighs an event by its text: a 256 KiB tool result as much as hundreds of short ones", () => {
+    const short = memoryOf([{ estimatedTokens: 100 }]);
+    const file = memoryOf([{ estimatedTokens: (256 * 1024) / 4 }]);
+    expect(short).toBe(400 + 800);
+    expect(file / short).toBeGreaterThan(400);
+  });
+});
