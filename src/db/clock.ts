@@ -34,7 +34,8 @@ export async function readPostgresTime(db: Kysely<Database>): Promise<number> {
  * apart by more than half a lease, one would take over another's running turn early. Each replica
  * therefore times leases by the database server's clock: it measures how far its own clock is off
  * (the server's time against the middle of the round trip) at start-up and then every
- * `resyncMs`, and adds that offset to its clock. Between measurements its clock only drifts.
+ * `resyncMs`, and adds that offset to its clock. A host clock stepped in between (NTP) shifts the
+ * result until the next measurement.
  */
 export async function startDatabaseClock(deps: {
   readServerTime: () => Promise<number>;

@@ -20,7 +20,7 @@ import { createHttpServer } from "./server.js";
 const CONCURRENCY = 32;
 const SHUTDOWN_WAIT_MS = 25_000;
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
-const CLOCK_RESYNC_MS = 10 * 60 * 1000;
+const CLOCK_RESYNC_MS = 60 * 1000;
 const ALLOWED_UPDATES = ["message"] as const;
 
 const GAVE_UP =
