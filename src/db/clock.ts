@@ -61,7 +61,7 @@ export async function startDatabaseClock(deps: {
     const wasOff = Math.abs(offsetMs) > WARN_OFFSET_MS;
     // Leases are stored as whole milliseconds.
     offsetMs = Math.round(offset);
-    if (Math.abs(offset) > WARN_OFFSET_MS && !wasOff) {
+    if (Math.abs(offsetMs) > WARN_OFFSET_MS && !wasOff) {
       deps.logger.warn(
         { offset_ms: offsetMs },
         "this host's clock differs from the database server's by more than a second; leases use the server's time, but check the host's NTP",
