@@ -26,6 +26,9 @@ export type DispatcherDeps = {
 
 // A database restart or a network blip is over in seconds: 1 s, 2 s, 4 s, 8 s between attempts.
 const backoffMs = (attempts: number) => 1_000 * 2 ** Math.max(0, attempts - 1);
+// Recording an answered update as done is tried again after 0.1 s, 0.2 s, 0.4 s … up to 2 s apart.
+const FINISH_RETRY_MS = 100;
+const FINISH_RETRY_MAX_MS = 2_000;
 
 /**
  * Pulls updates from the inbox and runs them: as many at once as `concurrency` allows, never two
@@ -136,11 +139,7 @@ export class Dispatcher {
     }, this.deps.renewMs);
     try {
       await this.deps.handle(item, lease);
-      if (!(await inbox.finish(item))) {
-        log.warn(
-          "another worker claimed this update as it finished here; it may be answered twice",
-        );
-      }
+      await this.recordDone(item, lease, log);
     } catch (error) {
       if (lease.lost) {
         log.warn(
@@ -175,6 +174,32 @@ export class Dispatcher {
       }
     } finally {
       clearInterval(renewal);
+    }
+  }
+
+  /**
+   * Records a handled update as done. Its answer is out, so a database that is away for a moment
+   * is waited for rather than letting the update run, and be answered, again. The wait ends with
+   * the lease: until then no other worker may claim the update, and after it one may.
+   */
+  private async recordDone(item: InboxItem, lease: Lease, log: Logger): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        if (!(await this.deps.inbox.finish(item))) {
+          log.warn(
+            "another worker claimed this update as it finished here; it may be answered twice",
+          );
+        }
+        return;
+      } catch (error) {
+        const waitMs = Math.min(FINISH_RETRY_MAX_MS, FINISH_RETRY_MS * 2 ** attempt);
+        if (waitMs >= lease.remainingMs()) throw error;
+        log.warn(
+          { err: error, retry_in_ms: waitMs },
+          "could not record the answered update as done; trying again",
+        );
+        await new Promise((resolve) => setTimeout(resolve, waitMs));
+      }
     }
   }
 

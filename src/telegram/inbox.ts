@@ -41,6 +41,8 @@ export type Lease = {
    * as renewals come in time; throws LeaseLostError when another worker may run the update now.
    */
   ensureHeld(): Promise<void>;
+  /** Time left until the lease ends, as far as this worker knows (after its last renewal). */
+  remainingMs(): number;
   readonly lost: boolean;
 };
 
@@ -236,6 +238,7 @@ export function createInbox(deps: {
         await renewLease();
         if (lost) throw new LeaseLostError(item.updateId);
       },
+      remainingMs: () => until - now(),
       get lost() {
         return lost;
       },

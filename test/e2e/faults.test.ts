@@ -466,6 +466,29 @@ describe("PostgreSQL briefly unavailable", () => {
     expectAlive();
   });
 
+  it("answers once a turn whose database went away just after its answer was sent", async () => {
+    // A lease short enough that an update not recorded as done would run again within the test,
+    // and long enough that the service still waits for the database when the test restores it.
+    const { w, proxy, database, expectAlive } = await worldBehindProxy({
+      INBOX_LEASE_SECONDS: "10",
+    });
+    const send = w.telegram.holdNext("sendMessage");
+    const id = await w.say("two");
+    await send.arrived;
+    proxy.cut();
+    send.release();
+    // The answer is out, and the database is back only once recording it has failed.
+    await eventually(() => w.service.logs.some((l) => l.update_id === id && Number(l.level) >= 40));
+    expect(textsTo(w)).toEqual(["echo: two"]);
+    proxy.restore();
+    await eventually(async () => finished(await inboxStatus(database, id)));
+
+    const next = await followUp(w);
+    expect(textsTo(w)).toEqual(["echo: two", FOLLOW_UP]);
+    await expectSettled(database, [id, next]);
+    expectAlive();
+  });
+
   it("answers once a turn whose database went away during the model call", async () => {
     // A short lease, so an update whose state could not be saved is claimed again quickly.
     const { w, proxy, database, expectAlive } = await worldBehindProxy({

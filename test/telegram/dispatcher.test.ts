@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
 import { migrateToLatest } from "../../src/db/migrate.js";
 import { Dispatcher } from "../../src/telegram/dispatcher.js";
@@ -93,5 +93,39 @@ describe("dispatcher", () => {
     expect(run.lines.map((l) => l.msg)).toContain(
       "lost the lease of this update to another worker; stopped its run",
     );
+  });
+
+  it("records an answered update as done once the database answers again, without running it twice", async () => {
+    const { logger, lines } = captureLogger();
+    const inbox = inboxFor("patient");
+    let refusals = 2;
+    const handled: number[] = [];
+    const dispatcher = new Dispatcher({
+      inbox: {
+        ...inbox,
+        finish: async (claim, outcome) => {
+          if (refusals-- > 0) throw new Error("connection terminated unexpectedly");
+          return inbox.finish(claim, outcome);
+        },
+      },
+      handle: async (item) => {
+        handled.push(item.updateId);
+      },
+      logger,
+      concurrency: 1,
+      pollMs: 60_000,
+      renewMs: 60_000,
+      maxAttempts: 5,
+    });
+    await inbox.add(3, "answered", {});
+    dispatcher.start();
+    await vi.waitFor(async () => expect((await rowOf(3)).status).toBe("done"));
+    expect(await dispatcher.stop(5_000)).toBe(true);
+    expect(handled).toEqual([3]);
+    expect(await rowOf(3)).toEqual({ status: "done", claimed_by: "patient", attempts: 1 });
+    expect(lines.map((l) => [l.msg, l.retry_in_ms])).toEqual([
+      ["could not record the answered update as done; trying again", 100],
+      ["could not record the answered update as done; trying again", 200],
+    ]);
   });
 });
