@@ -26,7 +26,7 @@ export type DispatcherDeps = {
 
 // A database restart or a network blip is over in seconds: 1 s, 2 s, 4 s, 8 s between attempts.
 const backoffMs = (attempts: number) => 1_000 * 2 ** Math.max(0, attempts - 1);
-// Recording an answered update as done is tried again after 0.1 s, 0.2 s, 0.4 s … up to 2 s apart.
+// Recording how an update ended is tried again after 0.1 s, 0.2 s, 0.4 s … up to 2 s apart.
 const FINISH_RETRY_MS = 100;
 const FINISH_RETRY_MAX_MS = 2_000;
 
@@ -138,54 +138,70 @@ export class Dispatcher {
         .catch((error: unknown) => log.warn({ err: error }, "could not renew the lease"));
     }, this.deps.renewMs);
     try {
-      await this.deps.handle(item, lease);
-      await this.recordDone(item, lease, log);
-    } catch (error) {
-      if (lease.lost) {
-        log.warn(
-          { err: error },
-          "lost the lease of this update to another worker; stopped its run",
-        );
+      try {
+        await this.deps.handle(item, lease);
+      } catch (error) {
+        await this.failed(item, lease, log, error);
         return;
       }
-      const reason = error instanceof Error ? error.message : String(error);
-      try {
-        if (item.attempts >= this.deps.maxAttempts) {
-          log.error({ err: error, attempts: item.attempts }, "giving up on an update");
-          await lease.ensureHeld();
-          await this.deps
-            .onGiveUp?.(item, error)
-            .catch((notifyError: unknown) =>
-              log.warn({ err: notifyError }, "could not tell the chat that its message failed"),
-            );
-          await inbox.finish(item, { error: reason });
-        } else {
-          const delayMs = this.deps.retryDelay?.(error) ?? backoffMs(item.attempts);
-          log.warn(
-            { err: error, attempts: item.attempts, retry_in_ms: delayMs },
-            "update failed; it will run again",
-          );
-          await inbox.release(item, reason, delayMs);
-        }
-      } catch (storeError) {
-        // The database is away (or the lease went meanwhile); the update runs again once the lease
-        // expires, here or elsewhere.
-        log.error({ err: storeError }, "could not record the update's failure");
-      }
+      await this.recordFinished(item, lease, log).catch((error: unknown) =>
+        log.error(
+          { err: error },
+          "could not record the answered update: once its lease ends it runs again, and its stored answer is sent again",
+        ),
+      );
     } finally {
       clearInterval(renewal);
     }
   }
 
+  /** A run that threw: retried later, given up after `maxAttempts`, or left to a new holder. */
+  private async failed(item: InboxItem, lease: Lease, log: Logger, error: unknown): Promise<void> {
+    if (lease.lost) {
+      log.warn({ err: error }, "lost the lease of this update to another worker; stopped its run");
+      return;
+    }
+    const reason = error instanceof Error ? error.message : String(error);
+    try {
+      if (item.attempts >= this.deps.maxAttempts) {
+        log.error({ err: error, attempts: item.attempts }, "giving up on an update");
+        await lease.ensureHeld();
+        await this.deps
+          .onGiveUp?.(item, error)
+          .catch((notifyError: unknown) =>
+            log.warn({ err: notifyError }, "could not tell the chat that its message failed"),
+          );
+        await this.recordFinished(item, lease, log, { error: reason });
+      } else {
+        const delayMs = this.deps.retryDelay?.(error) ?? backoffMs(item.attempts);
+        log.warn(
+          { err: error, attempts: item.attempts, retry_in_ms: delayMs },
+          "update failed; it will run again",
+        );
+        await this.deps.inbox.release(item, reason, delayMs);
+      }
+    } catch (storeError) {
+      // The database is away (or the lease went meanwhile); the update runs again once the lease
+      // expires, here or elsewhere.
+      log.error({ err: storeError }, "could not record the update's failure");
+    }
+  }
+
   /**
-   * Records a handled update as done. Its answer is out, so a database that is away for a moment
-   * is waited for rather than letting the update run, and be answered, again. The wait ends with
-   * the lease: until then no other worker may claim the update, and after it one may.
+   * Records how an update ended. Its chat has been told (the answer, or that it failed), so a
+   * database that is away for a moment is waited for rather than letting the update run, and
+   * send that again. The wait ends with the lease: until then no other worker may claim the
+   * update, and after it one may.
    */
-  private async recordDone(item: InboxItem, lease: Lease, log: Logger): Promise<void> {
+  private async recordFinished(
+    item: InboxItem,
+    lease: Lease,
+    log: Logger,
+    outcome: { error?: string } = {},
+  ): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       try {
-        if (!(await this.deps.inbox.finish(item))) {
+        if (!(await this.deps.inbox.finish(item, outcome))) {
           log.warn(
             "another worker claimed this update as it finished here; it may be answered twice",
           );
@@ -196,7 +212,7 @@ export class Dispatcher {
         if (waitMs >= lease.remainingMs()) throw error;
         log.warn(
           { err: error, retry_in_ms: waitMs },
-          "could not record the answered update as done; trying again",
+          "could not record how the update ended; trying again",
         );
         await new Promise((resolve) => setTimeout(resolve, waitMs));
       }

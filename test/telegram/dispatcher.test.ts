@@ -124,8 +124,8 @@ describe("dispatcher", () => {
     expect(handled).toEqual([3]);
     expect(await rowOf(3)).toEqual({ status: "done", claimed_by: "patient", attempts: 1 });
     expect(lines.map((l) => [l.msg, l.retry_in_ms])).toEqual([
-      ["could not record the answered update as done; trying again", 100],
-      ["could not record the answered update as done; trying again", 200],
+      ["could not record how the update ended; trying again", 100],
+      ["could not record how the update ended; trying again", 200],
     ]);
   });
 });
