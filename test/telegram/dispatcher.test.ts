@@ -128,4 +128,40 @@ describe("dispatcher", () => {
       ["could not record how the update ended; trying again", 200],
     ]);
   });
+
+  it("leaves an answered update it could not record to run again, without a give-up message", async () => {
+    const { logger, lines } = captureLogger();
+    const inbox = inboxFor("unlucky");
+    const gaveUp: number[] = [];
+    const dispatcher = new Dispatcher({
+      inbox: {
+        ...inbox,
+        // The database stays away until the lease has all but run out.
+        finish: async () => {
+          clock += 29_950;
+          throw new Error("connection terminated unexpectedly");
+        },
+      },
+      handle: async () => {},
+      logger,
+      concurrency: 1,
+      pollMs: 60_000,
+      renewMs: 60_000,
+      // The first failure would be final, were the run's own failure the one that counted.
+      maxAttempts: 1,
+      onGiveUp: async (item) => {
+        gaveUp.push(item.updateId);
+      },
+    });
+    await inbox.add(4, "unrecorded", {});
+    dispatcher.start();
+    await vi.waitFor(() =>
+      expect(lines.map((l) => l.msg)).toContain(
+        "could not record the answered update: once its lease ends it runs again, and its stored answer is sent again",
+      ),
+    );
+    expect(await dispatcher.stop(5_000)).toBe(true);
+    expect(gaveUp).toEqual([]);
+    expect(await rowOf(4)).toEqual({ status: "running", claimed_by: "unlucky", attempts: 1 });
+  });
 });
