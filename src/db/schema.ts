@@ -46,6 +46,8 @@ export interface InboxTable {
   error: string | null;
   received_at: string;
   finished_at: string | null;
+  /** Messages of the answer that reached Telegram, while the update runs (the last one is not counted). */
+  delivered: ColumnType<number, number | undefined, number>;
 }
 
 export interface Database {

@@ -55,7 +55,16 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
       });
       await Promise.all(notices);
       await lease?.ensureHeld();
-      await delivery.sendMarkdown(chatId, result.text, threadId);
+      // A run that takes over a stored answer sends only what earlier runs did not.
+      await delivery.sendMarkdown(
+        chatId,
+        result.text,
+        threadId,
+        lease && {
+          alreadySent: result.resumed ? lease.delivered : 0,
+          sent: (count) => lease.recordDelivered(count),
+        },
+      );
     } catch (error) {
       // A notice that failed must not become an unhandled rejection on the way out.
       await Promise.allSettled(notices);

@@ -9,6 +9,12 @@ export const TYPING_DELAY_MS = 300;
 
 export type Delivery = ReturnType<typeof createDelivery>;
 
+/** How far a long answer got before, and where to record each further message that goes out. */
+export type DeliveryProgress = {
+  alreadySent: number;
+  sent(count: number): Promise<void>;
+};
+
 /** The options that put a message or chat action into a forum topic, when there is one. */
 const inThread = (threadId: number | undefined) =>
   threadId === undefined ? {} : { message_thread_id: threadId };
@@ -44,19 +50,35 @@ export function createDelivery(deps: { api: Api; logger: Logger }) {
     }
   }
 
-  /** Sends prepared Telegram HTML, split under the length limit. */
-  async function sendHtml(chatId: number, html: string, threadId?: number): Promise<void> {
+  /**
+   * Sends prepared Telegram HTML, split under the length limit. With `progress`, the messages an
+   * earlier attempt sent are skipped, and each one sent but the last is recorded: the last is
+   * recorded with the whole update.
+   */
+  async function sendHtml(
+    chatId: number,
+    html: string,
+    threadId?: number,
+    progress?: DeliveryProgress,
+  ): Promise<void> {
     // A lone surrogate (from a model answer or a stored event) cannot be encoded as UTF-8, so
     // Telegram would refuse the whole message; U+FFFD in its place keeps every other word.
-    for (const chunk of splitMessage(html.toWellFormed())) {
-      await sendChunk(chatId, chunk, threadId);
+    const chunks = splitMessage(html.toWellFormed());
+    for (let i = progress?.alreadySent ?? 0; i < chunks.length; i++) {
+      await sendChunk(chatId, chunks[i] as string, threadId);
+      if (progress && i < chunks.length - 1) await progress.sent(i + 1);
     }
   }
 
   /** Sends Markdown (what Gemini writes) rendered to Telegram HTML. */
-  async function sendMarkdown(chatId: number, markdown: string, threadId?: number): Promise<void> {
+  async function sendMarkdown(
+    chatId: number,
+    markdown: string,
+    threadId?: number,
+    progress?: DeliveryProgress,
+  ): Promise<void> {
     const html = renderMarkdown(markdown);
-    await sendHtml(chatId, html.trim() === "" ? "<i>(no answer)</i>" : html, threadId);
+    await sendHtml(chatId, html.trim() === "" ? "<i>(no answer)</i>" : html, threadId, progress);
   }
 
   /** Shows "typing…" until the returned function is called. Failures only cost the indicator. */

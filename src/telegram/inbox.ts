@@ -18,6 +18,8 @@ export type InboxItem = {
   attempts: number;
   /** When the lease of this claim ends, by the inbox's clock (the database server's, on PostgreSQL). */
   leaseUntil: number;
+  /** Messages of the answer that earlier runs got to Telegram (all but the last, at most). */
+  delivered: number;
 };
 
 /** What fences a worker's writes to an update: its claim, told apart from any later one. */
@@ -32,7 +34,10 @@ export class LeaseLostError extends Error {
   }
 }
 
-/** The right to run one claimed update, for as long as its lease is renewed in time. */
+/**
+ * The right to run one claimed update, for as long as its lease is renewed in time, and the
+ * record of how far its answer got.
+ */
 export type Lease = {
   /** Extends the lease; after a renewal finds the claim gone, `lost` is true. */
   renew(): Promise<void>;
@@ -43,6 +48,13 @@ export type Lease = {
   ensureHeld(): Promise<void>;
   /** Time left until the lease ends, as far as this worker knows (after its last renewal). */
   remainingMs(): number;
+  /** Messages of the answer that earlier runs of this update got to Telegram. */
+  readonly delivered: number;
+  /**
+   * Records that the answer's first `count` messages reached Telegram, so that a later run sends
+   * only the rest; throws LeaseLostError when the update is no longer this worker's.
+   */
+  recordDelivered(count: number): Promise<void>;
   readonly lost: boolean;
 };
 
@@ -134,7 +146,7 @@ export function createInbox(deps: {
           .limit(1)
           .$if(deps.kind === "postgres", (q) => q.forUpdate().skipLocked()),
       )
-      .returning(["update_id", "chat_id", "update_json", "attempts"]),
+      .returning(["update_id", "chat_id", "update_json", "attempts", "delivered"]),
   );
 
   /** Takes the next update that may run now, or undefined when there is none. */
@@ -149,6 +161,7 @@ export function createInbox(deps: {
       update: JSON.parse(row.update_json),
       attempts: row.attempts,
       leaseUntil,
+      delivered: row.delivered,
     };
   }
 
@@ -172,6 +185,15 @@ export function createInbox(deps: {
       claim,
     ).executeTakeFirst();
     return Number(result.numUpdatedRows) > 0 ? leaseUntil : undefined;
+  }
+
+  /** Records how many messages of a claim's answer reached Telegram; false when the claim was lost. */
+  async function recordDelivered(claim: Claim, count: number): Promise<boolean> {
+    const result = await held(
+      db.updateTable("inbox").set({ delivered: count }),
+      claim,
+    ).executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
   }
 
   const markFinished = prepareQuery(
@@ -239,6 +261,13 @@ export function createInbox(deps: {
         if (lost) throw new LeaseLostError(item.updateId);
       },
       remainingMs: () => until - now(),
+      delivered: item.delivered,
+      async recordDelivered(count) {
+        if (!(await recordDelivered(item, count))) {
+          lost = true;
+          throw new LeaseLostError(item.updateId);
+        }
+      },
       get lost() {
         return lost;
       },
@@ -283,5 +312,15 @@ export function createInbox(deps: {
     }
   }
 
-  return { add, claim, renew, leaseOf, finish, release, recoverAfterCrash, prune };
+  return {
+    add,
+    claim,
+    renew,
+    leaseOf,
+    recordDelivered,
+    finish,
+    release,
+    recoverAfterCrash,
+    prune,
+  };
 }

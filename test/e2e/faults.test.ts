@@ -301,7 +301,7 @@ describe("Telegram failing while the answer is sent", () => {
   let nextUser = ALLOWED_USER;
 
   beforeAll(async () => {
-    const users = Array.from({ length: 3 }, (_, i) => ALLOWED_USER + i);
+    const users = Array.from({ length: 4 }, (_, i) => ALLOWED_USER + i);
     w = await startWorld({ env: { ALLOWED_USER_IDS: users.join(",") } });
   });
   afterAll(() => w.close());
@@ -338,6 +338,35 @@ describe("Telegram failing while the answer is sent", () => {
     w.telegram.failNext("sendMessage", { error_code: 502 }, 2);
     const { sends } = await askWhileSending(60_000);
     expect(sends.map((c) => c.response?.ok)).toEqual([false, false, true]);
+  });
+
+  it("a long answer cut short by Telegram sends only its missing messages when it runs again", async () => {
+    const user = nextUser++;
+    const paragraphs = ["first", "second", "third"].map((word) => `${word} `.repeat(600).trim());
+    const before = w.gemini.requests.length;
+    w.gemini.script(text(paragraphs.join("\n\n")));
+    const [first, second] = [
+      w.telegram.holdNext("sendMessage"),
+      w.telegram.holdNext("sendMessage"),
+    ];
+    const id = await w.say(QUESTION, { userId: user });
+    await first.arrived;
+    first.release();
+    await second.arrived;
+    // Refused outright (grammY does not retry a 403): the update fails after its first message.
+    w.telegram.failNext("sendMessage", { error_code: 403 });
+    second.release();
+
+    await eventually(() => textsTo(w, user).length === 3);
+    // Every word once, in order: no message of the answer went out twice.
+    const words = (texts: string[]) => texts.join(" ").split(/\s+/);
+    expect(words(textsTo(w, user))).toEqual(words(paragraphs));
+    const sends = w.telegram.calls.filter(
+      (c) => c.method === "sendMessage" && c.body.chat_id === user,
+    );
+    expect(sends.map((c) => c.response?.ok)).toEqual([true, false, true, true]);
+    expect(w.gemini.requests.length - before).toBe(1);
+    await expectSettled(w.db, [id]);
   });
 
   it("a flood wait grammY gives up on is waited out by the inbox, not retried at once", async () => {

@@ -55,6 +55,7 @@ describe.each(DATABASE_KINDS)("inbox on %s", (kind) => {
       update: { update_id: id, text: "hi" },
       attempts: 1,
       leaseUntil: clock + 30_000,
+      delivered: 0,
     });
     expect(await inbox.finish(item)).toBe(true);
     expect(await inbox.claim()).toBeUndefined();
@@ -115,13 +116,35 @@ describe.each(DATABASE_KINDS)("inbox on %s", (kind) => {
     expect(await inbox.finish(stale)).toBe(false);
     expect(await inbox.release(stale, "late failure", 0)).toBe(false);
     expect(await inbox.renew(stale)).toBeUndefined();
+    expect(await inbox.recordDelivered(stale, 2)).toBe(false);
+    await expect(inbox.leaseOf(stale).recordDelivered(2)).rejects.toBeInstanceOf(LeaseLostError);
     const row = await handle.db
       .selectFrom("inbox")
-      .select(["status", "attempts", "lease_until"])
+      .select(["status", "attempts", "lease_until", "delivered"])
       .where("update_id", "=", id)
       .executeTakeFirstOrThrow();
-    expect(row).toEqual({ status: "running", attempts: 2, lease_until: again.leaseUntil });
+    expect(row).toEqual({
+      status: "running",
+      attempts: 2,
+      lease_until: again.leaseUntil,
+      delivered: 0,
+    });
     expect(await inbox.finish(again)).toBe(true);
+  });
+
+  it("hands the next claim how many messages of the answer an earlier run delivered", async () => {
+    const inbox = inboxFor("partial");
+    const id = nextId++;
+    await inbox.add(id, "P", {});
+    const first = await claimOne(inbox);
+    expect(inbox.leaseOf(first).delivered).toBe(0);
+    await inbox.leaseOf(first).recordDelivered(2);
+    expect(await inbox.release(first, "Telegram failed on the third message", 0)).toBe(true);
+    clock += 1;
+    const second = await claimOne(inbox);
+    expect(second).toMatchObject({ updateId: id, attempts: 2, delivered: 2 });
+    expect(inbox.leaseOf(second).delivered).toBe(2);
+    expect(await inbox.finish(second)).toBe(true);
   });
 
   it("vouches for a lease from its own clock while half of it is left, and asks the database after", async () => {
