@@ -1,7 +1,13 @@
-import { type Kysely, sql, type UpdateQueryBuilder, type UpdateResult } from "kysely";
+import {
+  type Kysely,
+  sql,
+  type Updateable,
+  type UpdateQueryBuilder,
+  type UpdateResult,
+} from "kysely";
 import type { DatabaseKind } from "../db/connect.js";
 import { prepareQuery } from "../db/prepared.js";
-import type { Database } from "../db/schema.js";
+import type { Database, InboxTable } from "../db/schema.js";
 
 /**
  * Written out, not bound: the partial indexes of the migration serve only queries whose predicate
@@ -177,23 +183,21 @@ export function createInbox(deps: {
       .where("claimed_by", "=", workerId)
       .where("status", "=", "running");
 
+  /** Applies a holder's write to its claimed update; false when the claim was lost. */
+  async function updateHeld(claim: Claim, values: Updateable<InboxTable>): Promise<boolean> {
+    const result = await held(db.updateTable("inbox").set(values), claim).executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
+  }
+
   /** Extends a claim's lease; returns its new end, or undefined when the claim was lost. */
   async function renew(claim: Claim): Promise<number | undefined> {
     const leaseUntil = now() + leaseMs;
-    const result = await held(
-      db.updateTable("inbox").set({ lease_until: leaseUntil }),
-      claim,
-    ).executeTakeFirst();
-    return Number(result.numUpdatedRows) > 0 ? leaseUntil : undefined;
+    return (await updateHeld(claim, { lease_until: leaseUntil })) ? leaseUntil : undefined;
   }
 
   /** Records how many messages of a claim's answer reached Telegram; false when the claim was lost. */
-  async function recordDelivered(claim: Claim, count: number): Promise<boolean> {
-    const result = await held(
-      db.updateTable("inbox").set({ delivered: count }),
-      claim,
-    ).executeTakeFirst();
-    return Number(result.numUpdatedRows) > 0;
+  function recordDelivered(claim: Claim, count: number): Promise<boolean> {
+    return updateHeld(claim, { delivered: count });
   }
 
   const markFinished = prepareQuery(
@@ -228,14 +232,13 @@ export function createInbox(deps: {
    * Gives a claimed update back to the queue (an infrastructure error); it runs again after
    * `delayMs`. False when the claim was lost.
    */
-  async function release(claim: Claim, error: string, delayMs: number): Promise<boolean> {
-    const result = await held(
-      db
-        .updateTable("inbox")
-        .set({ status: "pending", lease_until: now() + delayMs, claimed_by: null, error }),
-      claim,
-    ).executeTakeFirst();
-    return Number(result.numUpdatedRows) > 0;
+  function release(claim: Claim, error: string, delayMs: number): Promise<boolean> {
+    return updateHeld(claim, {
+      status: "pending",
+      lease_until: now() + delayMs,
+      claimed_by: null,
+      error,
+    });
   }
 
   /**
