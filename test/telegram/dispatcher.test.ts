@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
 import { migrateToLatest } from "../../src/db/migrate.js";
-import { Dispatcher } from "../../src/telegram/dispatcher.js";
+import { Dispatcher, type DispatcherDeps } from "../../src/telegram/dispatcher.js";
 import { createInbox, type InboxItem, type Lease } from "../../src/telegram/inbox.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/databases.js";
 import { captureLogger } from "../helpers/logs.js";
@@ -23,6 +23,11 @@ describe("dispatcher", () => {
     await testDb.dispose();
   });
 
+  /** One update at a time, and no polling or renewing of its own: the test drives it. */
+  const oneAtATime = (
+    deps: Pick<DispatcherDeps, "inbox" | "handle" | "logger" | "maxAttempts" | "onGiveUp">,
+  ) => new Dispatcher({ concurrency: 1, pollMs: 60_000, renewMs: 60_000, ...deps });
+
   /** A dispatcher whose one update waits in `handle` until the test lets it go on. */
   function stalledRun(workerId: string) {
     const { logger, lines } = captureLogger();
@@ -37,7 +42,7 @@ describe("dispatcher", () => {
     const stall = new Promise<void>((resolve) => {
       goOn = resolve;
     });
-    const dispatcher = new Dispatcher({
+    const dispatcher = oneAtATime({
       inbox,
       handle: async (item, lease) => {
         started({ item, lease });
@@ -46,9 +51,6 @@ describe("dispatcher", () => {
         answered.push(item.updateId);
       },
       logger,
-      concurrency: 1,
-      pollMs: 60_000,
-      renewMs: 60_000,
       // A failure would be final: the give-up message is what a lost lease must not send.
       maxAttempts: 1,
       onGiveUp: async (item) => {
@@ -100,7 +102,7 @@ describe("dispatcher", () => {
     const inbox = inboxFor("patient");
     let refusals = 2;
     const handled: number[] = [];
-    const dispatcher = new Dispatcher({
+    const dispatcher = oneAtATime({
       inbox: {
         ...inbox,
         finish: async (claim, outcome) => {
@@ -112,9 +114,6 @@ describe("dispatcher", () => {
         handled.push(item.updateId);
       },
       logger,
-      concurrency: 1,
-      pollMs: 60_000,
-      renewMs: 60_000,
       maxAttempts: 5,
     });
     await inbox.add(3, "answered", {});
@@ -133,7 +132,7 @@ describe("dispatcher", () => {
     const { logger, lines } = captureLogger();
     const inbox = inboxFor("unlucky");
     const gaveUp: number[] = [];
-    const dispatcher = new Dispatcher({
+    const dispatcher = oneAtATime({
       inbox: {
         ...inbox,
         // The database stays away until the lease has all but run out.
@@ -144,9 +143,6 @@ describe("dispatcher", () => {
       },
       handle: async () => {},
       logger,
-      concurrency: 1,
-      pollMs: 60_000,
-      renewMs: 60_000,
       // The first failure would be final, were the run's own failure the one that counted.
       maxAttempts: 1,
       onGiveUp: async (item) => {
