@@ -3,6 +3,12 @@ import { payloadJson, type StoredEventBody } from "./events.js";
 const MAX_SEARCH_CHARS_PER_PART = 2_000;
 
 /**
+ * The history search tool's name. Its calls and results are left out of the searched text: each
+ * search would otherwise find itself first, and the matches it returned, as new matches.
+ */
+export const SEARCH_HISTORY_TOOL = "search_history";
+
+/**
  * The text cut to at most `maxChars` UTF-16 units with "…" appended when anything was cut. A cut
  * never splits a surrogate pair: half an emoji is not valid text (Telegram refuses it).
  */
@@ -19,7 +25,7 @@ export type EventText = {
   /**
    * What search_history matches against: the visible text, tool names and their arguments and
    * results (clipped: a 1 MB file read should not make every search slow). Thoughts are left out
-   * because users never see them.
+   * because users never see them, and searches themselves (see SEARCH_HISTORY_TOOL).
    */
   searchText: string;
 };
@@ -37,6 +43,7 @@ export function eventText(body: StoredEventBody): EventText {
     }
     const json = payloadJson(part);
     chars += part.name.length + json.length;
+    if (part.name === SEARCH_HISTORY_TOOL) continue;
     const shown = part.kind === "function_call" ? json : json.slice(0, MAX_SEARCH_CHARS_PER_PART);
     pieces.push(`${part.name} ${shown}`);
   }

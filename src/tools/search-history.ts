@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { SEARCH_HISTORY_TOOL } from "../session/event-text.js";
 import { defineTool } from "./registry.js";
 
 export interface HistoryMatch {
@@ -37,7 +38,7 @@ function clip(text: string): string {
 
 export function createSearchHistoryTool(deps: { search: SearchHistory }) {
   return defineTool({
-    name: "search_history",
+    name: SEARCH_HISTORY_TOOL,
     description:
       "Full-text search over this chat's whole stored history, including parts already " +
       "compacted into summaries. Returns matching messages with their id, time and role.",

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { eventText, truncate } from "../../src/session/event-text.js";
+import { eventText, SEARCH_HISTORY_TOOL, truncate } from "../../src/session/event-text.js";
 
 describe("derived texts of an event", () => {
   it("estimates tokens from everything sent, and searches only what users see", () => {
@@ -32,6 +32,24 @@ describe("derived texts of an event", () => {
     expect(lines.slice(0, 2)).toEqual(["hello\uFFFDworld", 'read_file {"path":"a.md"}']);
     expect(lines[2]).toHaveLength("read_file ".length + 2_000);
     expect(searchText).not.toContain("private");
+  });
+
+  it("counts a history search's tokens but does not make it searchable", () => {
+    const { estimatedTokens, searchText } = eventText({
+      v: 1,
+      event_type: "session",
+      role: "model",
+      parts: [
+        { kind: "text", text: "Let me look." },
+        { kind: "function_call", name: SEARCH_HISTORY_TOOL, args: { query: "bike" } },
+      ],
+    });
+    expect(searchText).toBe("let me look.");
+    expect(estimatedTokens).toBe(
+      Math.ceil(
+        ("Let me look.".length + SEARCH_HISTORY_TOOL.length + '{"query":"bike"}'.length) / 4,
+      ),
+    );
   });
 
   it("reads a summary's parts the same way", () => {

@@ -242,6 +242,19 @@ describe.each(DATABASE_KINDS)("session store on %s", (kind) => {
     expect(await store.search(chat, "zebra", 1)).toHaveLength(1);
   });
 
+  it("leaves searches out of what is searched, so a search does not find itself", async () => {
+    const chat = newChat();
+    await store.append(chat, [{ event: user("my bike is blue") }]);
+    await store.append(chat, [{ event: callEvent("search_history", { query: "bike" }) }]);
+    await store.append(chat, [
+      {
+        event: responseEvent("search_history", { matches: [{ text: "my bike is blue" }] }),
+        toolCalls: 1,
+      },
+    ]);
+    expect((await store.search(chat, "bike", 10)).map((h) => h.text)).toEqual(["my bike is blue"]);
+  });
+
   it("clears one chat and reports stats", async () => {
     const chat = newChat();
     await store.append(chat, [
