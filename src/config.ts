@@ -3,6 +3,7 @@ import { parseEnv } from "node:util";
 import { z } from "zod";
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+const DEFAULT_DATABASE_URL = "sqlite:./data/agent.db";
 
 /** Environment flags accept the spellings operators actually type. */
 const flag = (name: string) =>
@@ -72,6 +73,13 @@ const userIds = z
     return ids;
   });
 
+/** An optional setting; left empty (as a copied .env may leave it) it takes its default. */
+const text = (fallback: string) =>
+  z
+    .string()
+    .optional()
+    .transform((value) => value?.trim() || fallback);
+
 const nonEmpty = (name: string, hint: string) =>
   z
     .string({ error: `${name} is not set: ${hint}` })
@@ -91,22 +99,30 @@ const envSchema = (requireTelegram: boolean) =>
       "create a key at https://aistudio.google.com/apikey and set it",
     ),
     ALLOWED_USER_IDS: userIds,
-    GEMINI_MODEL: z.string().trim().min(1).default("gemini-3-flash-preview"),
+    GEMINI_MODEL: text("gemini-3-flash-preview"),
     GEMINI_COMPACTION_MODEL: z.string().trim().optional(),
     GEMINI_BASE_URL: optionalUrl("GEMINI_BASE_URL", ["http:", "https:"]),
     TELEGRAM_API_ROOT: optionalUrl("TELEGRAM_API_ROOT", ["http:", "https:"]),
-    DATABASE_URL: z.string().trim().default("sqlite:./data/agent.db"),
-    WEBHOOK_URL: optionalUrl("WEBHOOK_URL", ["https:", "http:"]),
+    DATABASE_URL: text(DEFAULT_DATABASE_URL).transform((url, ctx) => {
+      try {
+        return parseDatabaseUrl(url);
+      } catch (error) {
+        ctx.addIssue({ code: "custom", message: (error as Error).message });
+        return z.NEVER;
+      }
+    }),
+    // Telegram calls webhooks over HTTPS only; an http: URL would fail at setWebhook.
+    WEBHOOK_URL: optionalUrl("WEBHOOK_URL", ["https:"]),
     WEBHOOK_SECRET: z.string().optional(),
-    HOST: z.string().trim().min(1).default("0.0.0.0"),
+    HOST: text("0.0.0.0"),
     PORT: count("PORT", 8080, 0).refine((n) => n <= 65535, {
       error: "PORT must be at most 65535",
     }),
     MAX_TOOL_CALLS_PER_TURN: count("MAX_TOOL_CALLS_PER_TURN", 15, 1),
     COMPACTION_MAX_EVENTS: count("COMPACTION_MAX_EVENTS", 30, 0),
     COMPACTION_MAX_TOKENS: count("COMPACTION_MAX_TOKENS", 200_000, 0),
-    MEMORY_DIR: z.string().trim().min(1).default("./data/memory"),
-    WORKSPACE_DIR: z.string().trim().min(1).default("./data/workspace"),
+    MEMORY_DIR: text("./data/memory"),
+    WORKSPACE_DIR: text("./data/workspace"),
     ENABLE_SHELL_TOOL: flag("ENABLE_SHELL_TOOL"),
     INBOX_LEASE_SECONDS: count("INBOX_LEASE_SECONDS", 30, 1),
     INBOX_RETENTION_DAYS: count("INBOX_RETENTION_DAYS", 7, 1),
@@ -176,9 +192,23 @@ export class ConfigError extends Error {
   }
 }
 
+/**
+ * `sqlite:<path>`, a bare path, or a `postgres://` / `postgresql://` URL. Any other scheme is a
+ * typo (`postgress://`, `postgres:/host`) or a database we do not support; taken as a file path it
+ * would start the bot on a new, empty SQLite database. Only the scheme is quoted back: the rest
+ * of a URL may hold a password.
+ */
 export function parseDatabaseUrl(url: string): DatabaseTarget {
   if (/^postgres(ql)?:\/\//i.test(url)) return { kind: "postgres", connectionString: url };
-  const path = url.replace(/^sqlite:(\/\/)?/i, "");
+  const sqlite = /^sqlite:(\/\/)?/i.exec(url);
+  // Two letters or more: C:\data\agent.db is a Windows path, not a scheme.
+  const scheme = sqlite ? undefined : /^[a-z][a-z0-9+.-]+:/i.exec(url);
+  if (scheme) {
+    throw new Error(
+      `DATABASE_URL must be sqlite:<path>, a file path, or a postgres:// (or postgresql://) URL; "${scheme[0]}" is none of these`,
+    );
+  }
+  const path = sqlite ? url.slice(sqlite[0].length) : url;
   return { kind: "sqlite", path: path === "" ? "./data/agent.db" : path };
 }
 
@@ -213,7 +243,7 @@ export function loadConfig(
     geminiCompactionModel: e.GEMINI_COMPACTION_MODEL || e.GEMINI_MODEL,
     geminiBaseUrl: e.GEMINI_BASE_URL,
     telegramApiRoot: e.TELEGRAM_API_ROOT ?? "https://api.telegram.org",
-    database: parseDatabaseUrl(e.DATABASE_URL),
+    database: e.DATABASE_URL,
     webhookUrl: e.WEBHOOK_URL,
     webhookSecret: e.WEBHOOK_SECRET?.trim() || undefined,
     host: e.HOST,

@@ -42,6 +42,11 @@ function explainTelegramFailure(error: unknown): Error {
       `Telegram rejected TELEGRAM_BOT_TOKEN (${error.error_code} ${error.description}): copy the token from @BotFather again.`,
     );
   }
+  if (error instanceof GrammyError) {
+    return new StartupError(
+      `Telegram refused ${error.method} at start-up (${error.error_code} ${error.description}): fix what it names${error.method === "setWebhook" ? " (WEBHOOK_URL must be a public HTTPS address that reaches this server's /telegram/webhook)" : ""} and start again.`,
+    );
+  }
   const reason = error instanceof Error ? error.message : String(error);
   return new StartupError(
     `Could not reach Telegram at start-up (${reason}). Check the network and TELEGRAM_API_ROOT.`,
@@ -128,7 +133,8 @@ export async function startService(app: App, logger: Logger): Promise<Service> {
     logger,
     concurrency: CONCURRENCY,
     pollMs: 1_000,
-    renewMs: Math.max(1_000, (config.inboxLeaseSeconds * 1000) / 3),
+    // Three renewals per lease: one may fail or come late without the lease running out.
+    renewMs: (config.inboxLeaseSeconds * 1000) / 3,
     maxAttempts: 5,
     retryDelay: (error) => {
       const cause = error instanceof BotError ? error.error : error;

@@ -117,5 +117,44 @@ describe("config", () => {
     expect(parseDatabaseUrl("sqlite://./x.db")).toEqual({ kind: "sqlite", path: "./x.db" });
     expect(parseDatabaseUrl("./plain.db")).toEqual({ kind: "sqlite", path: "./plain.db" });
     expect(parseDatabaseUrl("postgres://a@b/c").kind).toBe("postgres");
+    expect(parseDatabaseUrl("C:\\data\\agent.db")).toEqual({
+      kind: "sqlite",
+      path: "C:\\data\\agent.db",
+    });
+  });
+
+  it.each([
+    "mysql://bot:hunter2@db/koroku",
+    "postgress://bot:hunter2@db/koroku",
+    "postgres:/bot:hunter2@db/koroku",
+  ])("refuses DATABASE_URL %s, naming only its scheme", (url) => {
+    const problems = () => loadConfig({ ...minimal, DATABASE_URL: url });
+    expect(problems).toThrow(ConfigError);
+    expect(problems).toThrow(/DATABASE_URL must be sqlite:<path>, a file path, or a postgres:\/\//);
+    expect(problems).not.toThrow(/hunter2/);
+  });
+
+  it("refuses an http: WEBHOOK_URL, which Telegram would refuse", () => {
+    expect(() =>
+      loadConfig({ ...minimal, WEBHOOK_URL: "http://bot.example.com/hook", WEBHOOK_SECRET: "s" }),
+    ).toThrow(/WEBHOOK_URL must be a https: URL/);
+  });
+
+  it("takes the default for optional settings left empty", () => {
+    const config = loadConfig({
+      ...minimal,
+      GEMINI_MODEL: " ",
+      DATABASE_URL: "",
+      HOST: "",
+      MEMORY_DIR: "",
+      WORKSPACE_DIR: "",
+    });
+    expect(config).toMatchObject({
+      geminiModel: "gemini-3-flash-preview",
+      database: { kind: "sqlite", path: "./data/agent.db" },
+      host: "0.0.0.0",
+      memoryDir: "./data/memory",
+      workspaceDir: "./data/workspace",
+    });
   });
 });

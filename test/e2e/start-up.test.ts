@@ -1,0 +1,45 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type ServiceWorld, startWorld } from "../helpers/service-process.js";
+
+/** The service, started with `env` on top of the world's, must exit before it runs. */
+async function startFailure(w: ServiceWorld, env: Record<string, string>): Promise<string> {
+  const error = await w.start(env).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(Error);
+  return (error as Error).message;
+}
+
+describe("start-up failures say what to fix", () => {
+  let w: ServiceWorld;
+  beforeAll(async () => {
+    w = await startWorld();
+  });
+  afterAll(() => w.close());
+
+  it("a token Telegram does not know", async () => {
+    const message = await startFailure(w, { TELEGRAM_BOT_TOKEN: "123:not-this-bot" });
+    expect(message).toMatch(/service exited with 1/);
+    expect(message).toMatch(/Telegram rejected TELEGRAM_BOT_TOKEN \(401 .*\): copy the token/);
+    expect(message).not.toContain("not-this-bot");
+  });
+
+  it("a webhook Telegram refuses, without blaming the network", async () => {
+    w.telegram.failNext("setWebhook", {
+      error_code: 400,
+      description: "Bad Request: bad webhook: Failed to resolve host",
+    });
+    const message = await startFailure(w, {});
+    expect(message).toMatch(
+      /Telegram refused setWebhook at start-up \(400 Bad Request: bad webhook: Failed to resolve host\).*WEBHOOK_URL must be a public HTTPS address/,
+    );
+    expect(message).not.toMatch(/network/);
+  });
+
+  it("a DATABASE_URL of a database Koroku does not speak, without echoing its password", async () => {
+    const message = await startFailure(w, { DATABASE_URL: "mysql://bot:hunter2@db/koroku" });
+    expect(message).toMatch(/DATABASE_URL must be sqlite:<path>.*"mysql:" is none of these/);
+    expect(message).not.toContain("hunter2");
+  });
+});
