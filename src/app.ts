@@ -1,7 +1,8 @@
 import { createCompactor } from "./agent/compaction.js";
 import { createGeminiClient, type GeminiClientDeps } from "./agent/gemini-client.js";
 import { AgentHooks } from "./agent/hooks.js";
-import { createAgent, type ModelClient } from "./agent/turn.js";
+import type { ModelClient } from "./agent/model-client.js";
+import { createAgent } from "./agent/turn.js";
 import type { Config } from "./config.js";
 import { type DatabaseHandle, openDatabase } from "./db/connect.js";
 import { migrateToLatest } from "./db/migrate.js";

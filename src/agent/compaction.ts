@@ -4,9 +4,10 @@ import { textOf } from "../session/events.js";
 import { appendMemory } from "../session/memory-files.js";
 import { type ChatContext, contextSize, type SessionStore } from "../session/store.js";
 import type { AgentHooks } from "./hooks.js";
+import type { ModelClient } from "./model-client.js";
 import { SUMMARY_INSTRUCTION, SUMMARY_REQUEST, summaryFraming } from "./prompts.js";
 import { transcriptOf } from "./transcript.js";
-import type { Compactor, ModelClient } from "./turn.js";
+import type { Compactor } from "./turn.js";
 
 export const SUMMARY_UNAVAILABLE = "Summary unavailable.";
 
@@ -30,7 +31,10 @@ export type CompactorDeps = {
 };
 
 export function createCompactor(deps: CompactorDeps): Compactor & {
-  compact(chatId: string, context?: ChatContext): Promise<CompactionOutcome>;
+  compact(
+    chatId: string,
+    options?: { context?: ChatContext; guard?: () => Promise<void> },
+  ): Promise<CompactionOutcome>;
 } {
   const { store, model, hooks, settings } = deps;
   const now = deps.now ?? (() => new Date());
@@ -52,26 +56,42 @@ export function createCompactor(deps: CompactorDeps): Compactor & {
       ],
     });
     // Thought parts are the model's reasoning, not the summary.
-    return (result.content.parts ?? [])
+    const text = (result.content.parts ?? [])
       .filter((p) => !p.thought && p.text)
       .map((p) => p.text)
       .join("")
       .trim();
+    return { text, finishReason: result.finishReason };
   }
 
-  /** Compacts now (same rules as the automatic trigger, minus the trigger). Never throws. */
-  async function compact(chatId: string, given?: ChatContext): Promise<CompactionOutcome> {
+  /**
+   * Compacts now (same rules as the automatic trigger, minus the trigger). A failed summary call
+   * is an outcome, not an error; the database failing is thrown. `guard` runs before anything is
+   * written: the summary call can be long, and the chat may have passed to another process.
+   */
+  async function compact(
+    chatId: string,
+    options: { context?: ChatContext; guard?: () => Promise<void> } = {},
+  ): Promise<CompactionOutcome> {
     const log = deps.logger.child({ chat_id: chatId });
-    const context = given ?? (await store.loadContext(chatId));
+    const context = options.context ?? (await store.loadContext(chatId));
     const plan = planCompaction(context, settings);
     if (!plan) return { status: "nothing-to-compact", context };
     const started = performance.now();
     const before = contextSize(context);
     let summary: string;
     try {
-      summary = (await summarise(context, plan.summarize)) || SUMMARY_UNAVAILABLE;
+      const { text, finishReason } = await summarise(context, plan.summarize);
+      // A blocked or empty summary is stored as such rather than retried: the same transcript
+      // would most likely be refused again, and the context would then grow without bound.
+      if (text === "") {
+        log.warn(
+          { finish_reason: finishReason },
+          `the summary model returned no text; storing "${SUMMARY_UNAVAILABLE}"`,
+        );
+      }
+      summary = text || SUMMARY_UNAVAILABLE;
     } catch (error) {
-      // The history stays as it was; the turn goes on uncompacted and the next one tries again.
       log.warn({ err: error }, "compaction failed: the summary call did not succeed");
       return {
         status: "failed",
@@ -79,6 +99,7 @@ export function createCompactor(deps: CompactorDeps): Compactor & {
         context,
       };
     }
+    await options.guard?.();
     const first = plan.summarize[0];
     const last = plan.summarize.at(-1);
     const stored = await store.appendCompaction(chatId, {
@@ -121,9 +142,9 @@ export function createCompactor(deps: CompactorDeps): Compactor & {
 
   return {
     compact,
-    async maybeCompact(chatId, context) {
-      if (!isOverBudget(context, settings)) return context;
-      return (await compact(chatId, context)).context;
+    async maybeCompact(chatId, context, guard) {
+      if (!isOverBudget(context, settings)) return { status: "nothing-to-compact", context };
+      return compact(chatId, { context, guard });
     },
   };
 }

@@ -1,7 +1,6 @@
 import type {
   ApiError,
   Content,
-  FunctionDeclaration,
   GenerateContentConfig,
   GenerateContentParameters,
   GenerateContentResponse,
@@ -16,6 +15,7 @@ import {
   GeminiRefusedError,
   GeminiUnavailableError,
 } from "./gemini-errors.js";
+import type { GenerateRequest, GenerateResult, ModelClient } from "./model-client.js";
 
 /** Documented value that makes Gemini skip signature validation for a function call. */
 export const SKIP_THOUGHT_SIGNATURE = "skip_thought_signature_validator";
@@ -48,36 +48,6 @@ export interface GeminiClientDeps {
   sleep?: (ms: number) => Promise<void>;
   /** Jitter source in [0, 1); injectable so tests can pin the backoff. */
   random?: () => number;
-}
-
-export interface GeminiRequest {
-  model: string;
-  systemInstruction?: string;
-  contents: Content[];
-  tools?: FunctionDeclaration[];
-}
-
-export interface GeminiUsage {
-  promptTokens: number;
-  /** Visible answer plus thinking: both are billed as output. */
-  outputTokens: number;
-  totalTokens: number;
-}
-
-export interface GeminiResult {
-  content: Content;
-  usage: GeminiUsage;
-  finishReason?: string;
-}
-
-export interface GeminiClient {
-  /**
-   * One non-streaming generateContent call with our retry policy. Throws GeminiRefusedError or
-   * GeminiUnavailableError. An answer without content (safety stop, blocked prompt, empty
-   * candidate) is not an error: it comes back as a model turn "(no answer: <reason>)" so the
-   * turn ends with something the user can read and the history stays a valid alternation.
-   */
-  generate(request: GeminiRequest): Promise<GeminiResult>;
 }
 
 const defaultSleep = (ms: number): Promise<void> =>
@@ -116,7 +86,7 @@ export function withPlaceholderSignatures(contents: Content[]): Content[] {
 }
 
 function paramsFor(
-  request: GeminiRequest,
+  request: GenerateRequest,
   contents: Content[],
   abortSignal: AbortSignal,
 ): GenerateContentParameters {
@@ -128,32 +98,31 @@ function paramsFor(
   return { model: request.model, contents, config };
 }
 
-function usageOf(metadata: GenerateContentResponseUsageMetadata | undefined): GeminiUsage {
-  const promptTokens = metadata?.promptTokenCount ?? 0;
-  const outputTokens = (metadata?.candidatesTokenCount ?? 0) + (metadata?.thoughtsTokenCount ?? 0);
+function usageOf(
+  metadata: GenerateContentResponseUsageMetadata | undefined,
+): GenerateResult["usage"] {
   return {
-    promptTokens,
-    outputTokens,
-    totalTokens: metadata?.totalTokenCount ?? promptTokens + outputTokens,
+    promptTokens: metadata?.promptTokenCount ?? 0,
+    outputTokens: (metadata?.candidatesTokenCount ?? 0) + (metadata?.thoughtsTokenCount ?? 0),
   };
 }
 
-function toResult(response: GenerateContentResponse): GeminiResult {
+function toResult(response: GenerateContentResponse): GenerateResult {
   const candidate = response.candidates?.[0];
-  const parts = candidate?.content?.parts ?? [];
   const finishReason = candidate?.finishReason ?? response.promptFeedback?.blockReason;
-  const content: Content =
-    parts.length > 0
-      ? { role: "model", parts }
-      : { role: "model", parts: [{ text: `(no answer: ${finishReason ?? "empty response"})` }] };
   return {
-    content,
+    content: { role: "model", parts: candidate?.content?.parts ?? [] },
     usage: usageOf(response.usageMetadata),
     ...(finishReason === undefined ? {} : { finishReason }),
   };
 }
 
-export function createGeminiClient(deps: GeminiClientDeps): GeminiClient {
+/**
+ * One non-streaming generateContent call per generate(), with our retry policy. Throws
+ * GeminiRefusedError or GeminiUnavailableError. An answer without content (safety stop, blocked
+ * prompt, empty candidate) is not an error: it comes back without parts, with its reason.
+ */
+export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
   const policy: RetryPolicy = { ...DEFAULT_RETRY, ...deps.retry };
   const sleep = deps.sleep ?? defaultSleep;
   const random = deps.random ?? Math.random;
@@ -190,7 +159,7 @@ export function createGeminiClient(deps: GeminiClientDeps): GeminiClient {
    * whole timeout in case the body is still streaming (ours is read whole before the SDK sees
    * it). Under load that was a minute's worth of requests held in memory, ~1 KB each.
    */
-  async function send(ai: GoogleGenAI, request: GeminiRequest, contents: Content[]) {
+  async function send(ai: GoogleGenAI, request: GenerateRequest, contents: Content[]) {
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), deps.timeoutMs ?? DEFAULT_TIMEOUT_MS);
     try {
@@ -200,7 +169,7 @@ export function createGeminiClient(deps: GeminiClientDeps): GeminiClient {
     }
   }
 
-  async function generate(request: GeminiRequest): Promise<GeminiResult> {
+  async function generate(request: GenerateRequest): Promise<GenerateResult> {
     const { ai, apiError } = await loadSdk();
     let contents = request.contents;
     let repairedSignatures = false;

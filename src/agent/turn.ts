@@ -1,4 +1,4 @@
-import type { Content, FunctionDeclaration } from "@google/genai";
+import type { Content } from "@google/genai";
 import type { Logger } from "../logger.js";
 import {
   fromContent,
@@ -15,6 +15,7 @@ import {
   withAppended,
 } from "../session/store.js";
 import type { ToolRegistry } from "../tools/registry.js";
+import type { CompactionOutcome } from "./compaction.js";
 import { contentsFor } from "./contents.js";
 import {
   BUDGET_EXHAUSTED,
@@ -23,27 +24,19 @@ import {
   toolCallsSinceUserMessage,
 } from "./guardrail.js";
 import type { AgentHooks, Usage } from "./hooks.js";
+import type { GenerateResult, ModelClient } from "./model-client.js";
 import { dayFormat, systemInstruction, toolBudgetInstruction } from "./prompts.js";
 
-export type GenerateRequest = {
-  model: string;
-  systemInstruction?: string;
-  contents: Content[];
-  tools?: FunctionDeclaration[];
-};
-export type GenerateResult = {
-  content: Content;
-  usage: { promptTokens: number; outputTokens: number; totalTokens: number };
-  finishReason?: string;
-};
-/** The one thing the agent needs from Gemini (src/agent/gemini-client.ts provides it). */
-export interface ModelClient {
-  generate(request: GenerateRequest): Promise<GenerateResult>;
-}
-
 export interface Compactor {
-  /** Compacts the chat when its context is over budget; returns the context to use. */
-  maybeCompact(chatId: string, context: ChatContext): Promise<ChatContext>;
+  /**
+   * Compacts the chat when its context is over budget, running `guard` before it writes; the
+   * outcome holds the context to use.
+   */
+  maybeCompact(
+    chatId: string,
+    context: ChatContext,
+    guard?: () => Promise<void>,
+  ): Promise<CompactionOutcome>;
 }
 
 export type AgentDeps = {
@@ -89,6 +82,18 @@ export function createAgent(deps: AgentDeps) {
   const now = deps.now ?? (() => new Date());
   const timeZone = deps.timeZone ?? Intl.DateTimeFormat().resolvedOptions().timeZone;
   const day = dayFormat(timeZone);
+
+  /**
+   * An answer without content (a safety stop, a blocked prompt) still ends the turn with words the
+   * user can read, and keeps the history an alternation of user and model turns.
+   */
+  function answerOf(result: GenerateResult): Content {
+    if ((result.content.parts ?? []).length > 0) return result.content;
+    return {
+      role: "model",
+      parts: [{ text: `(no answer: ${result.finishReason ?? "empty response"})` }],
+    };
+  }
 
   function userEvent(text: string): SessionEvent {
     return { v: 1, event_type: "session", role: "user", parts: [{ kind: "text", text }] };
@@ -143,9 +148,15 @@ export function createAgent(deps: AgentDeps) {
     // The chat is ours until the turn ends (the inbox runs one update per chat at a time), so the
     // context is kept here as it grows instead of being asked of the store before each request.
     let roundsWithoutTools = 0;
+    let compactor = deps.compactor;
     for (;;) {
       await input.guard?.();
-      if (deps.compactor) context = await deps.compactor.maybeCompact(chatId, context);
+      if (compactor) {
+        const outcome = await compactor.maybeCompact(chatId, context, input.guard);
+        context = outcome.context;
+        // Once per turn: the summary call's own retries would otherwise delay every round after.
+        if (outcome.status === "failed") compactor = undefined;
+      }
       const used = toolCallsSinceUserMessage(context.events);
       const remaining = settings.maxToolCallsPerTurn - used;
       const offerTools = remaining > 0;
@@ -159,7 +170,7 @@ export function createAgent(deps: AgentDeps) {
       usage.promptTokens += result.usage.promptTokens;
       usage.outputTokens += result.usage.outputTokens;
 
-      const event = fromContent({ ...result.content, role: "model" });
+      const event = fromContent({ ...answerOf(result), role: "model" });
       context = withAppended(
         context,
         await append([{ event, promptTokens: result.usage.promptTokens }]),

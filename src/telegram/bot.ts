@@ -1,14 +1,13 @@
 import { autoRetry } from "@grammyjs/auto-retry";
 import { type ApiClientOptions, Bot } from "grammy";
 import type { UserFromGetMe } from "grammy/types";
-import type { CompactionOutcome } from "../agent/compaction.js";
 import type { AgentHooks } from "../agent/hooks.js";
 import type { Agent } from "../agent/turn.js";
 import type { Logger } from "../logger.js";
 import { createNodeFetch } from "../net/node-fetch.js";
 import type { CompactionLimits } from "../session/compaction-plan.js";
 import type { SessionStore } from "../session/store.js";
-import { commandsComposer } from "./commands.js";
+import { type CommandDeps, commandsComposer } from "./commands.js";
 import { conversationComposer } from "./conversation.js";
 import { createDelivery } from "./delivery.js";
 import type { Lease } from "./inbox.js";
@@ -20,7 +19,7 @@ export type BotDeps = {
   agent: Agent;
   hooks: AgentHooks;
   store: SessionStore;
-  compact(chatId: string): Promise<CompactionOutcome>;
+  compact: CommandDeps["compact"];
   logger: Logger;
   settings: CompactionLimits & { model: string };
   /** The inbox lease of an update being run (see ConversationDeps). */
@@ -60,6 +59,7 @@ export function createBot(deps: BotDeps) {
       compact: deps.compact,
       delivery,
       settings: deps.settings,
+      leaseOf: deps.leaseOf,
     }),
   );
   bot.use(

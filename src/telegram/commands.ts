@@ -5,6 +5,7 @@ import { truncate } from "../session/event-text.js";
 import { type HistoryLine, historyLines } from "../session/history-view.js";
 import type { ChatStats, SessionStore } from "../session/store.js";
 import type { Delivery } from "./delivery.js";
+import type { Lease } from "./inbox.js";
 import { escapeHtml } from "./render.js";
 
 export const COMMANDS = [
@@ -68,9 +69,12 @@ function outcomeHtml(outcome: CompactionOutcome): string {
 
 export type CommandDeps = {
   store: SessionStore;
-  compact(chatId: string): Promise<CompactionOutcome>;
+  /** `guard` runs before the summary is written (see the compactor). */
+  compact(chatId: string, guard?: () => Promise<void>): Promise<CompactionOutcome>;
   delivery: Delivery;
   settings: CompactionLimits & { model: string };
+  /** The inbox lease of an update being run (see ConversationDeps). */
+  leaseOf?(updateId: number): Lease | undefined;
 };
 
 /** The slash commands: answered from the database, without a model call (except /compact). */
@@ -79,10 +83,15 @@ export function commandsComposer(deps: CommandDeps): Composer<Context> {
   const composer = new Composer<Context>();
   const reply = (ctx: Context, html: string) =>
     delivery.sendHtml(ctx.chat?.id as number, html, threadOf(ctx));
+  // A command that writes checks first that no other process has taken its update over.
+  const stillHeld = (ctx: Context) => async () => {
+    await deps.leaseOf?.(ctx.update.update_id)?.ensureHeld();
+  };
 
   composer.command(["start", "help"], (ctx) => reply(ctx, helpHtml()));
 
   composer.command("clear", async (ctx) => {
+    await stillHeld(ctx)();
     const removed = await store.clear(String(ctx.chat.id));
     await reply(
       ctx,
@@ -121,7 +130,7 @@ export function commandsComposer(deps: CommandDeps): Composer<Context> {
   });
 
   composer.command("compact", async (ctx) => {
-    await reply(ctx, outcomeHtml(await deps.compact(String(ctx.chat.id))));
+    await reply(ctx, outcomeHtml(await deps.compact(String(ctx.chat.id), stillHeld(ctx))));
   });
 
   return composer;

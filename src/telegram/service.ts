@@ -88,7 +88,7 @@ export async function startService(app: App, logger: Logger): Promise<Service> {
     agent: app.agent,
     hooks: app.hooks,
     store: app.store,
-    compact: (chatId) => app.compactor.compact(chatId),
+    compact: (chatId, guard) => app.compactor.compact(chatId, { guard }),
     logger,
     settings,
     leaseOf: (updateId) => leases.get(updateId),

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { AgentHookEvents } from "../../src/agent/hooks.js";
@@ -7,7 +7,15 @@ import type { SessionEvent } from "../../src/session/events.js";
 import { historyLines, historyLineText } from "../../src/session/history-view.js";
 import { memoryDate } from "../../src/session/memory-files.js";
 import type { StoredSession } from "../../src/session/store.js";
-import { call, combine, type RecordedRequest, status, text, thought } from "../fakes/gemini.js";
+import {
+  call,
+  combine,
+  empty,
+  type RecordedRequest,
+  status,
+  text,
+  thought,
+} from "../fakes/gemini.js";
 import { CHAT_MODEL, type Harness, SUMMARY_MODEL, startHarness } from "../helpers/harness.js";
 
 const chatRequests = (h: Harness) => h.fake.requests.filter((r) => r.model === CHAT_MODEL);
@@ -113,22 +121,54 @@ describe("compaction through the agent", () => {
     expect(h.logs.some((l) => l.msg.includes("compaction failed"))).toBe(true);
   });
 
-  it("stores 'Summary unavailable.' for an empty summary, loads it after a restart, writes the memory file", async () => {
+  it("tries a failing summary once per turn, not before every model call", async () => {
     h = await startHarness({ env: { COMPACTION_MAX_EVENTS: "4" } });
-    h.fake.scriptFor(SUMMARY_MODEL, text("   "));
-    await talk("-100123", ["q1", "q2", "q3"]);
-    const restarted = await h.restart();
-    h.fake.scriptFor(CHAT_MODEL, text("after restart"));
-    await restarted.agent.runTurn("-100123", { text: "q4" });
-    expect(JSON.stringify(chatRequests(h).at(-1)?.body.contents[0])).toContain(
-      "Summary unavailable.",
-    );
-
-    const folder = join(h.dirs.memory, "-100123");
-    expect(readdirSync(folder)).toEqual([`${memoryDate(new Date())}.md`]);
-    const file = readFileSync(join(folder, `${memoryDate(new Date())}.md`), "utf8");
-    expect(file).toMatch(/^\[\d{2}:\d{2}\]: Summary unavailable\.\n/);
+    h.fake.scriptFor(SUMMARY_MODEL, status(400, "no"), status(400, "no"), text("summary"));
+    await talk("c1", ["q1", "q2"]);
+    h.fake.scriptFor(CHAT_MODEL, call("get_current_time"), call("list_files"), text("done"));
+    expect((await h.app.agent.runTurn("c1", { text: "q3" })).text).toBe("done");
+    expect(summaryRequests(h)).toHaveLength(1);
+    await talk("c1", ["q4"]);
+    expect(summaryRequests(h)).toHaveLength(2);
   });
+
+  it("writes neither summary nor memory once the chat's guard refuses after the summary call", async () => {
+    h = await startHarness({ env: { COMPACTION_MAX_EVENTS: "4" } });
+    h.fake.scriptFor(SUMMARY_MODEL, text("a summary nobody may store"));
+    await talk("c1", ["q1", "q2"]);
+    const refusal = new Error("lease lost");
+    const guard = async () => {
+      if (summaryRequests(h).length > 0) throw refusal;
+    };
+    await expect(h.app.agent.runTurn("c1", { text: "q3", guard })).rejects.toBe(refusal);
+    expect(summaryRequests(h)).toHaveLength(1);
+    expect((await h.app.store.stats("c1")).compactions).toBe(0);
+    expect(existsSync(join(h.dirs.memory, "c1"))).toBe(false);
+  });
+
+  it.each([
+    ["an empty summary", text("   ")],
+    ["a blocked summary", empty("SAFETY")],
+  ])(
+    "stores 'Summary unavailable.' for %s, loads it after a restart, writes the memory file",
+    async (_, reply) => {
+      h = await startHarness({ env: { COMPACTION_MAX_EVENTS: "4" } });
+      h.fake.scriptFor(SUMMARY_MODEL, reply);
+      await talk("-100123", ["q1", "q2", "q3"]);
+      const restarted = await h.restart();
+      h.fake.scriptFor(CHAT_MODEL, text("after restart"));
+      await restarted.agent.runTurn("-100123", { text: "q4" });
+      expect(JSON.stringify(chatRequests(h).at(-1)?.body.contents[0])).toContain(
+        "Summary unavailable.",
+      );
+
+      const folder = join(h.dirs.memory, "-100123");
+      expect(readdirSync(folder)).toEqual([`${memoryDate(new Date())}.md`]);
+      const file = readFileSync(join(folder, `${memoryDate(new Date())}.md`), "utf8");
+      expect(file).toMatch(/^\[\d{2}:\d{2}\]: Summary unavailable\.\n/);
+      expect(h.logs.some((l) => l.msg.includes("the summary model returned no text"))).toBe(true);
+    },
+  );
 
   it("keeps compacted turns reachable by /history and search_history", async () => {
     h = await startHarness({ env: { COMPACTION_MAX_EVENTS: "4" } });

@@ -5,9 +5,11 @@ import { GeminiRefusedError } from "../../src/agent/gemini-errors.js";
 import { BUDGET_EXHAUSTED, INTERRUPTED } from "../../src/agent/guardrail.js";
 import type { SessionEvent } from "../../src/session/events.js";
 import {
+  blockedPrompt,
   call,
   calls,
   combine,
+  empty,
   type RecordedRequest,
   status,
   text,
@@ -198,6 +200,19 @@ describe("agent turn loop", () => {
     h.fake.script(text("fine now"));
     expect((await h.app.agent.runTurn("c1", { text: "again" })).text).toBe("fine now");
   });
+
+  it.each([
+    ["a safety stop", empty("SAFETY"), "SAFETY"],
+    ["a blocked prompt", blockedPrompt("PROHIBITED_CONTENT"), "PROHIBITED_CONTENT"],
+  ])(
+    "answers %s with its reason, and the next turn's history is valid",
+    async (_, step, reason) => {
+      h.fake.script(step, text("fine now"));
+      expect((await h.app.agent.runTurn("c1", { text: "hi" })).text).toBe(`(no answer: ${reason})`);
+      expect((await h.app.agent.runTurn("c1", { text: "again" })).text).toBe("fine now");
+      expect(allText(h.fake.requests[1] as RecordedRequest)).toContain(`(no answer: ${reason})`);
+    },
+  );
 
   it("turns tool failures into error responses and goes on", async () => {
     h.fake.script(

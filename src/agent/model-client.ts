@@ -1,0 +1,28 @@
+import type { Content, FunctionDeclaration } from "@google/genai";
+
+export type GenerateRequest = {
+  model: string;
+  systemInstruction?: string;
+  contents: Content[];
+  tools?: FunctionDeclaration[];
+};
+
+export type GenerateResult = {
+  /** The model's turn; without parts when Gemini gave no content (safety stop, blocked prompt). */
+  content: Content;
+  usage: {
+    promptTokens: number;
+    /** Visible answer plus thinking: both are billed as output. */
+    outputTokens: number;
+  };
+  /** Why the model stopped (STOP, SAFETY, …), or why the prompt was blocked. */
+  finishReason?: string;
+};
+
+/**
+ * The one thing the agent and the compactor need from Gemini (src/agent/gemini-client.ts provides
+ * it; tests and benchmarks wrap it).
+ */
+export interface ModelClient {
+  generate(request: GenerateRequest): Promise<GenerateResult>;
+}

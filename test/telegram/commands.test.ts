@@ -1,0 +1,113 @@
+import { BotError } from "grammy";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createBot } from "../../src/telegram/bot.js";
+import { createInbox, type Lease, LeaseLostError } from "../../src/telegram/inbox.js";
+import { text } from "../fakes/gemini.js";
+import { buildTextUpdate, type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
+import { type Harness, SUMMARY_MODEL, startHarness } from "../helpers/harness.js";
+
+const USER = 5150;
+const CHAT = String(USER);
+const LEASE_MS = 30_000;
+
+describe("commands that write, run by a process that lost its update", () => {
+  let h: Harness;
+  let telegram: FakeTelegram;
+  let clock = 1_000_000;
+  let updateId = 0;
+
+  beforeAll(async () => {
+    h = await startHarness({ env: { COMPACTION_MAX_EVENTS: "30" } });
+    telegram = await startFakeTelegram();
+  });
+  afterAll(async () => {
+    await telegram.close();
+    await h.close();
+  });
+
+  /** A lease on the update that another worker has since taken over and finished. */
+  async function lostLease(id: number): Promise<Lease> {
+    const inboxOf = (workerId: string) =>
+      createInbox({
+        db: h.app.database.db,
+        kind: h.app.database.kind,
+        workerId,
+        leaseMs: LEASE_MS,
+        now: () => clock,
+      });
+    const stalled = inboxOf("stalled");
+    await stalled.add(id, CHAT, {});
+    const mine = await stalled.claim();
+    if (!mine) throw new Error("expected to claim the update");
+    clock += LEASE_MS + 1;
+    const taker = inboxOf("taker");
+    const taken = await taker.claim();
+    expect(taken).toMatchObject({ updateId: id });
+    // Done by the taker, so that the chat's next update can be claimed.
+    expect(taken && (await taker.finish(taken))).toBe(true);
+    return stalled.leaseOf(mine);
+  }
+
+  async function runCommand(command: string): Promise<unknown> {
+    const id = ++updateId;
+    const lease = await lostLease(id);
+    const { bot } = createBot({
+      token: telegram.token,
+      apiRoot: telegram.apiRoot,
+      allowedUserIds: [USER],
+      agent: h.app.agent,
+      hooks: h.app.hooks,
+      store: h.app.store,
+      compact: (chatId, guard) => h.app.compactor.compact(chatId, { guard }),
+      logger: h.app.logger,
+      settings: { model: "chat-model", maxEvents: 30, maxTokens: 0 },
+      leaseOf: (leased) => (leased === id ? lease : undefined),
+      botInfo: telegram.bot,
+    });
+    const update = buildTextUpdate({ updateId: id, messageId: id, text: command, userId: USER });
+    const error = await bot.handleUpdate(update).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    return error instanceof BotError ? error.error : error;
+  }
+
+  async function storeTurns(count: number) {
+    for (let i = 0; i < count; i++) {
+      await h.app.store.append(CHAT, [
+        {
+          event: {
+            v: 1,
+            event_type: "session",
+            role: "user",
+            parts: [{ kind: "text", text: `q${i}` }],
+          },
+        },
+        {
+          event: {
+            v: 1,
+            event_type: "session",
+            role: "model",
+            parts: [{ kind: "text", text: `a${i}` }],
+          },
+        },
+      ]);
+    }
+  }
+
+  it("/clear leaves the conversation and says nothing", async () => {
+    await storeTurns(1);
+    expect(await runCommand("/clear")).toBeInstanceOf(LeaseLostError);
+    expect((await h.app.store.stats(CHAT)).events).toBe(2);
+    expect(telegram.sent).toEqual([]);
+  });
+
+  it("/compact writes no summary once the summary call returns", async () => {
+    await storeTurns(2);
+    h.fake.scriptFor(SUMMARY_MODEL, text("a summary nobody may store"));
+    expect(await runCommand("/compact")).toBeInstanceOf(LeaseLostError);
+    expect(h.fake.requests.filter((r) => r.model === SUMMARY_MODEL)).toHaveLength(1);
+    expect((await h.app.store.stats(CHAT)).compactions).toBe(0);
+    expect(telegram.sent).toEqual([]);
+  });
+});
