@@ -19,9 +19,10 @@ async function postgresSchema(db: Kysely<Database>): Promise<string | undefined>
 const isBusy = (error: unknown) => error instanceof Error && SQLITE_BUSY.test(error.message);
 
 /**
- * Brings the schema to the latest migration. On PostgreSQL, Kysely's migrator holds an advisory
- * lock, so replicas starting together take turns. On SQLite a second process can hit
- * SQLITE_BUSY while the first migrates; it retries, then finds nothing left to do.
+ * Brings the schema to the latest migration, in one transaction on both databases. On PostgreSQL,
+ * Kysely's migrator holds an advisory lock, so replicas starting together take turns. On SQLite a
+ * second process waits for the first's write lock, or hits SQLITE_BUSY while Kysely creates its own
+ * tables; it retries, then finds nothing left to do.
  */
 export async function migrateToLatest(db: Kysely<Database>, logger: Logger): Promise<void> {
   const migrator = new Migrator({

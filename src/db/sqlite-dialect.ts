@@ -210,6 +210,18 @@ function run<R>(statement: SQLite.Statement, parameters: readonly unknown[]): Qu
   return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
 }
 
+/**
+ * SQLite runs schema changes inside transactions, though Kysely's adapter does not claim it. With
+ * the claim, the migrator runs each migration run in one transaction (BEGIN IMMEDIATE here): a
+ * crash halfway leaves nothing behind for the next start to trip over, and two processes starting
+ * together migrate one after the other.
+ */
+class TransactionalDdlSqliteAdapter extends SqliteAdapter {
+  override get supportsTransactionalDdl(): boolean {
+    return true;
+  }
+}
+
 /** Kysely's SQLite dialect on a better-sqlite3 database, with the group-commit driver above. */
 export class GroupCommitSqliteDialect implements Dialect {
   constructor(private readonly database: SQLite.Database) {}
@@ -223,7 +235,7 @@ export class GroupCommitSqliteDialect implements Dialect {
   }
 
   createAdapter(): DialectAdapter {
-    return new SqliteAdapter();
+    return new TransactionalDdlSqliteAdapter();
   }
 
   // biome-ignore lint/suspicious/noExplicitAny: Kysely's Dialect interface takes an untyped Kysely.

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import SQLite from "better-sqlite3";
-import { type Generated, Kysely } from "kysely";
+import { type Generated, Kysely, type Migration, Migrator } from "kysely";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { GroupCommitSqliteDialect, SOLO_WRITES_PER_TURN } from "../../src/db/sqlite-dialect.js";
 
@@ -154,6 +154,23 @@ describe("the group-commit SQLite dialect", () => {
     await expect(failed).rejects.toThrow("changed my mind");
     await note("also kept");
     expect(committedNotes()).toEqual(["kept", "also kept"]);
+  });
+
+  it("runs a migration in one transaction: one that fails halfway leaves nothing behind", async () => {
+    const half: Migration = {
+      async up(schema) {
+        await schema.schema.createTable("half_done").addColumn("id", "integer").execute();
+        throw new Error("crashed halfway");
+      },
+    };
+    const migrator = new Migrator({ db, provider: { getMigrations: async () => ({ half }) } });
+    const { error, results } = await migrator.migrateToLatest();
+    expect((error as Error).message).toBe("crashed halfway");
+    expect(results).toEqual([{ migrationName: "half", direction: "Up", status: "Error" }]);
+    const tables = observer
+      .prepare("select name from sqlite_master where name = 'half_done'")
+      .all();
+    expect(tables).toEqual([]);
   });
 
   it("commits pending writes when the database is closed", async () => {
