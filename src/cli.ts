@@ -18,7 +18,7 @@ async function main(): Promise<number> {
   // stdout carries only the conversation; synchronous so nothing is lost at process.exit.
   const logger = createLogger({
     level: config.logLevel,
-    secrets: [config.geminiApiKey, config.telegramBotToken, config.webhookSecret],
+    secrets: [config.geminiApiKey, config.telegramBotToken, config.webhook?.secret],
     destination: pino.destination({ dest: 2, sync: true }),
   });
   const app = await createApp(config, logger);

@@ -164,8 +164,8 @@ export type Config = Readonly<{
   geminiBaseUrl: string | undefined;
   telegramApiRoot: string;
   database: DatabaseTarget;
-  webhookUrl: string | undefined;
-  webhookSecret: string | undefined;
+  /** Set ⇒ webhook mode: Telegram calls `url` with `secret`; unset ⇒ long polling. */
+  webhook: { url: string; secret: string } | undefined;
   host: string;
   port: number;
   maxToolCallsPerTurn: number;
@@ -244,8 +244,10 @@ export function loadConfig(
     geminiBaseUrl: e.GEMINI_BASE_URL,
     telegramApiRoot: e.TELEGRAM_API_ROOT ?? "https://api.telegram.org",
     database: e.DATABASE_URL,
-    webhookUrl: e.WEBHOOK_URL,
-    webhookSecret: e.WEBHOOK_SECRET?.trim() || undefined,
+    // crossFieldProblems made sure a URL comes with its secret.
+    webhook: e.WEBHOOK_URL
+      ? { url: e.WEBHOOK_URL, secret: (e.WEBHOOK_SECRET ?? "").trim() }
+      : undefined,
     host: e.HOST,
     port: e.PORT,
     maxToolCallsPerTurn: e.MAX_TOOL_CALLS_PER_TURN,

@@ -7,7 +7,7 @@ async function main(): Promise<void> {
   const config = loadConfig(readEnvironment());
   const logger = createLogger({
     level: config.logLevel,
-    secrets: [config.telegramBotToken, config.geminiApiKey, config.webhookSecret],
+    secrets: [config.telegramBotToken, config.geminiApiKey, config.webhook?.secret],
   });
   const app = await createApp(config, logger);
   const service = await startService(app, logger).catch(async (error: unknown) => {

@@ -1,4 +1,5 @@
 import { Composer, type Context } from "grammy";
+import type { Message } from "grammy/types";
 import { type CompactionOutcome, compactionNotice } from "../agent/compaction.js";
 import type { CompactionLimits } from "../session/compaction-plan.js";
 import { truncate } from "../session/event-text.js";
@@ -136,6 +137,11 @@ export function commandsComposer(deps: CommandDeps): Composer<Context> {
   return composer;
 }
 
+/** The forum topic a message was written in, for the answer to go to the same topic. */
+export function threadOfMessage(message: Message | undefined): number | undefined {
+  return message?.is_topic_message ? message.message_thread_id : undefined;
+}
+
 export function threadOf(ctx: Context): number | undefined {
-  return ctx.msg?.is_topic_message ? ctx.msg.message_thread_id : undefined;
+  return threadOfMessage(ctx.msg);
 }

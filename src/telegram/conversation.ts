@@ -1,12 +1,13 @@
 import { Composer, type Context } from "grammy";
+import type { Update } from "grammy/types";
 import { compactionNotice } from "../agent/compaction.js";
 import { GeminiError } from "../agent/gemini-errors.js";
 import type { AgentHooks } from "../agent/hooks.js";
 import type { Agent } from "../agent/turn.js";
 import type { Logger } from "../logger.js";
-import { threadOf } from "./commands.js";
+import { threadOf, threadOfMessage } from "./commands.js";
 import type { Delivery } from "./delivery.js";
-import type { Lease } from "./inbox.js";
+import type { InboxItem, Lease } from "./inbox.js";
 import { escapeHtml } from "./render.js";
 
 export const NON_TEXT_REPLY =
@@ -20,6 +21,16 @@ export type ConversationDeps = {
   /** The inbox lease of an update being run, if it came through the inbox. */
   leaseOf?(updateId: number): Lease | undefined;
 };
+
+export const GAVE_UP =
+  "Sorry, I could not answer your last message: something kept failing on my side. Please send it again in a minute.";
+
+/** Tells the user the inbox gave up on their update, in the forum topic it came from. */
+export async function tellGaveUp(delivery: Delivery, item: InboxItem): Promise<void> {
+  if (item.chatId === null) return;
+  const { message } = item.update as Update;
+  await delivery.sendHtml(Number(item.chatId), escapeHtml(GAVE_UP), threadOfMessage(message));
+}
 
 /** In a group the bot is addressed as @name; the model only needs the words. */
 function messageText(ctx: Context): string {

@@ -7,12 +7,12 @@ import { readPostgresTime, startDatabaseClock } from "../db/clock.js";
 import type { Logger } from "../logger.js";
 import { createBot } from "./bot.js";
 import { COMMANDS } from "./commands.js";
+import { tellGaveUp } from "./conversation.js";
 import { Dispatcher } from "./dispatcher.js";
 import { createInbox, type Lease } from "./inbox.js";
 import { startInboxPruner } from "./inbox-pruner.js";
 import { createIngest, type Ingest } from "./ingest.js";
 import { startPolling } from "./polling.js";
-import { escapeHtml } from "./render.js";
 import { createHttpServer } from "./server.js";
 
 // Turns at once over all chats: enough to keep many chats moving while each waits on Gemini,
@@ -22,9 +22,6 @@ const SHUTDOWN_WAIT_MS = 25_000;
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 const CLOCK_RESYNC_MS = 60 * 1000;
 const ALLOWED_UPDATES = ["message"] as const;
-
-const GAVE_UP =
-  "Sorry, I could not answer your last message: something kept failing on my side. Please send it again in a minute.";
 
 export type Service = {
   /** The HTTP listener's address (PORT=0 picks a free port). */
@@ -60,9 +57,9 @@ export async function startService(app: App, logger: Logger): Promise<Service> {
   const server = createHttpServer({
     ping: () => app.database.ping(),
     logger,
-    webhook: config.webhookUrl
+    webhook: config.webhook
       ? {
-          secret: config.webhookSecret as string,
+          secret: config.webhook.secret,
           ingest: (update) =>
             ingest ? ingest(update) : Promise.reject(new Error("still starting up")),
         }
@@ -141,10 +138,7 @@ export async function startService(app: App, logger: Logger): Promise<Service> {
       const seconds = cause instanceof GrammyError ? cause.parameters.retry_after : undefined;
       return seconds === undefined ? undefined : seconds * 1000;
     },
-    onGiveUp: async (item) => {
-      if (item.chatId === null) return;
-      await delivery.sendHtml(Number(item.chatId), escapeHtml(GAVE_UP));
-    },
+    onGiveUp: (item) => tellGaveUp(delivery, item),
   });
   ingest = createIngest({
     inbox,
@@ -157,9 +151,9 @@ export async function startService(app: App, logger: Logger): Promise<Service> {
 
   let polling: ReturnType<typeof startPolling> | undefined;
   try {
-    if (config.webhookUrl) {
-      await bot.api.setWebhook(config.webhookUrl, {
-        secret_token: config.webhookSecret,
+    if (config.webhook) {
+      await bot.api.setWebhook(config.webhook.url, {
+        secret_token: config.webhook.secret,
         allowed_updates: [...ALLOWED_UPDATES],
       });
     } else {
@@ -182,13 +176,15 @@ export async function startService(app: App, logger: Logger): Promise<Service> {
     retentionMs: config.inboxRetentionDays * 24 * 60 * 60 * 1000,
     intervalMs: PRUNE_INTERVAL_MS,
     logger,
+    // The inbox stamps finished rows by this clock.
+    now: clock?.now,
   });
   if (config.allowedUserIds.length === 0) {
     logger.warn(
       "ALLOWED_USER_IDS is empty, so nobody may use the bot yet: message it, and it answers with your user id to add",
     );
   }
-  const mode = config.webhookUrl ? "webhook" : "polling";
+  const mode = config.webhook ? "webhook" : "polling";
   logger.info(
     { mode, host: address.address, port: address.port, bot: bot.botInfo.username },
     "Koroku is running",

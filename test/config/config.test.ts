@@ -16,7 +16,7 @@ describe("config", () => {
       geminiBaseUrl: undefined,
       telegramApiRoot: "https://api.telegram.org",
       database: { kind: "sqlite", path: "./data/agent.db" },
-      webhookUrl: undefined,
+      webhook: undefined,
       host: "0.0.0.0",
       port: 8080,
       maxToolCallsPerTurn: 15,

@@ -1,0 +1,43 @@
+import { Api } from "grammy";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { GAVE_UP, tellGaveUp } from "../../src/telegram/conversation.js";
+import { createDelivery } from "../../src/telegram/delivery.js";
+import type { InboxItem } from "../../src/telegram/inbox.js";
+import { buildTextUpdate, type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
+import { captureLogger } from "../helpers/logs.js";
+
+const GROUP = -1001234;
+
+describe("the message for an update the inbox gave up on", () => {
+  let telegram: FakeTelegram;
+  let delivery: ReturnType<typeof createDelivery>;
+  beforeAll(async () => {
+    telegram = await startFakeTelegram();
+    const api = new Api(telegram.token, { apiRoot: telegram.apiRoot });
+    delivery = createDelivery({ api, logger: captureLogger().logger });
+  });
+  afterAll(() => telegram.close());
+
+  function itemFor(topic: number | undefined): InboxItem {
+    const update = buildTextUpdate({ updateId: 1, messageId: 1, text: "hi", chatId: GROUP });
+    if (topic !== undefined && update.message) {
+      Object.assign(update.message, { is_topic_message: true, message_thread_id: topic });
+    }
+    return { updateId: 1, chatId: String(GROUP), update, attempts: 5, leaseUntil: 0, delivered: 0 };
+  }
+
+  it("goes to the forum topic the message was written in", async () => {
+    await tellGaveUp(delivery, itemFor(77));
+    expect(telegram.sent.at(-1)).toMatchObject({
+      chat_id: GROUP,
+      plain_text: GAVE_UP,
+      body: { message_thread_id: 77 },
+    });
+  });
+
+  it("goes to the chat itself when the message had no topic", async () => {
+    await tellGaveUp(delivery, itemFor(undefined));
+    expect(telegram.sent.at(-1)?.plain_text).toBe(GAVE_UP);
+    expect(telegram.sent.at(-1)?.body).not.toHaveProperty("message_thread_id");
+  });
+});
