@@ -44,6 +44,21 @@ export class GeminiUnavailableError extends GeminiError {
   }
 }
 
+/**
+ * Gemini answered with content the history cannot hold (an image, code to run). Asking again would
+ * cost another model call for the same answer, so the user is told at once.
+ */
+export class GeminiUnsupportedAnswerError extends GeminiError {
+  constructor(detail: string) {
+    super(
+      "refused",
+      "Gemini answered with something I cannot handle yet (such as an image). Please ask in another way.",
+      `Gemini's answer cannot be stored: ${detail}`,
+    );
+    this.name = "GeminiUnsupportedAnswerError";
+  }
+}
+
 /** What the retry loop needs to know about one failed attempt. */
 export interface Failure {
   retryable: boolean;

@@ -6,6 +6,7 @@ import {
   isRealUserMessage,
   type SessionEvent,
   textOf,
+  UnsupportedPartError,
 } from "../session/events.js";
 import {
   type ChatContext,
@@ -17,6 +18,7 @@ import {
 import type { ToolRegistry } from "../tools/registry.js";
 import type { CompactionOutcome } from "./compaction.js";
 import { contentsFor } from "./contents.js";
+import { GeminiUnsupportedAnswerError } from "./gemini-errors.js";
 import {
   BUDGET_EXHAUSTED,
   repairDanglingCalls,
@@ -95,6 +97,16 @@ export function createAgent(deps: AgentDeps) {
     };
   }
 
+  function modelEvent(result: GenerateResult): SessionEvent {
+    try {
+      return fromContent({ ...answerOf(result), role: "model" });
+    } catch (error) {
+      if (error instanceof UnsupportedPartError)
+        throw new GeminiUnsupportedAnswerError(error.message);
+      throw error;
+    }
+  }
+
   function userEvent(text: string): SessionEvent {
     return { v: 1, event_type: "session", role: "user", parts: [{ kind: "text", text }] };
   }
@@ -170,7 +182,7 @@ export function createAgent(deps: AgentDeps) {
       usage.promptTokens += result.usage.promptTokens;
       usage.outputTokens += result.usage.outputTokens;
 
-      const event = fromContent({ ...answerOf(result), role: "model" });
+      const event = modelEvent(result);
       context = withAppended(
         context,
         await append([{ event, promptTokens: result.usage.promptTokens }]),

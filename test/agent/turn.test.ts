@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { GeminiRefusedError } from "../../src/agent/gemini-errors.js";
+import { GeminiRefusedError, GeminiUnsupportedAnswerError } from "../../src/agent/gemini-errors.js";
 import { BUDGET_EXHAUSTED, INTERRUPTED } from "../../src/agent/guardrail.js";
 import type { SessionEvent } from "../../src/session/events.js";
 import {
@@ -9,6 +9,7 @@ import {
   call,
   calls,
   combine,
+  content,
   empty,
   type RecordedRequest,
   status,
@@ -213,6 +214,19 @@ describe("agent turn loop", () => {
       expect(allText(h.fake.requests[1] as RecordedRequest)).toContain(`(no answer: ${reason})`);
     },
   );
+
+  it("tells the user at once about an answer it cannot store, without asking Gemini again", async () => {
+    h.fake.script(
+      content({ role: "model", parts: [{ inlineData: { mimeType: "image/png", data: "AAAA" } }] }),
+      text("fine now"),
+    );
+    const error = await h.app.agent.runTurn("c1", { text: "draw" }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(GeminiUnsupportedAnswerError);
+    expect((error as GeminiUnsupportedAnswerError).userMessage).toMatch(/cannot handle yet/);
+    expect((error as Error).message).toMatch(/inlineData/);
+    expect(h.fake.requests).toHaveLength(1);
+    expect((await h.app.agent.runTurn("c1", { text: "again" })).text).toBe("fine now");
+  });
 
   it("turns tool failures into error responses and goes on", async () => {
     h.fake.script(
