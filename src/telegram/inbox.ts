@@ -278,8 +278,8 @@ export function createInbox(deps: {
   }
 
   /**
-   * SQLite has one process by construction: whatever it was running when it died can run again
-   * at once instead of waiting for the lease to expire.
+   * A SQLite database has one service process (src/db/service-lock.ts): whatever it was running
+   * when it died can run again at once instead of waiting for the lease to expire.
    */
   async function recoverAfterCrash(): Promise<number> {
     if (deps.kind !== "sqlite") return 0;

@@ -4,6 +4,7 @@ import { BotError, GrammyError } from "grammy";
 import type { Update } from "grammy/types";
 import type { App } from "../app.js";
 import { readPostgresTime, startDatabaseClock } from "../db/clock.js";
+import { lockSqliteService, ServiceLockedError } from "../db/service-lock.js";
 import type { Logger } from "../logger.js";
 import { createBot } from "./bot.js";
 import { COMMANDS } from "./commands.js";
@@ -19,6 +20,8 @@ import { createHttpServer } from "./server.js";
 // few enough that a burst cannot exhaust the database pool or memory.
 const CONCURRENCY = 32;
 const SHUTDOWN_WAIT_MS = 25_000;
+// Long enough for a service that is shutting down on the same SQLite file to finish.
+const LOCK_WAIT_MS = SHUTDOWN_WAIT_MS + 5_000;
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 const CLOCK_RESYNC_MS = 60 * 1000;
 const ALLOWED_UPDATES = ["message"] as const;
@@ -70,6 +73,17 @@ export async function startService(app: App, logger: Logger): Promise<Service> {
     server.listen(config.port, config.host, () => resolve());
   });
   const address = server.address() as AddressInfo;
+  // Taken once listening: an orchestrator that waits for /healthz before stopping the old process
+  // (a rolling restart) must not wait on this one in turn.
+  const lock =
+    config.database.kind === "sqlite" && config.database.path !== ":memory:"
+      ? await lockSqliteService(config.database.path, { waitMs: LOCK_WAIT_MS, logger }).catch(
+          (error: unknown) => {
+            server.close();
+            throw error instanceof ServiceLockedError ? new StartupError(error.message) : error;
+          },
+        )
+      : undefined;
 
   const settings = {
     model: config.geminiModel,
@@ -95,6 +109,7 @@ export async function startService(app: App, logger: Logger): Promise<Service> {
     await bot.api.setMyCommands(COMMANDS.map((c) => ({ ...c })));
   } catch (error) {
     server.close();
+    lock?.release();
     throw explainTelegramFailure(error);
   }
 
@@ -168,6 +183,7 @@ export async function startService(app: App, logger: Logger): Promise<Service> {
   } catch (error) {
     server.close();
     clock?.stop();
+    lock?.release();
     throw explainTelegramFailure(error);
   }
   dispatcher.start();
@@ -203,6 +219,7 @@ export async function startService(app: App, logger: Logger): Promise<Service> {
         logger.warn("some turns were still running; they will run again after the restart");
       await pruner.stop();
       clock?.stop();
+      lock?.release();
       server.closeAllConnections();
       await closed;
     },

@@ -18,6 +18,26 @@ describe("Telegram service across restarts", () => {
     await w.close();
   });
 
+  it("starts a second service on the same SQLite file only once the first has stopped", async () => {
+    w = await startWorld();
+    const logs: Record<string, unknown>[] = [];
+    const starting = w.start({}, logs);
+    await eventually(() =>
+      logs.some(
+        (l) =>
+          l.msg === "another Koroku service holds this SQLite database; waiting for it to stop",
+      ),
+    );
+    // Waiting, it has not even asked Telegram who it is.
+    expect(w.telegram.calls.filter((c) => c.method === "getMe")).toHaveLength(1);
+    w.service.proc.kill("SIGTERM");
+    expect(await w.service.exited).toBe(0);
+    w.service = await starting;
+    w.gemini.script(text("the second one answers"));
+    await w.say("hello?");
+    await eventually(() => plainTexts(w).includes("the second one answers"));
+  });
+
   it("shuts down gracefully on SIGTERM after finishing the running turn, and remembers after a restart", async () => {
     w = await startWorld();
     w.gemini.script({ ...text("noted: 42"), delayMs: 400 });

@@ -15,6 +15,9 @@ describe("start-up failures say what to fix", () => {
   let w: ServiceWorld;
   beforeAll(async () => {
     w = await startWorld();
+    // The fakes and the database stay; the service goes, so that it holds no lock on the database.
+    w.service.proc.kill("SIGTERM");
+    await w.service.exited;
   });
   afterAll(() => w.close());
 

@@ -24,8 +24,14 @@ export type ServiceWorld = {
   db: TestDatabase;
   env: Record<string, string>;
   service: RunningService;
-  /** Starts another process of the service on the same database and fakes. */
-  start(extraEnv?: Record<string, string>): Promise<RunningService>;
+  /**
+   * Starts another process of the service on the same database and fakes; `logs`, when given,
+   * collects its log lines from the start, before it is ready.
+   */
+  start(
+    extraEnv?: Record<string, string>,
+    logs?: Record<string, unknown>[],
+  ): Promise<RunningService>;
   post(
     update: unknown,
     options?: { secret?: string | null; raw?: string; service?: RunningService },
@@ -40,12 +46,14 @@ export type ServiceWorld = {
  * Spawns the real service (dist/src/main.js, compiled by `npm test`) and waits until it logs that
  * it is running. PORT=0 lets the OS pick the port; the log line tells which.
  */
-export async function spawnService(env: Record<string, string>): Promise<RunningService> {
+export async function spawnService(
+  env: Record<string, string>,
+  logs: Record<string, unknown>[] = [],
+): Promise<RunningService> {
   const proc = spawn(process.execPath, [MAIN], {
     env: { PATH: process.env.PATH ?? "", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
-  const logs: Record<string, unknown>[] = [];
   let stderr = "";
   const exited = new Promise<number | null>((resolve) =>
     proc.once("exit", (code) => resolve(code)),
@@ -113,8 +121,8 @@ export async function startWorld(
     ...options.env,
   };
   const services: RunningService[] = [];
-  const start = async (extraEnv: Record<string, string> = {}) => {
-    const s = await spawnService({ ...env, ...extraEnv });
+  const start = async (extraEnv: Record<string, string> = {}, logs?: Record<string, unknown>[]) => {
+    const s = await spawnService({ ...env, ...extraEnv }, logs);
     services.push(s);
     return s;
   };
