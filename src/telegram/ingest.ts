@@ -23,6 +23,11 @@ export const updateSchema = z.looseObject({
 
 export type IngestResult = "stored" | "duplicate" | "rejected" | "ignored";
 
+/** A user who is not allowed is told so once in this time, however many messages they send. */
+export const REJECTION_QUIET_MS = 60 * 60 * 1000;
+// Bounds the memory strangers can make this process spend; past it the oldest are forgotten.
+const MAX_TOLD_USERS = 10_000;
+
 export type Ingest = (update: Update) => Promise<IngestResult>;
 
 /**
@@ -36,16 +41,31 @@ export function createIngest(deps: {
   bot: BotIdentity;
   logger: Logger;
   onStored(): void;
+  now?: () => number;
 }): Ingest {
   const allowed = new Set(deps.allowedUserIds);
+  const now = deps.now ?? Date.now;
+  // When each stranger was last told, oldest first (a Map keeps insertion order).
+  const told = new Map<number, number>();
+  const recentlyTold = (userId: number) => {
+    const at = told.get(userId);
+    if (at !== undefined && now() - at < REJECTION_QUIET_MS) return true;
+    told.delete(userId);
+    told.set(userId, now());
+    if (told.size > MAX_TOLD_USERS) told.delete(told.keys().next().value as number);
+    return false;
+  };
   return async (update) => {
     const route = routeUpdate(update, allowed, deps.bot);
     if (route.action === "ignore") return "ignored";
     if (route.action === "reject") {
-      deps.logger.info(
-        { user_id: route.userId, update_id: update.update_id },
-        "message from a user not on the allowlist",
-      );
+      const log = { user_id: route.userId, update_id: update.update_id };
+      // Answering every message would let a stranger make the bot send as much as they like.
+      if (recentlyTold(route.userId)) {
+        deps.logger.info(log, "message from a user not on the allowlist, who was already told");
+        return "rejected";
+      }
+      deps.logger.info(log, "message from a user not on the allowlist");
       deps.delivery
         .sendHtml(route.chatId, rejectionHtml(route.userId), route.threadId)
         .catch((error: unknown) =>

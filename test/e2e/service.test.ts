@@ -110,12 +110,17 @@ describe("Telegram service end to end (webhook mode, SQLite)", () => {
     expect(sentTo(u).map((m) => m.plain_text)).toEqual(texts.map((t) => `echo: ${t}`));
   });
 
-  it("tells users who are not allowed their id, stores nothing and calls no model", async () => {
+  it("tells users who are not allowed their id once, stores nothing and calls no model", async () => {
     const stranger = 99887766;
     const before = w.gemini.requests.length;
     await w.say("let me in", { userId: stranger });
     const reply = await waitForText(stranger, (t) => t.includes("99887766"));
     expect(reply.plain_text).toContain("ALLOWED_USER_IDS=99887766");
+    const again = await w.say("let me in!!", { userId: stranger });
+    // Logged only when no reply is on its way.
+    const logged = await eventually(() => w.service.logs.find((l) => l.update_id === again));
+    expect(logged.msg).toBe("message from a user not on the allowlist, who was already told");
+    expect(sentTo(stranger)).toHaveLength(1);
     expect(w.gemini.requests.length).toBe(before);
   });
 
