@@ -334,8 +334,8 @@ export function createSessionStore(deps: {
       tool_calls: item.toolCalls ?? 0,
       update_id: item.updateId ?? null,
     }));
-    // One multi-row INSERT is atomic on both databases: a function-call event and its responses
-    // are stored together or not at all. A single event, the common case, takes the prepared one.
+    // One multi-row INSERT is atomic on both databases: several events are stored together or not
+    // at all. A single event, what a turn appends, takes the prepared one.
     const [only] = rows;
     const inserted =
       only && rows.length === 1

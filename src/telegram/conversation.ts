@@ -32,6 +32,20 @@ export async function tellGaveUp(delivery: Delivery, item: InboxItem): Promise<v
   await delivery.sendHtml(Number(item.chatId), escapeHtml(GAVE_UP), threadOfMessage(message));
 }
 
+/**
+ * What the chat is told when Gemini failed: Gemini's own words, and what the user can do when
+ * they keep coming back. A history Gemini refuses (400) refuses every later turn of the chat too.
+ */
+export function geminiFailureText(error: GeminiError): string {
+  if (error.status === 400) {
+    return `${error.userMessage}\nIf this keeps happening, /clear starts this chat afresh (the memory files stay).`;
+  }
+  if (error.status === 401 || error.status === 403) {
+    return `${error.userMessage}\nThe bot's Gemini API key may be wrong or lack access: please tell whoever runs the bot.`;
+  }
+  return error.userMessage;
+}
+
 /** In a group the bot is addressed as @name; the model only needs the words. */
 function messageText(ctx: Context): string {
   const raw = (ctx.msg?.text ?? "").toWellFormed();
@@ -88,7 +102,7 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
         "turn failed: Gemini",
       );
       await lease?.ensureHeld();
-      await delivery.sendHtml(chatId, escapeHtml(error.userMessage), threadId);
+      await delivery.sendHtml(chatId, escapeHtml(geminiFailureText(error)), threadId);
     } finally {
       stopNotices();
       stopTyping();

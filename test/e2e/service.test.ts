@@ -188,7 +188,14 @@ describe("Telegram service end to end (webhook mode, SQLite)", () => {
     const u = user();
     w.gemini.script(status(400, "Request contains an invalid argument."));
     await w.say("break", { userId: u });
-    await waitForText(u, (t) => t.startsWith("Gemini refused the request"));
+    const told = await waitForText(u, (t) => t.startsWith("Gemini refused the request"));
+    expect(told.plain_text).toBe(
+      "Gemini refused the request: Request contains an invalid argument.\nIf this keeps happening, /clear starts this chat afresh (the memory files stay).",
+    );
+    w.gemini.script(status(403, "Permission denied: API key not valid."));
+    await w.say("who am I", { userId: u });
+    const denied = await waitForText(u, (t) => t.includes("Permission denied"));
+    expect(denied.plain_text).toMatch(/\nThe bot's Gemini API key may be wrong or lack access/);
     await w.say("again", { userId: u });
     await waitForText(u, (t) => t === "echo: again");
   });
