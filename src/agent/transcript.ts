@@ -1,3 +1,4 @@
+import { truncate } from "../session/event-text.js";
 import { payloadJson, textOf } from "../session/events.js";
 import type { StoredSession } from "../session/store.js";
 
@@ -5,7 +6,7 @@ const MAX_TOOL_TEXT = 1_500;
 
 const clip = (text: string) =>
   text.length > MAX_TOOL_TEXT
-    ? `${text.slice(0, MAX_TOOL_TEXT)}… (${text.length - MAX_TOOL_TEXT} more characters)`
+    ? `${truncate(text, MAX_TOOL_TEXT)} (${text.length - MAX_TOOL_TEXT} more characters)`
     : text;
 
 /**

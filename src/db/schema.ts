@@ -57,4 +57,3 @@ export interface Database {
 
 export type MessageRow = Selectable<MessagesTable>;
 export type NewMessageRow = Insertable<MessagesTable>;
-export type InboxRow = Selectable<InboxTable>;

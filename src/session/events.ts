@@ -109,9 +109,7 @@ function withOptional<T extends object>(target: T, values: Record<string, unknow
   return target;
 }
 
-export type CallMetadata = { name: string; args?: Record<string, unknown> };
-
-function partFromGemini(part: Part, index: number, calls: readonly CallMetadata[]): EventPart {
+function partFromGemini(part: Part, index: number): EventPart {
   checkKeys(index, part, PART_KEYS, "");
   const common = { thoughtSignature: part.thoughtSignature };
   if (part.functionCall) {
@@ -130,7 +128,6 @@ function partFromGemini(part: Part, index: number, calls: readonly CallMetadata[
       response,
       id,
       ...common,
-      call: calls[index],
     });
   }
   if (part.text !== undefined) {
@@ -149,14 +146,8 @@ function partFromGemini(part: Part, index: number, calls: readonly CallMetadata[
   throw new UnsupportedPartError(index, "(empty part)");
 }
 
-/**
- * Converts a Gemini Content into an event. `calls[i]` is the call that the i-th part answers
- * (for function-response turns), stored as metadata so history can show what was called.
- */
-export function fromContent(
-  content: Content,
-  metadata: { calls?: readonly CallMetadata[] } = {},
-): SessionEvent {
+/** Converts a Gemini Content (a model's answer) into an event. */
+export function fromContent(content: Content): SessionEvent {
   const role = content.role ?? "user";
   if (role !== "user" && role !== "model") {
     throw new Error(`Content role "${role}" is not supported; expected "user" or "model"`);
@@ -165,7 +156,7 @@ export function fromContent(
     v: SCHEMA_VERSION,
     event_type: "session",
     role,
-    parts: (content.parts ?? []).map((p, i) => partFromGemini(p, i, metadata.calls ?? [])),
+    parts: (content.parts ?? []).map((p, i) => partFromGemini(p, i)),
   };
 }
 

@@ -3,7 +3,6 @@ import { z } from "zod";
 
 export interface ToolContext {
   chatId: string;
-  signal?: AbortSignal;
 }
 
 export interface Tool<S extends z.ZodType = z.ZodType> {
@@ -20,8 +19,6 @@ export type ToolOutcome =
 
 export interface ToolRegistry {
   declarations(): FunctionDeclaration[];
-  readonly names: readonly string[];
-  has(name: string): boolean;
   /** Never throws: every failure becomes an `{ error }` response the model can read. */
   execute(name: string, args: unknown, ctx: ToolContext): Promise<ToolOutcome>;
 }
@@ -188,8 +185,6 @@ export function createToolRegistry(tools: Tool[]): ToolRegistry {
   return {
     // Built once per registry and frozen: every turn shares them, and nobody can change them.
     declarations: () => [...declarations],
-    names,
-    has: (name) => byName.has(name),
     execute,
   };
 }

@@ -18,7 +18,6 @@ interface RunLimits {
   cwd: string;
   env: NodeJS.ProcessEnv;
   timeoutMs: number;
-  signal: AbortSignal | undefined;
 }
 
 type StreamName = "stdout" | "stderr";
@@ -68,24 +67,14 @@ function runShell(command: string, limits: RunLimits): Promise<CommandResult> {
       timedOut = true;
       killGroup(child);
     }, limits.timeoutMs);
-    const onAbort = () => killGroup(child);
-    limits.signal?.addEventListener("abort", onAbort, { once: true });
-    const settle = () => {
-      clearTimeout(timer);
-      limits.signal?.removeEventListener("abort", onAbort);
-    };
     // Background jobs left behind would keep the pipes open past the shell's exit.
     child.on("exit", () => killGroup(child));
     child.on("error", (error) => {
-      settle();
+      clearTimeout(timer);
       reject(error);
     });
     child.on("close", (code) => {
-      settle();
-      if (limits.signal?.aborted) {
-        reject(new Error("command was cancelled"));
-        return;
-      }
+      clearTimeout(timer);
       resolve({ exitCode: code, stdout: textOf("stdout"), stderr: textOf("stderr"), timedOut });
     });
   });
@@ -108,15 +97,14 @@ export function createRunCommandTool(deps: {
     schema: z.object({
       command: z.string().trim().min(1).describe("The shell command line to run"),
     }),
-    async run(args, ctx) {
-      if (ctx.signal?.aborted) throw new Error("command was cancelled");
+    async run(args) {
       const cwd = await ensureWorkspace(deps.workspaceDir);
       const env = {
         PATH: baseEnv.PATH ?? "/usr/local/bin:/usr/bin:/bin",
         HOME: cwd,
         LANG: baseEnv.LANG ?? "C.UTF-8",
       };
-      return runShell(args.command, { cwd, env, timeoutMs, signal: ctx.signal });
+      return runShell(args.command, { cwd, env, timeoutMs });
     },
   });
 }

@@ -1,20 +1,10 @@
 import { z } from "zod";
-import { SEARCH_HISTORY_TOOL } from "../session/event-text.js";
+import { SEARCH_HISTORY_TOOL, truncate } from "../session/event-text.js";
+import type { SearchHit } from "../session/store.js";
 import { defineTool } from "./registry.js";
 
-export interface HistoryMatch {
-  id: number;
-  createdAt: string;
-  role: string;
-  text: string;
-}
-
 /** Full-text search over one chat's stored history; the session store provides it. */
-export type SearchHistory = (
-  chatId: string,
-  query: string,
-  limit: number,
-) => Promise<HistoryMatch[]>;
+export type SearchHistory = (chatId: string, query: string, limit: number) => Promise<SearchHit[]>;
 
 export const MATCH_TEXT_MAX_CHARS = 500;
 
@@ -28,13 +18,6 @@ const schema = z.object({
     .optional()
     .describe("How many matches to return, 1 to 50 (default 10)"),
 });
-
-function clip(text: string): string {
-  const chars = Array.from(text);
-  return chars.length <= MATCH_TEXT_MAX_CHARS
-    ? text
-    : `${chars.slice(0, MATCH_TEXT_MAX_CHARS).join("")}…`;
-}
 
 export function createSearchHistoryTool(deps: { search: SearchHistory }) {
   return defineTool({
@@ -50,7 +33,7 @@ export function createSearchHistoryTool(deps: { search: SearchHistory }) {
           id,
           createdAt,
           role,
-          text: clip(text),
+          text: truncate(text, MATCH_TEXT_MAX_CHARS),
         })),
       };
     },

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import {
   fromContent,
   parseStoredEvent,
+  type SessionEvent,
   toContent,
   UnsupportedPartError,
 } from "../../src/session/events.js";
@@ -96,22 +97,21 @@ describe("event model", () => {
     expect(toContent(fromContent(c))).toEqual(c);
   });
 
-  it("attaches the originating call's name and args to function responses as metadata", () => {
-    const event = fromContent(
-      {
-        role: "user",
-        parts: [{ functionResponse: { name: "read_file", response: { output: "x" }, id: "1" } }],
-      },
-      { calls: [{ name: "read_file", args: { path: "a" } }] },
-    );
-    expect(event.parts[0]).toEqual({
-      kind: "function_response",
-      name: "read_file",
-      response: { output: "x" },
-      id: "1",
-      call: { name: "read_file", args: { path: "a" } },
-    });
-    // The metadata is ours: Gemini never sees it.
+  it("keeps a function response's call metadata to itself: Gemini never sees it", () => {
+    const event: SessionEvent = {
+      v: 1,
+      event_type: "session",
+      role: "user",
+      parts: [
+        {
+          kind: "function_response",
+          name: "read_file",
+          response: { output: "x" },
+          id: "1",
+          call: { name: "read_file", args: { path: "a" } },
+        },
+      ],
+    };
     expect(toContent(event).parts?.[0]).toEqual({
       functionResponse: { name: "read_file", response: { output: "x" }, id: "1" },
     });

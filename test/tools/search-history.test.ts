@@ -1,13 +1,10 @@
 import { describe, expect, it } from "vitest";
+import type { SearchHit } from "../../src/session/store.js";
 import { createToolRegistry } from "../../src/tools/registry.js";
-import {
-  createSearchHistoryTool,
-  type HistoryMatch,
-  MATCH_TEXT_MAX_CHARS,
-} from "../../src/tools/search-history.js";
+import { createSearchHistoryTool, MATCH_TEXT_MAX_CHARS } from "../../src/tools/search-history.js";
 import { errorOf, outputOf } from "./temp-dir.js";
 
-function setup(found: HistoryMatch[]) {
+function setup(found: SearchHit[]) {
   const calls: Array<[string, string, number]> = [];
   const registry = createToolRegistry([
     createSearchHistoryTool({
@@ -21,7 +18,7 @@ function setup(found: HistoryMatch[]) {
   return { calls, search };
 }
 
-const match = (text: string): HistoryMatch => ({
+const match = (text: string): SearchHit => ({
   id: 3,
   createdAt: "2025-03-05T10:00:00.000Z",
   role: "user",
@@ -39,7 +36,7 @@ describe("search_history", () => {
 
   it("passes the limit and clips long texts", async () => {
     const long = "é".repeat(MATCH_TEXT_MAX_CHARS + 100);
-    const { calls, search } = setup([{ ...match(long), extra: "dropped" } as HistoryMatch]);
+    const { calls, search } = setup([{ ...match(long), extra: "dropped" } as SearchHit]);
     const output = outputOf(await search({ query: "é", limit: 50 }));
     expect(output).toEqual({ matches: [match(`${"é".repeat(MATCH_TEXT_MAX_CHARS)}…`)] });
     expect(calls[0]?.[2]).toBe(50);
