@@ -3,7 +3,8 @@ import { parseEnv } from "node:util";
 import { z } from "zod";
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
-const DEFAULT_DATABASE_URL = "sqlite:./data/agent.db";
+const DEFAULT_SQLITE_PATH = "./data/agent.db";
+const DEFAULT_DATABASE_URL = `sqlite:${DEFAULT_SQLITE_PATH}`;
 
 /** Environment flags accept the spellings operators actually type. */
 const flag = (name: string) =>
@@ -21,9 +22,10 @@ const flag = (name: string) =>
 const count = (name: string, fallback: number, min: number) =>
   z
     .string()
-    .default(String(fallback))
+    .default("")
     .transform((value, ctx) => {
-      const n = Number(value.trim());
+      // Number("") is 0, which would quietly turn PORT= into a random port and compaction off.
+      const n = value.trim() === "" ? fallback : Number(value.trim());
       if (!Number.isInteger(n) || n < min) {
         ctx.addIssue({
           code: "custom",
@@ -126,11 +128,8 @@ const envSchema = (requireTelegram: boolean) =>
     ENABLE_SHELL_TOOL: flag("ENABLE_SHELL_TOOL"),
     INBOX_LEASE_SECONDS: count("INBOX_LEASE_SECONDS", 30, 1),
     INBOX_RETENTION_DAYS: count("INBOX_RETENTION_DAYS", 7, 1),
-    LOG_LEVEL: z
-      .string()
-      .trim()
-      .toLowerCase()
-      .default("info")
+    LOG_LEVEL: text("info")
+      .transform((level) => level.toLowerCase())
       .pipe(z.enum(LOG_LEVELS, { error: `LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}` })),
   });
 
@@ -209,7 +208,7 @@ export function parseDatabaseUrl(url: string): DatabaseTarget {
     );
   }
   const path = sqlite ? url.slice(sqlite[0].length) : url;
-  return { kind: "sqlite", path: path === "" ? "./data/agent.db" : path };
+  return { kind: "sqlite", path: path === "" ? DEFAULT_SQLITE_PATH : path };
 }
 
 /** Reads `.env` (when present) under the real environment, which wins, as dotenv does. */

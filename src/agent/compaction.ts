@@ -10,6 +10,7 @@ import { transcriptOf } from "./transcript.js";
 import type { Compactor } from "./turn.js";
 
 export const SUMMARY_UNAVAILABLE = "Summary unavailable.";
+const SUMMARY_UNAVAILABLE_LATER = "(Summary unavailable for the messages after this.)";
 
 /** What the chat and the terminal show when a conversation was compacted. */
 export function compactionNotice(summarizedEvents: number): string {
@@ -79,18 +80,24 @@ export function createCompactor(deps: CompactorDeps): Compactor & {
     if (!plan) return { status: "nothing-to-compact", context };
     const started = performance.now();
     const before = contextSize(context);
+    // What the new summary says (for the memory file), and what the context keeps in its place.
     let summary: string;
+    let stands: string;
     try {
       const { text, finishReason } = await summarise(context, plan.summarize);
+      summary = text || SUMMARY_UNAVAILABLE;
+      stands = text;
       // A blocked or empty summary is stored as such rather than retried: the same transcript
-      // would most likely be refused again, and the context would then grow without bound.
+      // would most likely be refused again, and the context would then grow without bound. What
+      // earlier summaries said stays in the context.
       if (text === "") {
         log.warn(
           { finish_reason: finishReason },
           `the summary model returned no text; storing "${SUMMARY_UNAVAILABLE}"`,
         );
+        const previous = context.summary && textOf(context.summary.event.summary);
+        stands = previous ? `${previous}\n\n${SUMMARY_UNAVAILABLE_LATER}` : SUMMARY_UNAVAILABLE;
       }
-      summary = text || SUMMARY_UNAVAILABLE;
     } catch (error) {
       log.warn({ err: error }, "compaction failed: the summary call did not succeed");
       return {
@@ -106,7 +113,7 @@ export function createCompactor(deps: CompactorDeps): Compactor & {
       event: {
         v: 1,
         event_type: "compaction",
-        summary: [{ kind: "text", text: summary }],
+        summary: [{ kind: "text", text: stands }],
         summarized_events: plan.summarize.length,
       },
       coversFromId: context.summary?.coversFromId ?? first?.id ?? 0,

@@ -1,6 +1,6 @@
 import type { SessionEvent } from "../session/events.js";
 
-export type Usage = { promptTokens: number; outputTokens: number };
+import type { Usage } from "./model-client.js";
 
 export type AgentHookEvents = {
   modelResponse: { chatId: string; event: SessionEvent; usage: Usage };

@@ -1,5 +1,12 @@
 import type { Content, FunctionDeclaration } from "@google/genai";
 
+/** Tokens of one model call, or summed over a turn's calls. */
+export type Usage = {
+  promptTokens: number;
+  /** Visible answer plus thinking: both are billed as output. */
+  outputTokens: number;
+};
+
 export type GenerateRequest = {
   model: string;
   systemInstruction?: string;
@@ -10,11 +17,7 @@ export type GenerateRequest = {
 export type GenerateResult = {
   /** The model's turn; without parts when Gemini gave no content (safety stop, blocked prompt). */
   content: Content;
-  usage: {
-    promptTokens: number;
-    /** Visible answer plus thinking: both are billed as output. */
-    outputTokens: number;
-  };
+  usage: Usage;
   /** Why the model stopped (STOP, SAFETY, …), or why the prompt was blocked. */
   finishReason?: string;
 };

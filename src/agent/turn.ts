@@ -25,8 +25,8 @@ import {
   responsePart,
   toolCallsSinceUserMessage,
 } from "./guardrail.js";
-import type { AgentHooks, Usage } from "./hooks.js";
-import type { GenerateResult, ModelClient } from "./model-client.js";
+import type { AgentHooks } from "./hooks.js";
+import type { GenerateResult, ModelClient, Usage } from "./model-client.js";
 import { dayFormat, systemInstruction, toolBudgetInstruction } from "./prompts.js";
 
 export interface Compactor {

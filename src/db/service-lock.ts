@@ -7,21 +7,36 @@ const POLL_MS = 250;
 
 export type ServiceLock = { release(): void };
 
-export class ServiceLockedError extends Error {
-  constructor(readonly databasePath: string) {
-    super(
-      `Another Koroku service is running on ${databasePath}: SQLite serves one service process per database file, and two would answer some messages twice. Stop the other one, or run replicas on PostgreSQL (DATABASE_URL=postgres://…).`,
-    );
-    this.name = "ServiceLockedError";
+/** The lock is held by another service, or its file cannot be made; the message says what to do. */
+export class ServiceLockError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ServiceLockError";
   }
 }
+
+const heldElsewhere = (databasePath: string) =>
+  new ServiceLockError(
+    `Another Koroku service is running on ${databasePath}: SQLite serves one service process per database file, and two would answer some messages twice. Stop the other one, or run replicas on PostgreSQL (DATABASE_URL=postgres://…).`,
+  );
 
 /** The lock's own file: locking the database file itself would lock out the service's queries. */
 export const lockPathOf = (databasePath: string) => `${databasePath}.lock`;
 
+function openLockFile(path: string): SQLite.Database {
+  try {
+    mkdirSync(dirname(path), { recursive: true });
+    // No busy timeout: a held lock is reported at once, and the caller decides how long to wait.
+    return new SQLite(path, { timeout: 0 });
+  } catch (error) {
+    throw new ServiceLockError(
+      `Cannot create the lock file ${path} (${(error as Error).message}): the database's folder must be writable by the service.`,
+    );
+  }
+}
+
 function tryLock(path: string): ServiceLock | undefined {
-  // No busy timeout: a held lock is reported at once, and the caller decides how long to wait.
-  const lock = new SQLite(path, { timeout: 0 });
+  const lock = openLockFile(path);
   try {
     // An exclusive transaction holds the operating system's lock on the file until it ends, or
     // until the process does, however it dies (kill -9 included): nothing stale is left behind.
@@ -38,14 +53,13 @@ function tryLock(path: string): ServiceLock | undefined {
  * Makes this process the only service on a SQLite database file, for as long as it runs. The
  * inbox relies on that: at start-up it runs again at once whatever was left running, which would
  * take turns away from a second live process. A process still shutting down (a rolling restart)
- * is waited for, up to `waitMs`; then ServiceLockedError says what to do.
+ * is waited for, up to `waitMs`; then ServiceLockError says what to do.
  */
 export async function lockSqliteService(
   databasePath: string,
   options: { waitMs: number; logger: Logger },
 ): Promise<ServiceLock> {
   const path = lockPathOf(databasePath);
-  mkdirSync(dirname(path), { recursive: true });
   const deadline = Date.now() + options.waitMs;
   let lock = tryLock(path);
   if (!lock) {
@@ -58,6 +72,6 @@ export async function lockSqliteService(
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
     lock = tryLock(path);
   }
-  if (!lock) throw new ServiceLockedError(databasePath);
+  if (!lock) throw heldElsewhere(databasePath);
   return lock;
 }

@@ -212,9 +212,9 @@ function run<R>(statement: SQLite.Statement, parameters: readonly unknown[]): Qu
 
 /**
  * SQLite runs schema changes inside transactions, though Kysely's adapter does not claim it. With
- * the claim, the migrator runs each migration run in one transaction (BEGIN IMMEDIATE here): a
- * crash halfway leaves nothing behind for the next start to trip over, and two processes starting
- * together migrate one after the other.
+ * the claim, the migrator applies the pending migrations together in one transaction (BEGIN
+ * IMMEDIATE here): a crash halfway leaves nothing behind for the next start to trip over, and two
+ * processes starting together migrate one after the other.
  */
 class TransactionalDdlSqliteAdapter extends SqliteAdapter {
   override get supportsTransactionalDdl(): boolean {

@@ -1,5 +1,6 @@
 import type { Message, Update } from "grammy/types";
 import { escapeHtml } from "./render.js";
+import { threadOfMessage } from "./topics.js";
 
 export type BotIdentity = { id: number; username: string };
 
@@ -27,7 +28,7 @@ function mentionsBot(message: Message, bot: BotIdentity): boolean {
 
 /**
  * Decides what happens to an update before anything is stored: private chats with allowed users
- * run; in groups only messages that mention the bot or reply to it count.
+ * run; in groups only messages that mention the bot, reply to it or start with a command count.
  */
 export function routeUpdate(
   update: Update,
@@ -42,7 +43,7 @@ export function routeUpdate(
     if (!addressed) return { action: "ignore" };
   }
   if (!allowed.has(message.from.id)) {
-    const threadId = message.is_topic_message ? message.message_thread_id : undefined;
+    const threadId = threadOfMessage(message);
     return { action: "reject", chatId: chat.id, userId: message.from.id, threadId };
   }
   return { action: "run", chatId: String(chat.id) };

@@ -1,5 +1,5 @@
 import { autoRetry } from "@grammyjs/auto-retry";
-import { type ApiClientOptions, Bot } from "grammy";
+import { type ApiClientOptions, Bot, HttpError } from "grammy";
 import type { UserFromGetMe } from "grammy/types";
 import type { AgentHooks } from "../agent/hooks.js";
 import type { Agent } from "../agent/turn.js";
@@ -44,6 +44,22 @@ export function createBot(deps: BotDeps) {
       fetch: createNodeFetch() as unknown as NonNullable<ApiClientOptions["fetch"]>,
     },
     botInfo: deps.botInfo,
+  });
+  // Installed first, so that it sees every attempt auto-retry makes. Network failures are retried
+  // without end (by grammY at start-up, by auto-retry afterwards): logging each one is how an
+  // operator learns why a bot that cannot reach Telegram does nothing.
+  bot.api.config.use(async (prev, method, payload, signal) => {
+    try {
+      return await prev(method, payload, signal);
+    } catch (error) {
+      if (error instanceof HttpError) {
+        deps.logger.warn(
+          { method, err: error.message, api_root: deps.apiRoot },
+          "cannot reach Telegram; trying again",
+        );
+      }
+      throw error;
+    }
   });
   bot.api.config.use(
     autoRetry({ maxDelaySeconds: MAX_RETRY_DELAY_SECONDS, maxRetryAttempts: MAX_RETRY_ATTEMPTS }),

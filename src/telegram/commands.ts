@@ -1,5 +1,4 @@
 import { Composer, type Context } from "grammy";
-import type { Message } from "grammy/types";
 import { type CompactionOutcome, compactionNotice } from "../agent/compaction.js";
 import type { CompactionLimits } from "../session/compaction-plan.js";
 import { truncate } from "../session/event-text.js";
@@ -8,6 +7,7 @@ import type { ChatStats, SessionStore } from "../session/store.js";
 import type { Delivery } from "./delivery.js";
 import type { Lease } from "./inbox.js";
 import { escapeHtml } from "./render.js";
+import { threadOf } from "./topics.js";
 
 export const COMMANDS = [
   { command: "start", description: "What Koroku is and what it can do" },
@@ -135,13 +135,4 @@ export function commandsComposer(deps: CommandDeps): Composer<Context> {
   });
 
   return composer;
-}
-
-/** The forum topic a message was written in, for the answer to go to the same topic. */
-export function threadOfMessage(message: Message | undefined): number | undefined {
-  return message?.is_topic_message ? message.message_thread_id : undefined;
-}
-
-export function threadOf(ctx: Context): number | undefined {
-  return threadOfMessage(ctx.msg);
 }

@@ -5,10 +5,10 @@ import { GeminiError } from "../agent/gemini-errors.js";
 import type { AgentHooks } from "../agent/hooks.js";
 import type { Agent } from "../agent/turn.js";
 import type { Logger } from "../logger.js";
-import { threadOf, threadOfMessage } from "./commands.js";
 import type { Delivery } from "./delivery.js";
 import type { InboxItem, Lease } from "./inbox.js";
 import { escapeHtml } from "./render.js";
+import { threadOf, threadOfMessage } from "./topics.js";
 
 export const NON_TEXT_REPLY =
   "I can only read text messages for now: photos, voice messages, stickers and files are not supported yet. Please type your message.";

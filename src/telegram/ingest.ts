@@ -47,13 +47,14 @@ export function createIngest(deps: {
   const now = deps.now ?? Date.now;
   // When each stranger was last told, oldest first (a Map keeps insertion order).
   const told = new Map<number, number>();
-  const recentlyTold = (userId: number) => {
+  /** Whether to tell this user now; a yes is remembered, and starts their quiet hour. */
+  const timeToTell = (userId: number) => {
     const at = told.get(userId);
-    if (at !== undefined && now() - at < REJECTION_QUIET_MS) return true;
+    if (at !== undefined && now() - at < REJECTION_QUIET_MS) return false;
     told.delete(userId);
     told.set(userId, now());
     if (told.size > MAX_TOLD_USERS) told.delete(told.keys().next().value as number);
-    return false;
+    return true;
   };
   return async (update) => {
     const route = routeUpdate(update, allowed, deps.bot);
@@ -61,7 +62,7 @@ export function createIngest(deps: {
     if (route.action === "reject") {
       const log = { user_id: route.userId, update_id: update.update_id };
       // Answering every message would let a stranger make the bot send as much as they like.
-      if (recentlyTold(route.userId)) {
+      if (!timeToTell(route.userId)) {
         deps.logger.info(log, "message from a user not on the allowlist, who was already told");
         return "rejected";
       }

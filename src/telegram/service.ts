@@ -3,8 +3,8 @@ import { hostname } from "node:os";
 import { BotError, GrammyError } from "grammy";
 import type { Update } from "grammy/types";
 import type { App } from "../app.js";
-import { readPostgresTime, startDatabaseClock } from "../db/clock.js";
-import { lockSqliteService, ServiceLockedError } from "../db/service-lock.js";
+import { type DatabaseClock, readPostgresTime, startDatabaseClock } from "../db/clock.js";
+import { lockSqliteService, type ServiceLock, ServiceLockError } from "../db/service-lock.js";
 import type { Logger } from "../logger.js";
 import { createBot } from "./bot.js";
 import { COMMANDS } from "./commands.js";
@@ -36,7 +36,9 @@ export type Service = {
 
 export class StartupError extends Error {}
 
-function explainTelegramFailure(error: unknown): Error {
+/** Start-up failures the operator can act on, said so; anything else as it is. */
+function explainStartupFailure(error: unknown): unknown {
+  if (error instanceof ServiceLockError) return new StartupError(error.message);
   if (error instanceof GrammyError && (error.error_code === 401 || error.error_code === 404)) {
     return new StartupError(
       `Telegram rejected TELEGRAM_BOT_TOKEN (${error.error_code} ${error.description}): copy the token from @BotFather again.`,
@@ -47,10 +49,7 @@ function explainTelegramFailure(error: unknown): Error {
       `Telegram refused ${error.method} at start-up (${error.error_code} ${error.description}): fix what it names${error.method === "setWebhook" ? " (WEBHOOK_URL must be a public HTTPS address that reaches this server's /telegram/webhook)" : ""} and start again.`,
     );
   }
-  const reason = error instanceof Error ? error.message : String(error);
-  return new StartupError(
-    `Could not reach Telegram at start-up (${reason}). Check the network and TELEGRAM_API_ROOT.`,
-  );
+  return error;
 }
 
 export async function startService(app: App, logger: Logger): Promise<Service> {
@@ -73,17 +72,22 @@ export async function startService(app: App, logger: Logger): Promise<Service> {
     server.listen(config.port, config.host, () => resolve());
   });
   const address = server.address() as AddressInfo;
+  let lock: ServiceLock | undefined;
+  let clock: DatabaseClock | undefined;
+  /** A start that fails leaves nothing listening, running or held behind. */
+  const abandon = (error: unknown): never => {
+    server.close();
+    clock?.stop();
+    lock?.release();
+    throw explainStartupFailure(error);
+  };
   // Taken once listening: an orchestrator that waits for /healthz before stopping the old process
   // (a rolling restart) must not wait on this one in turn.
-  const lock =
-    config.database.kind === "sqlite" && config.database.path !== ":memory:"
-      ? await lockSqliteService(config.database.path, { waitMs: LOCK_WAIT_MS, logger }).catch(
-          (error: unknown) => {
-            server.close();
-            throw error instanceof ServiceLockedError ? new StartupError(error.message) : error;
-          },
-        )
-      : undefined;
+  if (config.database.kind === "sqlite" && config.database.path !== ":memory:") {
+    lock = await lockSqliteService(config.database.path, { waitMs: LOCK_WAIT_MS, logger }).catch(
+      abandon,
+    );
+  }
 
   const settings = {
     model: config.geminiModel,
@@ -108,20 +112,17 @@ export async function startService(app: App, logger: Logger): Promise<Service> {
     await bot.init();
     await bot.api.setMyCommands(COMMANDS.map((c) => ({ ...c })));
   } catch (error) {
-    server.close();
-    lock?.release();
-    throw explainTelegramFailure(error);
+    abandon(error);
   }
 
   // Replicas on PostgreSQL time leases by the server's clock; SQLite's processes share one host's.
-  const clock =
-    app.database.kind === "postgres"
-      ? await startDatabaseClock({
-          readServerTime: () => readPostgresTime(app.database.db),
-          logger,
-          resyncMs: CLOCK_RESYNC_MS,
-        })
-      : undefined;
+  if (app.database.kind === "postgres") {
+    clock = await startDatabaseClock({
+      readServerTime: () => readPostgresTime(app.database.db),
+      logger,
+      resyncMs: CLOCK_RESYNC_MS,
+    }).catch(abandon);
+  }
   const inbox = createInbox({
     db: app.database.db,
     kind: app.database.kind,
@@ -129,7 +130,7 @@ export async function startService(app: App, logger: Logger): Promise<Service> {
     leaseMs: config.inboxLeaseSeconds * 1000,
     now: clock?.now,
   });
-  const recovered = await inbox.recoverAfterCrash();
+  const recovered = await inbox.recoverAfterCrash().catch(abandon);
   if (recovered > 0)
     logger.warn({ updates: recovered }, "running again updates interrupted by a restart");
   const dispatcher = new Dispatcher({
@@ -181,10 +182,7 @@ export async function startService(app: App, logger: Logger): Promise<Service> {
       });
     }
   } catch (error) {
-    server.close();
-    clock?.stop();
-    lock?.release();
-    throw explainTelegramFailure(error);
+    abandon(error);
   }
   dispatcher.start();
   const pruner = startInboxPruner({
@@ -219,7 +217,9 @@ export async function startService(app: App, logger: Logger): Promise<Service> {
         logger.warn("some turns were still running; they will run again after the restart");
       await pruner.stop();
       clock?.stop();
-      lock?.release();
+      // Turns still running may yet send their answers: the lock then goes only with the process,
+      // so that a service waiting for it cannot run them a second time meanwhile.
+      if (drained) lock?.release();
       server.closeAllConnections();
       await closed;
     },

@@ -182,6 +182,21 @@ describe("compaction through the agent", () => {
     expect(hits.map((x) => x.role)).toEqual(["summary", "model", "user"]);
   });
 
+  it("keeps what the previous summary said when the next one comes back blocked", async () => {
+    h = await startHarness({ env: { COMPACTION_MAX_EVENTS: "4" } });
+    h.fake.scriptFor(SUMMARY_MODEL, text("They talked about zebras."), empty("SAFETY"));
+    await talk("c1", ["zebra one", "q2", "q3", "q4", "q5"]);
+    expect(summaryRequests(h)).toHaveLength(2);
+    const { summary } = await h.app.store.loadContext("c1");
+    expect(summary?.event.summary[0]?.text).toBe(
+      "They talked about zebras.\n\n(Summary unavailable for the messages after this.)",
+    );
+    const memory = readFileSync(join(h.dirs.memory, "c1", `${memoryDate(new Date())}.md`), "utf8");
+    expect(memory).toMatch(
+      /\]: They talked about zebras\.\n\n\[\d{2}:\d{2}\]: Summary unavailable\.\n\n$/,
+    );
+  });
+
   it("compacts on demand and says when there is nothing to compact", async () => {
     h = await startHarness({ env: { COMPACTION_MAX_EVENTS: "30" } });
     h.fake.scriptFor(SUMMARY_MODEL, text("on demand"));

@@ -148,6 +148,10 @@ describe("config", () => {
       HOST: "",
       MEMORY_DIR: "",
       WORKSPACE_DIR: "",
+      PORT: "",
+      COMPACTION_MAX_EVENTS: " ",
+      MAX_TOOL_CALLS_PER_TURN: "",
+      LOG_LEVEL: "",
     });
     expect(config).toMatchObject({
       geminiModel: "gemini-3-flash-preview",
@@ -155,6 +159,10 @@ describe("config", () => {
       host: "0.0.0.0",
       memoryDir: "./data/memory",
       workspaceDir: "./data/workspace",
+      port: 8080,
+      compactionMaxEvents: 30,
+      maxToolCallsPerTurn: 15,
+      logLevel: "info",
     });
   });
 });

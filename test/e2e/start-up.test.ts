@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type ServiceWorld, startWorld } from "../helpers/service-process.js";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { eventually, type ServiceWorld, startWorld } from "../helpers/service-process.js";
+import { startTcpProxy } from "../helpers/tcp-proxy.js";
 
 /** The service, started with `env` on top of the world's, must exit before it runs. */
 async function startFailure(w: ServiceWorld, env: Record<string, string>): Promise<string> {
@@ -38,6 +39,25 @@ describe("start-up failures say what to fix", () => {
       /Telegram refused setWebhook at start-up \(400 Bad Request: bad webhook: Failed to resolve host\).*WEBHOOK_URL must be a public HTTPS address/,
     );
     expect(message).not.toMatch(/network/);
+  });
+
+  it("a Telegram it cannot reach: it keeps trying, says so, and starts once it can", async () => {
+    const api = new URL(w.telegram.apiRoot);
+    const proxy = await startTcpProxy({ host: api.hostname, port: Number(api.port) });
+    onTestFinished(() => proxy.close());
+    proxy.cut();
+    const apiRoot = `http://127.0.0.1:${proxy.port}`;
+    const logs: Record<string, unknown>[] = [];
+    const starting = w.start({ TELEGRAM_API_ROOT: apiRoot }, logs);
+    const warning = await eventually(() =>
+      logs.find((l) => l.msg === "cannot reach Telegram; trying again"),
+    );
+    expect(warning).toMatchObject({ method: "getMe", api_root: apiRoot });
+    expect(logs.some((l) => l.msg === "Koroku is running")).toBe(false);
+    proxy.restore();
+    const started = await starting;
+    started.proc.kill("SIGTERM");
+    expect(await started.exited).toBe(0);
   });
 
   it("a DATABASE_URL of a database Koroku does not speak, without echoing its password", async () => {

@@ -1,5 +1,4 @@
-import { access, readFile, realpath } from "node:fs/promises";
-import path from "node:path";
+import { readFile, realpath } from "node:fs/promises";
 import { describe, expect, it } from "vitest";
 import { createToolRegistry, type ToolOutcome } from "../../src/tools/registry.js";
 import {
