@@ -40,6 +40,11 @@ export async function createApp(
     ...overrides.gemini,
   });
   const model = overrides.wrapModel?.(gemini) ?? gemini;
+  if (config.enableShellTool) {
+    logger.warn(
+      "ENABLE_SHELL_TOOL is on: run_command gives the model a shell with this process's rights, so it can read the bot's token and API key (from /proc), the database and the memory files; run the bot as a user, or in a container, that holds nothing else",
+    );
+  }
   const tools = createToolRegistry(
     createBuiltinTools({
       workspaceDir: config.workspaceDir,

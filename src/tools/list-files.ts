@@ -16,7 +16,8 @@ const schema = z.object({
 
 export interface FileEntry {
   name: string;
-  type: "file" | "dir" | "symlink";
+  /** "other": a FIFO, socket or device, which read_file refuses. */
+  type: "file" | "dir" | "symlink" | "other";
   /** Bytes for files; null for directories and symlinks, whose sizes mean nothing to a reader. */
   size: number | null;
 }
@@ -24,6 +25,7 @@ export interface FileEntry {
 async function describeEntry(dir: string, entry: Dirent): Promise<FileEntry> {
   if (entry.isSymbolicLink()) return { name: entry.name, type: "symlink", size: null };
   if (entry.isDirectory()) return { name: entry.name, type: "dir", size: null };
+  if (!entry.isFile()) return { name: entry.name, type: "other", size: null };
   const stats = await lstat(path.join(dir, entry.name));
   return { name: entry.name, type: "file", size: stats.size };
 }
@@ -32,7 +34,7 @@ export function createListFilesTool(deps: { workspaceDir: string }) {
   return defineTool({
     name: "list_files",
     description:
-      "Lists a directory in the workspace: name, type (file, dir or symlink) and size in bytes, " +
+      "Lists a directory in the workspace: name, type (file, dir, symlink or other) and size in bytes, " +
       `sorted by name, at most ${LIST_FILES_MAX_ENTRIES} entries.`,
     schema,
     async run(args) {

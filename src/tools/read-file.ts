@@ -1,3 +1,4 @@
+import { constants } from "node:fs";
 import { open } from "node:fs/promises";
 import { z } from "zod";
 import { defineTool } from "./registry.js";
@@ -10,7 +11,9 @@ const schema = z.object({
 });
 
 async function readCapped(file: string, relPath: string): Promise<Buffer> {
-  const handle = await open(file, "r");
+  // Non-blocking: opening a FIFO for reading would otherwise wait for a writer, holding one of
+  // the few threads every file access of the process shares. Regular files read as usual.
+  const handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
     const stats = await handle.stat();
     if (stats.isDirectory()) {

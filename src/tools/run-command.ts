@@ -6,6 +6,11 @@ import { ensureWorkspace } from "./workspace-path.js";
 
 export const RUN_COMMAND_TIMEOUT_MS = 20_000;
 export const RUN_COMMAND_MAX_OUTPUT_BYTES = 16 * 1024;
+/**
+ * How long output may still arrive once the shell has ended. A process that left its group
+ * (setsid) escapes the kill and could hold the pipes open, and with them the turn, for ever.
+ */
+const PIPE_GRACE_MS = 500;
 
 export interface CommandResult {
   exitCode: number | null;
@@ -63,18 +68,29 @@ function runShell(command: string, limits: RunLimits): Promise<CommandResult> {
     });
     const textOf = captureOutput(child);
     let timedOut = false;
+    let grace: NodeJS.Timeout | undefined;
     const timer = setTimeout(() => {
       timedOut = true;
       killGroup(child);
     }, limits.timeoutMs);
-    // Background jobs left behind would keep the pipes open past the shell's exit.
-    child.on("exit", () => killGroup(child));
-    child.on("error", (error) => {
+    const settle = () => {
       clearTimeout(timer);
+      clearTimeout(grace);
+    };
+    child.on("exit", () => {
+      // Background jobs left behind would keep the pipes open past the shell's exit.
+      killGroup(child);
+      grace = setTimeout(() => {
+        child.stdout.destroy();
+        child.stderr.destroy();
+      }, PIPE_GRACE_MS);
+    });
+    child.on("error", (error) => {
+      settle();
       reject(error);
     });
     child.on("close", (code) => {
-      clearTimeout(timer);
+      settle();
       resolve({ exitCode: code, stdout: textOf("stdout"), stderr: textOf("stderr"), timedOut });
     });
   });

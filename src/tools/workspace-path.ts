@@ -17,14 +17,14 @@ export async function ensureWorkspace(workspaceDir: string): Promise<string> {
   return realpath(workspaceDir);
 }
 
-async function exists(candidate: string): Promise<boolean> {
+async function exists(candidate: string, relPath: string): Promise<boolean> {
   try {
     await lstat(candidate);
     return true;
   } catch (error) {
     const code = errorCode(error);
     if (code === "ENOENT" || code === "ENOTDIR") return false;
-    throw error;
+    throw describeFsError(error, relPath);
   }
 }
 
@@ -39,7 +39,7 @@ async function realpathOfExisting(candidate: string, relPath: string): Promise<s
           "use a path whose symlinks point to existing places inside the workspace",
       );
     }
-    throw error;
+    throw describeFsError(error, relPath);
   }
 }
 
@@ -67,7 +67,7 @@ export async function resolveInWorkspace(workspaceDir: string, relPath: string):
     );
   }
   let existing = target;
-  while (existing !== root && !(await exists(existing))) {
+  while (existing !== root && !(await exists(existing, relPath))) {
     existing = path.dirname(existing);
   }
   if (!isInside(root, await realpathOfExisting(existing, relPath))) {
@@ -93,7 +93,13 @@ export function describeFsError(error: unknown, relPath: string): Error {
     case "EACCES":
     case "EPERM":
       return new Error(`permission denied for "${relPath}"`);
-    default:
+    case "ENAMETOOLONG":
+      return new Error(`"${relPath}" is too long a path; use shorter names`);
+    default: {
+      // The system's own message names the absolute path, which is ours, not the model's.
+      const code = errorCode(error);
+      if (typeof code === "string") return new Error(`could not use "${relPath}" (${code})`);
       return error instanceof Error ? error : new Error(String(error));
+    }
   }
 }

@@ -26,14 +26,16 @@ async function assertWritableTarget(file: string, relPath: string): Promise<void
 
 /** Readers see the old content or the new, never half a file. */
 async function writeAtomically(file: string, content: string): Promise<void> {
-  const temp = path.join(path.dirname(file), `.${path.basename(file)}.${randomUUID()}.tmp`);
+  // Short: a name near the file system's limit must still leave room for the temporary one.
+  const temp = path.join(path.dirname(file), `.${randomUUID()}.tmp`);
   try {
     // "wx" fails instead of following anything already at the temp path.
     await writeFile(temp, content, { encoding: "utf8", flag: "wx" });
     // rename replaces a symlink itself, never its target.
     await rename(temp, file);
   } catch (error) {
-    await rm(temp, { force: true });
+    // The error that matters is the write's, not a failed clean-up's.
+    await rm(temp, { force: true }).catch(() => {});
     throw error;
   }
 }

@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { mkdir, rm, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -19,14 +20,16 @@ describe("list_files", () => {
     await writeFile(path.join(ws, "b.txt"), "12345");
     await mkdir(path.join(ws, "a-dir"));
     await symlink(path.join(ws, "b.txt"), path.join(ws, "c-link"));
+    execFileSync("mkfifo", [path.join(ws, "d-pipe")]);
     expect(outputOf(await list({}))).toEqual({
       path: ".",
       entries: [
         { name: "a-dir", type: "dir", size: null },
         { name: "b.txt", type: "file", size: 5 },
         { name: "c-link", type: "symlink", size: null },
+        { name: "d-pipe", type: "other", size: null },
       ],
-      total: 3,
+      total: 4,
       truncated: false,
     });
   });

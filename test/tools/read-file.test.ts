@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { mkdir, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -32,6 +33,17 @@ describe("read_file", () => {
     );
     await writeFile(path.join(dirs().ws, "edge.txt"), "x".repeat(READ_FILE_MAX_BYTES));
     expect(outputOf(await read("edge.txt"))).toMatchObject({ size: READ_FILE_MAX_BYTES });
+  });
+
+  it("refuses a FIFO at once instead of waiting for a writer", async () => {
+    execFileSync("mkfifo", [path.join(dirs().ws, "pipe")]);
+    expect(errorOf(await read("pipe"))).toBe('"pipe" is not a regular file');
+  });
+
+  it("names a path too long for the file system without revealing where the workspace is", async () => {
+    const message = errorOf(await read("x".repeat(300)));
+    expect(message).toMatch(/is too long a path; use shorter names$/);
+    expect(message).not.toContain(dirs().base);
   });
 
   it("refuses binary files", async () => {

@@ -6,6 +6,7 @@ import {
   createRunCommandTool,
   RUN_COMMAND_MAX_OUTPUT_BYTES,
 } from "../../src/tools/run-command.js";
+import { startHarness } from "../helpers/harness.js";
 import { errorOf, outputOf, useWorkspaceDirs } from "./temp-dir.js";
 
 async function isGone(pid: number): Promise<boolean> {
@@ -84,6 +85,19 @@ describe("run_command", () => {
     await waitFor(() => isGone(Number(output.stdout.trim())), "the background job to die");
   });
 
+  it("does not wait for a process that left the group and holds the output open", async () => {
+    const output = outputOf(
+      await run("setsid -f sh -c 'echo $$; exec sleep 1000'; echo shell-done"),
+    ) as CommandResult;
+    const escaped = Number(output.stdout.split("\n").find((line) => /^\d+$/.test(line)));
+    try {
+      expect(output.stdout).toContain("shell-done");
+      expect(output.timedOut).toBe(false);
+    } finally {
+      process.kill(escaped, "SIGKILL");
+    }
+  });
+
   it("caps stdout and stderr together and notes what it cut", async () => {
     const output = outputOf(
       await run("head -c 40000 /dev/zero | tr '\\0' a; head -c 10000 /dev/zero | tr '\\0' b >&2"),
@@ -105,5 +119,18 @@ describe("run_command", () => {
   it("refuses an empty command", async () => {
     expect(errorOf(await run("  "))).toMatch(/command: /);
     expect(errorOf(await run(undefined))).toMatch(/command: .*expected string/);
+  });
+});
+
+describe("the shell tool switched on", () => {
+  it("is announced with a warning of what it gives the model", async () => {
+    const h = await startHarness({ env: { ENABLE_SHELL_TOOL: "true" } });
+    try {
+      const warning = h.logs.find((l) => l.msg.startsWith("ENABLE_SHELL_TOOL is on"));
+      expect(warning?.level).toBe(40);
+      expect(warning?.msg).toContain("token and API key");
+    } finally {
+      await h.close();
+    }
   });
 });

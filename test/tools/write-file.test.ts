@@ -72,6 +72,12 @@ describe("write_file", () => {
     expect(await readdir(outside)).toEqual(["secret.txt"]);
   });
 
+  it("writes a file whose name is near the file system's limit", async () => {
+    const name = "y".repeat(240);
+    expect(outputOf(await write({ path: name, content: "z" }))).toEqual({ path: name, bytes: 1 });
+    expect(await readFile(path.join(dirs().ws, name), "utf8")).toBe("z");
+  });
+
   it("refuses folder paths", async () => {
     await mkdir(path.join(dirs().ws, "dir"));
     for (const relPath of [".", "notes/", "a/.."]) {
