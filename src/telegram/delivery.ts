@@ -6,6 +6,10 @@ const CANT_PARSE = /can't parse entities/i;
 // Telegram shows "typing…" for about 5 seconds after each chat action.
 export const TYPING_INTERVAL_MS = 4_000;
 export const TYPING_DELAY_MS = 300;
+const NO_ANSWER = "<i>(no answer)</i>";
+// Telegram refuses a message with nothing visible in it, and counts zero-width characters (and
+// Hangul fillers) as nothing; an answer of only these is told as no answer.
+const INVISIBLE = /^[\s\u200b-\u200f\u2060\ufeff\u3164\u115f\u1160\uffa0]*$/;
 
 export type Delivery = ReturnType<typeof createDelivery>;
 
@@ -46,7 +50,10 @@ export function createDelivery(deps: { api: Api; logger: Logger }) {
         { err: error },
         "Telegram rejected the HTML; sending the chunk as plain text",
       );
-      await api.sendMessage(chatId, htmlToPlainText(html), extra);
+      await api.sendMessage(chatId, htmlToPlainText(html), {
+        link_preview_options: { is_disabled: true },
+        ...extra,
+      });
     }
   }
 
@@ -78,7 +85,8 @@ export function createDelivery(deps: { api: Api; logger: Logger }) {
     progress?: DeliveryProgress,
   ): Promise<void> {
     const html = renderMarkdown(markdown);
-    await sendHtml(chatId, html.trim() === "" ? "<i>(no answer)</i>" : html, threadId, progress);
+    const empty = INVISIBLE.test(htmlToPlainText(html));
+    await sendHtml(chatId, empty ? NO_ANSWER : html, threadId, progress);
   }
 
   /** Shows "typing…" until the returned function is called. Failures only cost the indicator. */

@@ -13,6 +13,8 @@ interface TreeNode {
 }
 
 interface RenderContext {
+  /** The Markdown's lines, for constructs best shown as written. */
+  readonly source: readonly string[];
   /** How many lists enclose the block being rendered. */
   readonly listDepth: number;
   /** Telegram cannot nest blockquotes, so inner ones are flattened. */
@@ -53,7 +55,8 @@ export function renderMarkdown(markdown: string): string {
     return escapeHtml(markdown.trim());
   }
   const tree = toTree(tokens);
-  return renderBlocks(tree, { listDepth: 0, inQuote: false, inLink: false }, "\n\n").trim();
+  const source = markdown.split(/\r\n?|\n/);
+  return renderBlocks(tree, { source, listDepth: 0, inQuote: false, inLink: false }, "\n\n").trim();
 }
 
 /** markdown-it emits flat open/close pairs; a tree lets each construct render its own children. */
@@ -128,16 +131,29 @@ function renderList(node: TreeNode, ctx: RenderContext): string {
 
 function renderListItem(item: TreeNode, marker: string, ctx: RenderContext): string {
   const pad = LIST_INDENT.repeat(ctx.listDepth);
+  const under = `${pad}${LIST_INDENT}`;
   const nested: RenderContext = { ...ctx, listDepth: ctx.listDepth + 1 };
-  const parts = item.children.map((child) => {
-    if (isList(child)) return renderBlock(child, nested);
-    const html = renderBlock(child, ctx);
-    // Code keeps its own indentation; prose wraps under the marker.
-    return isCode(child) ? html : html.replaceAll("\n", `\n${pad}${LIST_INDENT}`);
-  });
-  const [first = "", ...rest] = parts.filter((html) => html !== "");
-  const head = first === "" ? `${pad}${marker}` : `${pad}${marker} ${first}`;
-  return [head, ...rest].join("\n");
+  const parts = item.children
+    .map((child) => {
+      // A nested list indents itself, and code keeps its own indentation.
+      if (isList(child)) return { html: renderBlock(child, nested), indented: true };
+      const html = indentOutsideCode(renderBlock(child, ctx), under);
+      return { html, indented: isCode(child) };
+    })
+    .filter((part) => part.html !== "");
+  const [first, ...rest] = parts;
+  const head = first === undefined ? `${pad}${marker}` : `${pad}${marker} ${first.html}`;
+  return [head, ...rest.map((part) => (part.indented ? part.html : `${under}${part.html}`))].join(
+    "\n",
+  );
+}
+
+/** Prose wraps under a list marker; what is inside <pre> keeps its lines as they are. */
+function indentOutsideCode(html: string, indent: string): string {
+  return html
+    .split(/(<pre>[\s\S]*?<\/pre>)/)
+    .map((piece) => (piece.startsWith("<pre>") ? piece : piece.replaceAll("\n", `\n${indent}`)))
+    .join("");
 }
 
 function isList(node: TreeNode): boolean {
@@ -148,12 +164,30 @@ function isCode(node: TreeNode): boolean {
   return node.token.type === "fence" || node.token.type === "code_block";
 }
 
-/** Telegram has no tables: one line per row, cells separated by a bar. */
+/**
+ * Telegram has no tables: one line per row, cells separated by a bar. markdown-it drops the cells
+ * of a row beyond the header's count (a `|` inside inline code starts a cell too), so a table
+ * with such a row is shown as written instead, with no word lost.
+ */
 function renderTable(node: TreeNode, ctx: RenderContext): string {
+  const [start, end] = node.token.map ?? [0, 0];
+  const lines = ctx.source.slice(start, end);
+  const columns = cellCount(lines[0] ?? "");
+  if (lines.some((line) => cellCount(line) > columns)) {
+    return `<pre>${escapeHtml(lines.join("\n"))}</pre>`;
+  }
   const rows = node.children.flatMap((section) => section.children);
   return rows
     .map((row) => row.children.map((cell) => renderBlocks(cell.children, ctx, " ")).join(" | "))
     .join("\n");
+}
+
+/** Cells in a table line as markdown-it splits it: at every `|` not escaped with a backslash. */
+function cellCount(line: string): number {
+  const cells = line.trim().split(/(?<!\\)\|/);
+  if (cells[0]?.trim() === "") cells.shift();
+  if (cells.length > 1 && cells.at(-1)?.trim() === "") cells.pop();
+  return cells.length;
 }
 
 function renderInline(nodes: readonly TreeNode[], ctx: RenderContext): string {

@@ -382,7 +382,10 @@ class FakeTelegramServer implements FakeTelegram {
     const text = typeof params.text === "string" ? params.text : "";
     const parseMode = typeof params.parse_mode === "string" ? params.parse_mode : undefined;
     const parsed = parseText(text, parseMode);
-    if (parsed.text.trim() === "") throw badRequest("message text is empty");
+    // Telegram counts zero-width characters and Hangul fillers as nothing, like whitespace.
+    if (/^[\s\u200b-\u200f\u2060\ufeff\u3164\u115f\u1160\uffa0]*$/.test(parsed.text)) {
+      throw badRequest("message text is empty");
+    }
     if (parsed.text.length > TELEGRAM_TEXT_LIMIT) throw badRequest("message is too long");
     const message: Message = {
       message_id: this.nextMessageId++,

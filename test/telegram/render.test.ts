@@ -106,6 +106,20 @@ describe("renderMarkdown", () => {
     );
   });
 
+  it("shows a table as written when a row has more cells than the header, losing no word", () => {
+    const table = "| op | meaning |\n|---|---|\n| `a || b` | or |";
+    expect(render(`${table}\n\nafter`)).toBe(`<pre>${escapeHtml(table)}</pre>\n\nafter`);
+  });
+
+  it("indents a list item's later paragraphs under its marker, never the code inside them", () => {
+    expect(render("- item\n\n  more text\n  still more")).toBe(
+      "• item\n    more text\n    still more",
+    );
+    expect(render("- > ```py\n  > if x:\n  >     y()\n  > ```")).toBe(
+      '• <blockquote><pre><code class="language-py">if x:\n    y()</code></pre></blockquote>',
+    );
+  });
+
   it("keeps unbalanced markup as literal text", () => {
     expect(render("**bold")).toBe("**bold");
     expect(render("_it and *more")).toBe("_it and *more");
