@@ -1,12 +1,15 @@
 import { Api } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { GAVE_UP, tellGaveUp } from "../../src/telegram/conversation.js";
 import { createDelivery } from "../../src/telegram/delivery.js";
-import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
+import type { InboxItem } from "../../src/telegram/inbox.js";
+import { buildTextUpdate, type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { captureLogger } from "../helpers/logs.js";
 
 const CHAT = 31337;
+const GROUP = -1001234;
 
-describe("delivery of an answer with nothing visible in it", () => {
+describe("delivery to a fake Telegram", () => {
   let telegram: FakeTelegram;
   let delivery: ReturnType<typeof createDelivery>;
   beforeAll(async () => {
@@ -16,14 +19,48 @@ describe("delivery of an answer with nothing visible in it", () => {
   });
   afterAll(() => telegram.close());
 
-  it.each([
-    ["an empty code block", "```\n   \n```"],
-    ["a link without text", "[ ](https://example.com)"],
-    ["zero-width characters", "\u200b\u200d"],
-    ["nothing", "  \n"],
-  ])("tells the user there was no answer for %s", async (_, markdown) => {
-    const before = telegram.sent.length;
-    await delivery.sendMarkdown(CHAT, markdown);
-    expect(telegram.sent.slice(before).map((m) => m.plain_text)).toEqual(["(no answer)"]);
+  describe("of an answer with nothing visible in it", () => {
+    it.each([
+      ["an empty code block", "```\n   \n```"],
+      ["a link without text", "[ ](https://example.com)"],
+      ["zero-width characters", "\u200b\u200d"],
+      ["nothing", "  \n"],
+    ])("tells the user there was no answer for %s", async (_, markdown) => {
+      const before = telegram.sent.length;
+      await delivery.sendMarkdown(CHAT, markdown);
+      expect(telegram.sent.slice(before).map((m) => m.plain_text)).toEqual(["(no answer)"]);
+    });
+  });
+
+  describe("of the message for an update the inbox gave up on", () => {
+    function itemFor(topic: number | undefined): InboxItem {
+      const update = buildTextUpdate({ updateId: 1, messageId: 1, text: "hi", chatId: GROUP });
+      if (topic !== undefined && update.message) {
+        Object.assign(update.message, { is_topic_message: true, message_thread_id: topic });
+      }
+      return {
+        updateId: 1,
+        chatId: String(GROUP),
+        update,
+        attempts: 5,
+        leaseUntil: 0,
+        delivered: 0,
+      };
+    }
+
+    it("goes to the forum topic the message was written in", async () => {
+      await tellGaveUp(delivery, itemFor(77));
+      expect(telegram.sent.at(-1)).toMatchObject({
+        chat_id: GROUP,
+        plain_text: GAVE_UP,
+        body: { message_thread_id: 77 },
+      });
+    });
+
+    it("goes to the chat itself when the message had no topic", async () => {
+      await tellGaveUp(delivery, itemFor(undefined));
+      expect(telegram.sent.at(-1)?.plain_text).toBe(GAVE_UP);
+      expect(telegram.sent.at(-1)?.body).not.toHaveProperty("message_thread_id");
+    });
   });
 });
