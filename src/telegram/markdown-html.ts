@@ -26,6 +26,8 @@ interface RenderContext {
 const LIST_INDENT = "    ";
 const HORIZONTAL_RULE = "———";
 const ALLOWED_LINK = /^(?:https?|tg|mailto):/i;
+/** Quote markers, list markers and indentation before a table's line in the source. */
+const CONTAINER_PREFIX = /^(?:\s*(?:>|[-+*]|\d{1,9}[.)])(?=\s|$))*\s*/;
 
 // html:false turns raw HTML in the Markdown into text, which escapeHtml then neutralises.
 // The parser keeps no per-document state, so one instance serves every call.
@@ -170,13 +172,14 @@ function isCode(node: TreeNode): boolean {
  * with such a row is shown as written instead, with no word lost.
  */
 function renderTable(node: TreeNode, ctx: RenderContext): string {
+  const rows = node.children.flatMap((section) => section.children);
+  const columns = rows[0]?.children.length ?? 0;
   const [start, end] = node.token.map ?? [0, 0];
-  const lines = ctx.source.slice(start, end);
-  const columns = cellCount(lines[0] ?? "");
+  // Without the quote or list markup around the table, which markdown-it took off too.
+  const lines = ctx.source.slice(start, end).map((line) => line.replace(CONTAINER_PREFIX, ""));
   if (lines.some((line) => cellCount(line) > columns)) {
     return `<pre>${escapeHtml(lines.join("\n"))}</pre>`;
   }
-  const rows = node.children.flatMap((section) => section.children);
   return rows
     .map((row) => row.children.map((cell) => renderBlocks(cell.children, ctx, " ")).join(" | "))
     .join("\n");
@@ -227,7 +230,8 @@ function renderLink(node: TreeNode, ctx: RenderContext): string {
   const href = String(node.token.attrGet("href") ?? "");
   const inner = renderInline(node.children, { ...ctx, inLink: true });
   if (ctx.inLink || !ALLOWED_LINK.test(href)) return inner;
-  return `<a href="${escapeAttribute(href)}">${inner === "" ? escapeHtml(href) : inner}</a>`;
+  // A link whose text is blank would show nothing: the address is its text then.
+  return `<a href="${escapeAttribute(href)}">${inner.trim() === "" ? escapeHtml(href) : inner}</a>`;
 }
 
 function renderImage(token: Token, ctx: RenderContext): string {

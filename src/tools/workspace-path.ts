@@ -93,6 +93,9 @@ export function describeFsError(error: unknown, relPath: string): Error {
     case "EACCES":
     case "EPERM":
       return new Error(`permission denied for "${relPath}"`);
+    // A socket cannot be opened as a file at all.
+    case "ENXIO":
+      return new Error(`"${relPath}" is not a regular file`);
     case "ENAMETOOLONG":
       return new Error(`"${relPath}" is too long a path; use shorter names`);
     default: {

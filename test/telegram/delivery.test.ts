@@ -22,7 +22,6 @@ describe("delivery to a fake Telegram", () => {
   describe("of an answer with nothing visible in it", () => {
     it.each([
       ["an empty code block", "```\n   \n```"],
-      ["a link without text", "[ ](https://example.com)"],
       ["zero-width characters", "\u200b\u200d"],
       ["nothing", "  \n"],
     ])("tells the user there was no answer for %s", async (_, markdown) => {
@@ -30,6 +29,13 @@ describe("delivery to a fake Telegram", () => {
       await delivery.sendMarkdown(CHAT, markdown);
       expect(telegram.sent.slice(before).map((m) => m.plain_text)).toEqual(["(no answer)"]);
     });
+  });
+
+  it("falls back to plain text, still without a link preview, when Telegram refuses the HTML", async () => {
+    await delivery.sendHtml(CHAT, "see <blink>https://example.com</blink>");
+    const fallback = telegram.sent.at(-1);
+    expect(fallback?.text).toBe("see https://example.com");
+    expect(fallback?.body).toMatchObject({ link_preview_options: { is_disabled: true } });
   });
 
   describe("of the message for an update the inbox gave up on", () => {

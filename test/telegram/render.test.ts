@@ -78,6 +78,7 @@ describe("renderMarkdown", () => {
   it("renders images as a link to the image, or their alt text", () => {
     expect(render("![a cat](https://x.y/cat.png)")).toBe('<a href="https://x.y/cat.png">a cat</a>');
     expect(render("![](https://x.y/cat.png)")).toBe('<a href="https://x.y/cat.png">image</a>');
+    expect(render("[ ](https://x.y)")).toBe('<a href="https://x.y">https://x.y</a>');
     expect(render("![local](./cat.png)")).toBe("local");
   });
 
@@ -109,6 +110,14 @@ describe("renderMarkdown", () => {
   it("shows a table as written when a row has more cells than the header, losing no word", () => {
     const table = "| op | meaning |\n|---|---|\n| `a || b` | or |";
     expect(render(`${table}\n\nafter`)).toBe(`<pre>${escapeHtml(table)}</pre>\n\nafter`);
+    expect(render("- | a | b |\n  |---|---|\n  | `x|y` | 2 |")).toBe(
+      "• <pre>| a | b |\n|---|---|\n| `x|y` | 2 |</pre>",
+    );
+  });
+
+  it("renders ordinary tables in quotes and lists as rows, whatever markup comes before them", () => {
+    expect(render("> a | b\n> --|--\n> | 1 | 2 |")).toBe("<blockquote>a | b\n1 | 2</blockquote>");
+    expect(render("1. | a | b |\n   |:--|--:|\n   | 1 | 2 |")).toBe("1. a | b\n    1 | 2");
   });
 
   it("indents a list item's later paragraphs under its marker, never the code inside them", () => {

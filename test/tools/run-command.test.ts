@@ -1,4 +1,5 @@
 import { readFile, realpath } from "node:fs/promises";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { createToolRegistry, type ToolOutcome } from "../../src/tools/registry.js";
 import {
@@ -86,15 +87,18 @@ describe("run_command", () => {
   });
 
   it("does not wait for a process that left the group and holds the output open", async () => {
-    const output = outputOf(
-      await run("setsid -f sh -c 'echo $$; exec sleep 1000'; echo shell-done"),
-    ) as CommandResult;
-    const escaped = Number(output.stdout.split("\n").find((line) => /^\d+$/.test(line)));
+    const pidFile = path.join(dirs().ws, "escaped.pid");
     try {
-      expect(output.stdout).toContain("shell-done");
-      expect(output.timedOut).toBe(false);
+      const output = outputOf(
+        await run("setsid -f sh -c 'echo $$ > escaped.pid; exec sleep 1000'; echo shell-done"),
+      ) as CommandResult;
+      expect(output).toMatchObject({ stdout: "shell-done\n", timedOut: false });
     } finally {
-      process.kill(escaped, "SIGKILL");
+      await waitFor(
+        async () => /^\d+\n$/.test(await readFile(pidFile, "utf8").catch(() => "")),
+        "the pid file",
+      );
+      process.kill(Number(await readFile(pidFile, "utf8")), "SIGKILL");
     }
   });
 
