@@ -185,7 +185,9 @@ export function createAgent(deps: AgentDeps) {
       const event = modelEvent(result);
       context = withAppended(
         context,
-        await append([{ event, promptTokens: result.usage.promptTokens }]),
+        // No prompt has 0 tokens: 0 means Gemini sent no count, and the store must not take it
+        // for a measurement of the context (it would hide the context from the token budget).
+        await append([{ event, promptTokens: result.usage.promptTokens || undefined }]),
       );
       hooks.emit("modelResponse", { chatId, event, usage: { ...usage } });
 

@@ -1,5 +1,5 @@
 import { isRealUserMessage } from "./events.js";
-import { type ChatContext, contextSize, type StoredSession } from "./store.js";
+import { type ChatContext, contextSize, contextTokens, type StoredSession } from "./store.js";
 
 export type CompactionLimits = {
   /** Compact when the context holds more events than this (0 = off). */
@@ -49,8 +49,16 @@ export function planCompaction(
   if (current === 0) return undefined;
   const eventRoom =
     limits.maxEvents > 0 ? Math.floor(limits.maxEvents / 2) : Number.POSITIVE_INFINITY;
+  // Turns are sized by the store's estimate (characters / 4), scaled to what Gemini measured for
+  // this context: code or CJK text holds more tokens per character, and unscaled, the whole
+  // context would seem to fit in half the budget, which keeps only the current turn.
+  const estimated = events.reduce(
+    (sum, e) => sum + e.estimatedTokens,
+    context.summary?.estimatedTokens ?? 0,
+  );
+  const scale = estimated > 0 ? contextTokens(context) / estimated : 1;
   const tokenRoom =
-    limits.maxTokens > 0 ? Math.floor(limits.maxTokens / 2) : Number.POSITIVE_INFINITY;
+    limits.maxTokens > 0 ? Math.floor(limits.maxTokens / 2 / scale) : Number.POSITIVE_INFINITY;
 
   let cut = current;
   let tokens = 0;

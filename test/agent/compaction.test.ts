@@ -259,6 +259,22 @@ describe("planCompaction", () => {
     expect(byTokens?.keep).toEqual(events.slice(8));
   });
 
+  it("sizes the turns it keeps by the tokens Gemini measured, not only by the estimate", () => {
+    // Ten turns of dense text: estimated 6,000 tokens each, measured three times as many.
+    const dense = Array.from({ length: 10 }, () => [
+      ev("user", "text", 3000),
+      ev("model", "text", 3000),
+    ]).flat();
+    const last = dense.at(-1) as StoredSession;
+    const events = [...dense.slice(0, -1), { ...last, promptTokens: 180_000 }];
+    const plan = planCompaction(
+      { summary: undefined, events },
+      { maxEvents: 0, maxTokens: 150_000 },
+    );
+    // Half the budget is 75,000 measured tokens: four turns of 18,000 fit, not all ten.
+    expect(plan?.keep).toEqual(events.slice(12));
+  });
+
   it("keeps the current turn even when it alone is over budget", () => {
     const big = [ev("user", "text", 5000), ev("model", "text", 5000)];
     const events = [...turn(), ...big];

@@ -228,6 +228,20 @@ describe("agent turn loop", () => {
     expect((await h.app.agent.runTurn("c1", { text: "again" })).text).toBe("fine now");
   });
 
+  it("stores no token measurement when Gemini sent no prompt token count", async () => {
+    h.fake.script(
+      { ...text("a"), usage: { promptTokenCount: 123 } },
+      {
+        ...text("b"),
+        usage: { promptTokenCount: 0 },
+      },
+    );
+    await h.app.agent.runTurn("c1", { text: "one" });
+    await h.app.agent.runTurn("c1", { text: "two" });
+    const { events } = await h.app.store.loadContext("c1");
+    expect(events.map((e) => e.promptTokens)).toEqual([null, 123, null, null]);
+  });
+
   it("turns tool failures into error responses and goes on", async () => {
     h.fake.script(
       calls([
