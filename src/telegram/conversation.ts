@@ -69,8 +69,18 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
     const stopTyping = delivery.showTyping(chatId, threadId);
     const notices: Promise<void>[] = [];
     const stopNotices = hooks.on("compaction", (e) => {
-      if (e.chatId === session)
-        notices.push(delivery.sendHtml(chatId, compactionNotice(e.summarizedEvents), threadId));
+      if (e.chatId !== session) return;
+      const notice = delivery.sendHtml(chatId, compactionNotice(e.summarizedEvents), threadId);
+      // Sent while the turn goes on, and only a courtesy: failing, it must neither fail the
+      // turn nor, unawaited until the turn ends, go unhandled (which ends the process).
+      notices.push(
+        notice.catch((error: unknown) =>
+          deps.logger.warn(
+            { err: error, chat_id: session },
+            "could not send the compaction notice",
+          ),
+        ),
+      );
     });
     try {
       const result = await agent.runTurn(session, {
@@ -91,8 +101,6 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
         },
       );
     } catch (error) {
-      // A notice that failed must not become an unhandled rejection on the way out.
-      await Promise.allSettled(notices);
       // Anything but Gemini refusing or being away (Telegram or the database failing, a bug) is
       // left to the inbox: it runs the update again later, reusing what was stored, and tells
       // the user only if it gives up.

@@ -4,11 +4,40 @@ import { createBot } from "../../src/telegram/bot.js";
 import { createInbox, type Lease, LeaseLostError } from "../../src/telegram/inbox.js";
 import { text } from "../fakes/gemini.js";
 import { buildTextUpdate, type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
-import { type Harness, SUMMARY_MODEL, startHarness } from "../helpers/harness.js";
+import { CHAT_MODEL, type Harness, SUMMARY_MODEL, startHarness } from "../helpers/harness.js";
 
 const USER = 5150;
 const CHAT = String(USER);
 const LEASE_MS = 30_000;
+
+/** Runs one text update through the real bot, on the harness's app and the fake Telegram. */
+async function handle(
+  h: Harness,
+  telegram: FakeTelegram,
+  updateId: number,
+  text: string,
+  leaseOf?: (updateId: number) => Lease | undefined,
+): Promise<unknown> {
+  const { bot } = createBot({
+    token: telegram.token,
+    apiRoot: telegram.apiRoot,
+    allowedUserIds: [USER],
+    agent: h.app.agent,
+    hooks: h.app.hooks,
+    store: h.app.store,
+    compact: (chatId, guard) => h.app.compactor.compact(chatId, { guard }),
+    logger: h.app.logger,
+    settings: { model: CHAT_MODEL, maxEvents: 30, maxTokens: 0 },
+    leaseOf,
+    botInfo: telegram.bot,
+  });
+  const update = buildTextUpdate({ updateId, messageId: updateId, text, userId: USER });
+  const error = await bot.handleUpdate(update).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  return error instanceof BotError ? error.error : error;
+}
 
 describe("commands that write, run by a process that lost its update", () => {
   let h: Harness;
@@ -51,25 +80,7 @@ describe("commands that write, run by a process that lost its update", () => {
   async function runCommand(command: string): Promise<unknown> {
     const id = ++updateId;
     const lease = await lostLease(id);
-    const { bot } = createBot({
-      token: telegram.token,
-      apiRoot: telegram.apiRoot,
-      allowedUserIds: [USER],
-      agent: h.app.agent,
-      hooks: h.app.hooks,
-      store: h.app.store,
-      compact: (chatId, guard) => h.app.compactor.compact(chatId, { guard }),
-      logger: h.app.logger,
-      settings: { model: "chat-model", maxEvents: 30, maxTokens: 0 },
-      leaseOf: (leased) => (leased === id ? lease : undefined),
-      botInfo: telegram.bot,
-    });
-    const update = buildTextUpdate({ updateId: id, messageId: id, text: command, userId: USER });
-    const error = await bot.handleUpdate(update).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    return error instanceof BotError ? error.error : error;
+    return handle(h, telegram, id, command, (leased) => (leased === id ? lease : undefined));
   }
 
   async function storeTurns(count: number) {
@@ -109,5 +120,35 @@ describe("commands that write, run by a process that lost its update", () => {
     expect(h.fake.requests.filter((r) => r.model === SUMMARY_MODEL)).toHaveLength(1);
     expect((await h.app.store.stats(CHAT)).compactions).toBe(0);
     expect(telegram.sent).toEqual([]);
+  });
+});
+
+describe("a turn whose compaction notice Telegram refuses", () => {
+  let h: Harness;
+  let telegram: FakeTelegram;
+  beforeAll(async () => {
+    h = await startHarness({ env: { COMPACTION_MAX_EVENTS: "4" } });
+    telegram = await startFakeTelegram();
+  });
+  afterAll(async () => {
+    await telegram.close();
+    await h.close();
+  });
+
+  it("still answers, and logs the notice it could not send", async () => {
+    for (const q of ["q1", "q2"]) {
+      h.fake.scriptFor(CHAT_MODEL, text(`a ${q}`));
+      await h.app.agent.runTurn(CHAT, { text: q });
+    }
+    h.fake.scriptFor(SUMMARY_MODEL, text("a summary"));
+    // The answer comes later than the notice's refusal, which then waits for the turn to end.
+    h.fake.scriptFor(CHAT_MODEL, { ...text("the answer"), delayMs: 300 });
+    telegram.failNext("sendMessage", {
+      error_code: 400,
+      description: "Bad Request: message thread not found",
+    });
+    expect(await handle(h, telegram, 900, "q3")).toBeUndefined();
+    expect(telegram.sent.map((m) => m.plain_text)).toEqual(["the answer"]);
+    expect(h.logs.some((l) => l.msg === "could not send the compaction notice")).toBe(true);
   });
 });
