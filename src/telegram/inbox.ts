@@ -131,7 +131,9 @@ export function createInbox(deps: {
       }))
       .where("update_id", "=", (eb) =>
         // The first unfinished update of its chat, and free: no lease, or an expired one (its
-        // replica died, or its retry delay is over). A leased update blocks the rest of its chat.
+        // replica died, or its retry delay is over). A leased update blocks the rest of its chat,
+        // and so does one running under a live lease even if it is newer: Telegram may deliver
+        // an older update late, which must wait rather than run beside it.
         eb
           .selectFrom("inbox as u")
           .select("u.update_id")
@@ -144,7 +146,12 @@ export function createInbox(deps: {
                   .select("o.update_id")
                   .whereRef("o.chat_id", "=", "u.chat_id")
                   .where(unfinished("o"))
-                  .whereRef("o.update_id", "<", "u.update_id"),
+                  .where((w) =>
+                    w.or([
+                      w("o.update_id", "<", w.ref("u.update_id")),
+                      w.and([w("o.status", "=", "running"), w("o.lease_until", ">=", at)]),
+                    ]),
+                  ),
               ),
             ),
           )

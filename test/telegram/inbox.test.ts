@@ -86,6 +86,21 @@ describe.each(DATABASE_KINDS)("inbox on %s", (kind) => {
     await inbox.finish(ic1 as InboxItem);
   });
 
+  it("holds an older update that arrives late until its chat's running one is done", async () => {
+    const inbox = inboxFor("late");
+    const older = nextId++;
+    const newer = nextId++;
+    await inbox.add(newer, "L", {});
+    const running = await claimOne(inbox);
+    expect(running.updateId).toBe(newer);
+    await inbox.add(older, "L", {});
+    expect(await claimAll(inboxFor("other"))).toEqual([]);
+    await inbox.finish(running);
+    const late = await claimOne(inbox);
+    expect(late.updateId).toBe(older);
+    await inbox.finish(late);
+  });
+
   it("lets another replica take over once a lease expires, and keeps a renewed one", async () => {
     const first = inboxFor("dead");
     const second = inboxFor("alive");
