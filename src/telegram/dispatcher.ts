@@ -46,6 +46,8 @@ export class Dispatcher {
   private heldBack = false;
   private recheck = false;
   private pollDue = true;
+  /** When the next poll is due, whatever wakes the loop meanwhile. */
+  private nextPoll = 0;
   /** Finished updates so far: a claim that overlapped a finish may have missed what it freed. */
   private finished = 0;
 
@@ -85,16 +87,20 @@ export class Dispatcher {
   }
 
   private async run(): Promise<void> {
+    this.nextPoll = Date.now() + this.deps.pollMs;
     while (this.running) {
       const reason = this.arrivals > 0 || this.recheck || this.pollDue;
       if (this.active.size >= this.deps.concurrency || !reason) {
-        await this.sleep(this.deps.pollMs);
+        await this.sleep(this.nextPoll - Date.now());
         continue;
       }
       const announced = this.arrivals > 0;
       const afterFinish = this.recheck;
+      const polled = !announced && !afterFinish;
       const finishedBefore = this.finished;
       this.arrivals = Math.max(0, this.arrivals - 1);
+      // Announced before this claim, so committed before it: what it does not find is held back.
+      const seenArrivals = this.arrivals;
       this.recheck = false;
       this.pollDue = false;
       let item: InboxItem | undefined;
@@ -110,11 +116,14 @@ export class Dispatcher {
         // if one finished while this claim ran, the claim may not have seen it: look again.
         if (announced) this.heldBack = true;
         if (this.finished !== finishedBefore) this.recheck = true;
-        this.arrivals = 0;
+        // Updates announced while the claim ran may have come too late for it: they stay.
+        this.arrivals -= Math.min(this.arrivals, seenArrivals);
         continue;
       }
       // A chat that held updates back may hold more: look again when the next one finishes.
       if (afterFinish) this.heldBack = true;
+      // Work found by a poll (nobody announced it) may not come alone: claim until none is left.
+      if (polled) this.pollDue = true;
       const task = this.execute(item).finally(() => {
         this.active.delete(task);
         this.finished++;
@@ -219,13 +228,18 @@ export class Dispatcher {
     }
   }
 
+  /** Waits for a wake-up, or for `ms` to pass, after which a poll is due. */
   private sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.wakeUp = undefined;
-        this.pollDue = true;
-        resolve();
-      }, ms);
+      const timer = setTimeout(
+        () => {
+          this.wakeUp = undefined;
+          this.pollDue = true;
+          this.nextPoll = Date.now() + this.deps.pollMs;
+          resolve();
+        },
+        Math.max(0, ms),
+      );
       this.wakeUp = () => {
         clearTimeout(timer);
         resolve();

@@ -5,6 +5,7 @@ import { Dispatcher, type DispatcherDeps } from "../../src/telegram/dispatcher.j
 import { createInbox, type InboxItem, type Lease } from "../../src/telegram/inbox.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/databases.js";
 import { captureLogger } from "../helpers/logs.js";
+import { eventually } from "../helpers/service-process.js";
 
 describe("dispatcher", () => {
   let testDb: TestDatabase;
@@ -66,6 +67,36 @@ describe("dispatcher", () => {
       .select(["status", "claimed_by", "attempts"])
       .where("update_id", "=", id)
       .executeTakeFirstOrThrow();
+
+  it("runs at once every update a poll finds, not one per poll interval", async () => {
+    const inbox = inboxFor("drains");
+    const ids = [501, 502, 503, 504, 505];
+    // Stored by another process: nobody announces them here.
+    for (const id of ids) await inbox.add(id, `drain-${id}`, {});
+    const started: number[] = [];
+    let goOn: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      goOn = resolve;
+    });
+    const dispatcher = new Dispatcher({
+      inbox,
+      handle: async (item) => {
+        started.push(item.updateId);
+        await gate;
+      },
+      logger: captureLogger().logger,
+      concurrency: ids.length,
+      // The first poll comes at start; the next would be an hour later.
+      pollMs: 60 * 60 * 1000,
+      renewMs: 60_000,
+      maxAttempts: 1,
+    });
+    dispatcher.start();
+    await eventually(() => started.length === ids.length);
+    expect(started.sort()).toEqual(ids);
+    goOn();
+    expect(await dispatcher.stop(5_000)).toBe(true);
+  });
 
   it("finishes an update whose lease held", async () => {
     const run = stalledRun("steady");
