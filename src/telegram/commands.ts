@@ -84,9 +84,13 @@ export function commandsComposer(deps: CommandDeps): Composer<Context> {
   const composer = new Composer<Context>();
   const reply = (ctx: Context, html: string) =>
     delivery.sendHtml(ctx.chat?.id as number, html, threadOf(ctx));
-  // A command that writes checks first that no other process has taken its update over.
-  const stillHeld = (ctx: Context) => async () => {
-    await deps.leaseOf?.(ctx.update.update_id)?.ensureHeld();
+  // A command that writes checks first that no other process has taken its update over. Its
+  // lease is looked up at once: by the time the check runs, a new run may hold the update.
+  const stillHeld = (ctx: Context) => {
+    const lease = deps.leaseOf?.(ctx.update.update_id);
+    return async () => {
+      await lease?.ensureHeld();
+    };
   };
 
   composer.command(["start", "help"], (ctx) => reply(ctx, helpHtml()));

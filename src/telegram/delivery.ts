@@ -92,8 +92,19 @@ export function createDelivery(deps: { api: Api; logger: Logger }) {
   /** Shows "typing…" until the returned function is called. Failures only cost the indicator. */
   function showTyping(chatId: number, threadId?: number): () => void {
     const extra = inThread(threadId);
+    // Ends the indicator's requests with the turn: while Telegram is unreachable, auto-retry
+    // would otherwise keep each one trying long after, and they would pile up.
+    const requests = new AbortController();
     const send = () => {
-      api.sendChatAction(chatId, "typing", extra).catch(() => {});
+      api
+        .sendChatAction(
+          chatId,
+          "typing",
+          extra,
+          // grammY types its signal with the abort-controller polyfill; Node's own is compatible.
+          requests.signal as unknown as Parameters<Api["sendChatAction"]>[3],
+        )
+        .catch(() => {});
     };
     // An answer that comes at once needs no indicator; one that takes longer shows it early.
     let repeat: NodeJS.Timeout | undefined;
@@ -104,6 +115,7 @@ export function createDelivery(deps: { api: Api; logger: Logger }) {
     return () => {
       clearTimeout(first);
       clearInterval(repeat);
+      requests.abort();
     };
   }
 

@@ -228,7 +228,7 @@ export function createInbox(deps: {
     const result = await markFinished([
       claim.updateId,
       claim.attempts,
-      outcome.error ? "failed" : "done",
+      outcome.error === undefined ? "done" : "failed",
       outcome.error ?? null,
       new Date(now()).toISOString(),
     ]);

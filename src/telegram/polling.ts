@@ -21,11 +21,16 @@ export function startPolling(deps: {
 
   const pause = (ms: number) =>
     new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      abort.signal.addEventListener("abort", () => {
+      const stop = () => {
         clearTimeout(timer);
         resolve();
-      });
+      };
+      // Removed when the pause ends: failures can go on for hours, each adding a pause.
+      const timer = setTimeout(() => {
+        abort.signal.removeEventListener("abort", stop);
+        resolve();
+      }, ms);
+      abort.signal.addEventListener("abort", stop, { once: true });
     });
 
   const loop = (async () => {

@@ -140,7 +140,8 @@ export async function startService(app: App, logger: Logger): Promise<Service> {
       try {
         await bot.handleUpdate(item.update as Update);
       } finally {
-        leases.delete(item.updateId);
+        // A run that outlived its lease must not remove the lease of the run that took over.
+        if (leases.get(item.updateId) === lease) leases.delete(item.updateId);
       }
     },
     logger,

@@ -38,6 +38,21 @@ describe("delivery to a fake Telegram", () => {
     expect(fallback?.body).toMatchObject({ link_preview_options: { is_disabled: true } });
   });
 
+  it("ends the typing indicator's requests when the turn ends", async () => {
+    // The same Telegram, watched: what signal each typing request carries.
+    const api = new Api(telegram.token, { apiRoot: telegram.apiRoot });
+    const signals: (AbortSignal | undefined)[] = [];
+    api.config.use((prev, method, payload, signal) => {
+      if (method === "sendChatAction") signals.push(signal as AbortSignal | undefined);
+      return prev(method, payload, signal);
+    });
+    const stop = createDelivery({ api, logger: captureLogger().logger }).showTyping(CHAT);
+    await telegram.waitFor("sendChatAction");
+    expect(signals[0]?.aborted).toBe(false);
+    stop();
+    expect(signals[0]?.aborted).toBe(true);
+  });
+
   describe("of the message for an update the inbox gave up on", () => {
     function itemFor(topic: number | undefined): InboxItem {
       const update = buildTextUpdate({ updateId: 1, messageId: 1, text: "hi", chatId: GROUP });
