@@ -9,24 +9,25 @@ async function main(): Promise<void> {
     level: config.logLevel,
     secrets: [config.telegramBotToken, config.geminiApiKey, config.webhook?.secret],
   });
+  // Listened for from the start: a signal that comes while the service starts (or just as it
+  // has) stops it gracefully once it is up, instead of killing the process on the spot.
+  let signalled: (signal: string) => void = () => {};
+  const signal = new Promise<string>((resolve) => {
+    signalled = resolve;
+  });
+  process.once("SIGTERM", () => signalled("SIGTERM"));
+  process.once("SIGINT", () => signalled("SIGINT"));
+
   const app = await createApp(config, logger);
   const service = await startService(app, logger).catch(async (error: unknown) => {
     await app.database.close();
     throw error;
   });
-
-  let stopping = false;
-  const shutdown = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, "signal received");
-    await service.stop();
-    await app.database.close();
-    logger.flush();
-    process.exit(0);
-  };
-  process.once("SIGTERM", () => void shutdown("SIGTERM"));
-  process.once("SIGINT", () => void shutdown("SIGINT"));
+  logger.info({ signal: await signal }, "signal received");
+  await service.stop();
+  await app.database.close();
+  logger.flush();
+  process.exit(0);
 }
 
 main().catch((error: unknown) => {

@@ -90,7 +90,12 @@ describe("run_command", () => {
     const pidFile = path.join(dirs().ws, "escaped.pid");
     try {
       const output = outputOf(
-        await run("setsid -f sh -c 'echo $$ > escaped.pid; exec sleep 1000'; echo shell-done"),
+        // The shell ends only once the escaped process has left its group, or the kill of the
+        // group at the shell's exit could still reach it.
+        await run(
+          "setsid -f sh -c 'echo $$ > escaped.pid; exec sleep 1000'; " +
+            "while [ ! -s escaped.pid ]; do sleep 0.01; done; echo shell-done",
+        ),
       ) as CommandResult;
       expect(output).toMatchObject({ stdout: "shell-done\n", timedOut: false });
     } finally {
