@@ -27,6 +27,12 @@ const NAMED_ENTITIES: Readonly<Record<string, string>> = {
   "&quot;": '"',
 };
 
+/**
+ * A character Telegram shows. It refuses a message with none, and counts zero-width characters
+ * (and Hangul fillers) as none, like whitespace.
+ */
+const VISIBLE = /[^\s\u200b-\u200f\u2060\ufeff\u3164\u115f\u1160\uffa0]/;
+
 /** Break kinds, best first: paragraph ("\n\n"), line ("\n"), word (" "). */
 const PARAGRAPH = 3;
 const LINE = 2;
@@ -51,7 +57,7 @@ export function splitMessage(html: string, limit: number = TELEGRAM_MESSAGE_LIMI
     const cut = findCut(atoms, start, limit);
     const body = atoms.slice(start, cut.end);
     const after = applyTags(open, body);
-    if (body.some((atom) => atom.kind === "text" && atom.text.trim() !== "")) {
+    if (body.some((atom) => atom.kind === "text" && VISIBLE.test(atom.text))) {
       chunks.push(
         open.map((tag) => tag.raw).join("") +
           body.map((atom) => atom.raw).join("") +

@@ -7,9 +7,6 @@ const CANT_PARSE = /can't parse entities/i;
 export const TYPING_INTERVAL_MS = 4_000;
 export const TYPING_DELAY_MS = 300;
 const NO_ANSWER = "<i>(no answer)</i>";
-// Telegram refuses a message with nothing visible in it, and counts zero-width characters (and
-// Hangul fillers) as nothing; an answer of only these is told as no answer.
-const INVISIBLE = /^[\s\u200b-\u200f\u2060\ufeff\u3164\u115f\u1160\uffa0]*$/;
 
 export type Delivery = ReturnType<typeof createDelivery>;
 
@@ -71,6 +68,8 @@ export function createDelivery(deps: { api: Api; logger: Logger }) {
     // A lone surrogate (from a model answer or a stored event) cannot be encoded as UTF-8, so
     // Telegram would refuse the whole message; U+FFFD in its place keeps every other word.
     const chunks = splitMessage(html.toWellFormed());
+    // Nothing Telegram would show (an empty code block, zero-width characters): say so instead.
+    if (chunks.length === 0) chunks.push(NO_ANSWER);
     for (let i = progress?.alreadySent ?? 0; i < chunks.length; i++) {
       await sendChunk(chatId, chunks[i] as string, threadId);
       if (progress && i < chunks.length - 1) await progress.sent(i + 1);
@@ -84,9 +83,7 @@ export function createDelivery(deps: { api: Api; logger: Logger }) {
     threadId?: number,
     progress?: DeliveryProgress,
   ): Promise<void> {
-    const html = renderMarkdown(markdown);
-    const empty = INVISIBLE.test(htmlToPlainText(html));
-    await sendHtml(chatId, empty ? NO_ANSWER : html, threadId, progress);
+    await sendHtml(chatId, renderMarkdown(markdown), threadId, progress);
   }
 
   /** Shows "typing…" until the returned function is called. Failures only cost the indicator. */

@@ -166,6 +166,8 @@ describe("splitMessage", () => {
     expect(splitMessage("<b>hi</b>")).toEqual(["<b>hi</b>"]);
     expect(splitMessage("")).toEqual([]);
     expect(splitMessage(" \n\n ")).toEqual([]);
+    // Nothing Telegram would show: zero-width characters count as none.
+    expect(splitMessage("<pre><code>\u200b \u200d</code></pre>")).toEqual([]);
   });
 
   it("prefers paragraph breaks, then line breaks, then spaces", () => {
