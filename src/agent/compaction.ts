@@ -80,24 +80,9 @@ export function createCompactor(deps: CompactorDeps): Compactor & {
     if (!plan) return { status: "nothing-to-compact", context };
     const started = performance.now();
     const before = contextSize(context);
-    // What the new summary says (for the memory file), and what the context keeps in its place.
-    let summary: string;
-    let stands: string;
+    let summarised: Awaited<ReturnType<typeof summarise>>;
     try {
-      const { text, finishReason } = await summarise(context, plan.summarize);
-      summary = text || SUMMARY_UNAVAILABLE;
-      stands = text;
-      // A blocked or empty summary is stored as such rather than retried: the same transcript
-      // would most likely be refused again, and the context would then grow without bound. What
-      // earlier summaries said stays in the context.
-      if (text === "") {
-        log.warn(
-          { finish_reason: finishReason },
-          `the summary model returned no text; storing "${SUMMARY_UNAVAILABLE}"`,
-        );
-        const previous = context.summary && textOf(context.summary.event.summary);
-        stands = previous ? `${previous}\n\n${SUMMARY_UNAVAILABLE_LATER}` : SUMMARY_UNAVAILABLE;
-      }
+      summarised = await summarise(context, plan.summarize);
     } catch (error) {
       log.warn({ err: error }, "compaction failed: the summary call did not succeed");
       return {
@@ -106,6 +91,19 @@ export function createCompactor(deps: CompactorDeps): Compactor & {
         context,
       };
     }
+    const { text, finishReason } = summarised;
+    // A blocked or empty summary is stored as such rather than retried: the same transcript would
+    // most likely be refused again, and the context would then grow without bound.
+    if (text === "") {
+      log.warn(
+        { finish_reason: finishReason },
+        `the summary model returned no text; storing "${SUMMARY_UNAVAILABLE}"`,
+      );
+    }
+    // The memory file gets what the new summary says; the context keeps what earlier ones said.
+    const summary = text || SUMMARY_UNAVAILABLE;
+    const previous = context.summary && textOf(context.summary.event.summary);
+    const stands = text || (previous ? `${previous}\n\n${SUMMARY_UNAVAILABLE_LATER}` : summary);
     await options.guard?.();
     const first = plan.summarize[0];
     const last = plan.summarize.at(-1);
