@@ -133,6 +133,37 @@ const envSchema = (requireTelegram: boolean) =>
       .pipe(z.enum(LOG_LEVELS, { error: `LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}` })),
   });
 
+/** The environment's variables, checked and turned into the settings the code reads. */
+const configSchema = (requireTelegram: boolean) =>
+  envSchema(requireTelegram).transform((e) => ({
+    telegramBotToken: e.TELEGRAM_BOT_TOKEN?.trim() || undefined,
+    geminiApiKey: e.GEMINI_API_KEY,
+    allowedUserIds: Object.freeze([...e.ALLOWED_USER_IDS]),
+    geminiModel: e.GEMINI_MODEL,
+    geminiCompactionModel: e.GEMINI_COMPACTION_MODEL || e.GEMINI_MODEL,
+    geminiBaseUrl: e.GEMINI_BASE_URL,
+    telegramApiRoot: e.TELEGRAM_API_ROOT ?? "https://api.telegram.org",
+    database: e.DATABASE_URL,
+    /** Set ⇒ webhook mode: Telegram calls `url` with `secret`; unset ⇒ long polling. */
+    // crossFieldProblems made sure a URL comes with its secret.
+    webhook: e.WEBHOOK_URL
+      ? { url: e.WEBHOOK_URL, secret: (e.WEBHOOK_SECRET ?? "").trim() }
+      : undefined,
+    host: e.HOST,
+    port: e.PORT,
+    maxToolCallsPerTurn: e.MAX_TOOL_CALLS_PER_TURN,
+    compactionMaxEvents: e.COMPACTION_MAX_EVENTS,
+    compactionMaxTokens: e.COMPACTION_MAX_TOKENS,
+    memoryDir: e.MEMORY_DIR,
+    workspaceDir: e.WORKSPACE_DIR,
+    enableShellTool: e.ENABLE_SHELL_TOOL,
+    logLevel: e.LOG_LEVEL,
+    /** How long a replica owns a running update before another may take it over (PostgreSQL). */
+    inboxLeaseSeconds: e.INBOX_LEASE_SECONDS,
+    /** Finished inbox rows older than this are deleted; a redelivered update_id is deduplicated until then. */
+    inboxRetentionDays: e.INBOX_RETENTION_DAYS,
+  }));
+
 /** Rules that tie two variables together; checked on the raw values so they are reported even when other variables are invalid. */
 function crossFieldProblems(env: Record<string, string | undefined>): string[] {
   const problems: string[] = [];
@@ -154,31 +185,8 @@ export type DatabaseTarget =
   | { kind: "sqlite"; path: string }
   | { kind: "postgres"; connectionString: string };
 
-export type Config = Readonly<{
-  telegramBotToken: string | undefined;
-  geminiApiKey: string;
-  allowedUserIds: readonly number[];
-  geminiModel: string;
-  geminiCompactionModel: string;
-  geminiBaseUrl: string | undefined;
-  telegramApiRoot: string;
-  database: DatabaseTarget;
-  /** Set ⇒ webhook mode: Telegram calls `url` with `secret`; unset ⇒ long polling. */
-  webhook: { url: string; secret: string } | undefined;
-  host: string;
-  port: number;
-  maxToolCallsPerTurn: number;
-  compactionMaxEvents: number;
-  compactionMaxTokens: number;
-  memoryDir: string;
-  workspaceDir: string;
-  enableShellTool: boolean;
-  logLevel: (typeof LOG_LEVELS)[number];
-  /** How long a replica owns a running update before another may take it over (PostgreSQL). */
-  inboxLeaseSeconds: number;
-  /** Finished inbox rows older than this are deleted; a redelivered update_id is deduplicated until then. */
-  inboxRetentionDays: number;
-}>;
+/** The validated configuration, typed by what the schema's transform returns. */
+export type Config = Readonly<z.output<ReturnType<typeof configSchema>>>;
 
 export class ConfigError extends Error {
   constructor(readonly problems: readonly string[]) {
@@ -224,7 +232,7 @@ export function loadConfig(
   env: Record<string, string | undefined>,
   options: { requireTelegram: boolean } = { requireTelegram: true },
 ): Config {
-  const parsed = envSchema(options.requireTelegram).safeParse(env);
+  const parsed = configSchema(options.requireTelegram).safeParse(env);
   const problems = parsed.success
     ? []
     : parsed.error.issues.map((issue) => {
@@ -233,30 +241,5 @@ export function loadConfig(
       });
   problems.push(...crossFieldProblems(env));
   if (!parsed.success || problems.length > 0) throw new ConfigError(problems);
-  const e = parsed.data;
-  return Object.freeze({
-    telegramBotToken: e.TELEGRAM_BOT_TOKEN?.trim() || undefined,
-    geminiApiKey: e.GEMINI_API_KEY,
-    allowedUserIds: Object.freeze([...e.ALLOWED_USER_IDS]),
-    geminiModel: e.GEMINI_MODEL,
-    geminiCompactionModel: e.GEMINI_COMPACTION_MODEL || e.GEMINI_MODEL,
-    geminiBaseUrl: e.GEMINI_BASE_URL,
-    telegramApiRoot: e.TELEGRAM_API_ROOT ?? "https://api.telegram.org",
-    database: e.DATABASE_URL,
-    // crossFieldProblems made sure a URL comes with its secret.
-    webhook: e.WEBHOOK_URL
-      ? { url: e.WEBHOOK_URL, secret: (e.WEBHOOK_SECRET ?? "").trim() }
-      : undefined,
-    host: e.HOST,
-    port: e.PORT,
-    maxToolCallsPerTurn: e.MAX_TOOL_CALLS_PER_TURN,
-    compactionMaxEvents: e.COMPACTION_MAX_EVENTS,
-    compactionMaxTokens: e.COMPACTION_MAX_TOKENS,
-    memoryDir: e.MEMORY_DIR,
-    workspaceDir: e.WORKSPACE_DIR,
-    enableShellTool: e.ENABLE_SHELL_TOOL,
-    logLevel: e.LOG_LEVEL,
-    inboxLeaseSeconds: e.INBOX_LEASE_SECONDS,
-    inboxRetentionDays: e.INBOX_RETENTION_DAYS,
-  });
+  return Object.freeze(parsed.data);
 }

@@ -1,7 +1,7 @@
 import { createApp } from "./app.js";
 import { ConfigError, loadConfig, readEnvironment } from "./config.js";
 import { createLogger } from "./logger.js";
-import { StartupError, startService } from "./telegram/service.js";
+import { StartupError, startService } from "./service.js";
 
 async function main(): Promise<void> {
   const config = loadConfig(readEnvironment());

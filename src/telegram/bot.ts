@@ -5,12 +5,12 @@ import type { AgentHooks } from "../agent/hooks.js";
 import type { Agent } from "../agent/turn.js";
 import type { Logger } from "../logger.js";
 import { createNodeFetch } from "../net/node-fetch.js";
+import type { Lease } from "../queue/inbox.js";
 import type { CompactionLimits } from "../session/compaction-plan.js";
 import type { SessionStore } from "../session/store.js";
 import { type CommandDeps, commandsComposer } from "./commands.js";
 import { conversationComposer } from "./conversation.js";
 import { createDelivery } from "./delivery.js";
-import type { Lease } from "./inbox.js";
 
 export type BotDeps = {
   token: string;

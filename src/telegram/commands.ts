@@ -1,11 +1,11 @@
 import { Composer, type Context } from "grammy";
 import { type CompactionOutcome, compactionNotice } from "../agent/compaction.js";
+import type { Lease } from "../queue/inbox.js";
 import type { CompactionLimits } from "../session/compaction-plan.js";
 import { truncate } from "../session/event-text.js";
 import { type HistoryLine, historyLines } from "../session/history-view.js";
 import type { ChatStats, SessionStore } from "../session/store.js";
 import type { Delivery } from "./delivery.js";
-import type { Lease } from "./inbox.js";
 import { escapeHtml } from "./render.js";
 import { threadOf } from "./topics.js";
 

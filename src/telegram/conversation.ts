@@ -5,8 +5,8 @@ import { GeminiError } from "../agent/gemini-errors.js";
 import type { AgentHooks } from "../agent/hooks.js";
 import type { Agent } from "../agent/turn.js";
 import type { Logger } from "../logger.js";
+import type { InboxItem, Lease } from "../queue/inbox.js";
 import type { Delivery } from "./delivery.js";
-import type { InboxItem, Lease } from "./inbox.js";
 import { escapeHtml } from "./render.js";
 import { threadOf, threadOfMessage } from "./topics.js";
 

@@ -1,9 +1,9 @@
 import type { Update } from "grammy/types";
 import { z } from "zod";
 import type { Logger } from "../logger.js";
+import type { Inbox } from "../queue/inbox.js";
 import { type BotIdentity, rejectionHtml, routeUpdate } from "./access.js";
 import type { Delivery } from "./delivery.js";
-import type { Inbox } from "./inbox.js";
 
 /**
  * The parts of an update Koroku relies on. Anything else passes through untouched; a body that

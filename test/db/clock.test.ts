@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { readPostgresTime, startDatabaseClock } from "../../src/db/clock.js";
 import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
 import { migrateToLatest } from "../../src/db/migrate.js";
-import { createInbox } from "../../src/telegram/inbox.js";
+import { createInbox } from "../../src/queue/inbox.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/databases.js";
 import { captureLogger } from "../helpers/logs.js";
 

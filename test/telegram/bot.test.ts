@@ -1,7 +1,7 @@
 import { BotError } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createInbox, type Lease, LeaseLostError } from "../../src/queue/inbox.js";
 import { createBot } from "../../src/telegram/bot.js";
-import { createInbox, type Lease, LeaseLostError } from "../../src/telegram/inbox.js";
 import { text } from "../fakes/gemini.js";
 import { buildTextUpdate, type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { CHAT_MODEL, type Harness, SUMMARY_MODEL, startHarness } from "../helpers/harness.js";

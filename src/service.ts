@@ -2,19 +2,19 @@ import type { AddressInfo } from "node:net";
 import { hostname } from "node:os";
 import { BotError, GrammyError } from "grammy";
 import type { Update } from "grammy/types";
-import type { App } from "../app.js";
-import { type DatabaseClock, readPostgresTime, startDatabaseClock } from "../db/clock.js";
-import { lockSqliteService, type ServiceLock, ServiceLockError } from "../db/service-lock.js";
-import type { Logger } from "../logger.js";
-import { createBot } from "./bot.js";
-import { COMMANDS } from "./commands.js";
-import { tellGaveUp } from "./conversation.js";
-import { Dispatcher } from "./dispatcher.js";
-import { createInbox, type Lease } from "./inbox.js";
-import { startInboxPruner } from "./inbox-pruner.js";
-import { createIngest, type Ingest } from "./ingest.js";
-import { startPolling } from "./polling.js";
-import { createHttpServer } from "./server.js";
+import type { App } from "./app.js";
+import { type DatabaseClock, readPostgresTime, startDatabaseClock } from "./db/clock.js";
+import { lockSqliteService, type ServiceLock, ServiceLockError } from "./db/service-lock.js";
+import { createHttpServer } from "./http/server.js";
+import type { Logger } from "./logger.js";
+import { Dispatcher } from "./queue/dispatcher.js";
+import { createInbox, type Lease } from "./queue/inbox.js";
+import { startInboxPruner } from "./queue/inbox-pruner.js";
+import { createBot } from "./telegram/bot.js";
+import { COMMANDS } from "./telegram/commands.js";
+import { tellGaveUp } from "./telegram/conversation.js";
+import { createIngest, type Ingest } from "./telegram/ingest.js";
+import { startPolling } from "./telegram/polling.js";
 
 // Turns at once over all chats: enough to keep many chats moving while each waits on Gemini,
 // few enough that a burst cannot exhaust the database pool or memory.

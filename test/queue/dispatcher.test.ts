@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
 import { migrateToLatest } from "../../src/db/migrate.js";
-import { Dispatcher, type DispatcherDeps } from "../../src/telegram/dispatcher.js";
-import { createInbox, type InboxItem, type Lease } from "../../src/telegram/inbox.js";
+import { Dispatcher, type DispatcherDeps } from "../../src/queue/dispatcher.js";
+import { createInbox, type InboxItem, type Lease } from "../../src/queue/inbox.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/databases.js";
 import { captureLogger } from "../helpers/logs.js";
 import { eventually } from "../helpers/service-process.js";

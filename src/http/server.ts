@@ -2,7 +2,7 @@ import { timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Update } from "grammy/types";
 import type { Logger } from "../logger.js";
-import { type Ingest, updateSchema } from "./ingest.js";
+import { type Ingest, updateSchema } from "../telegram/ingest.js";
 
 export const WEBHOOK_PATH = "/telegram/webhook";
 // Telegram's updates are a few KB; anything this large is not from Telegram.

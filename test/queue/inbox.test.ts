@@ -2,12 +2,7 @@ import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
 import { migrateToLatest } from "../../src/db/migrate.js";
-import {
-  createInbox,
-  type Inbox,
-  type InboxItem,
-  LeaseLostError,
-} from "../../src/telegram/inbox.js";
+import { createInbox, type Inbox, type InboxItem, LeaseLostError } from "../../src/queue/inbox.js";
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../helpers/databases.js";
 import { captureLogger } from "../helpers/logs.js";
 

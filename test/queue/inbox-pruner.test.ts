@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { startInboxPruner } from "../../src/telegram/inbox-pruner.js";
+import { startInboxPruner } from "../../src/queue/inbox-pruner.js";
 import { captureLogger } from "../helpers/logs.js";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
