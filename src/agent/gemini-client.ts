@@ -8,7 +8,6 @@ import type {
   GoogleGenAI,
 } from "@google/genai";
 import type { Logger } from "pino";
-import { createNodeFetch } from "../net/node-fetch.js";
 import {
   describeFailure,
   type Failure,
@@ -135,10 +134,8 @@ export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
       ai: new GoogleGenAI({
         apiKey: deps.apiKey,
         vertexai: false,
-        httpOptions: {
-          fetch: createNodeFetch(),
-          ...(deps.baseUrl ? { baseUrl: deps.baseUrl } : {}),
-        },
+        // Node's own fetch (the SDK's default): it streams bodies, which SSE needs.
+        ...(deps.baseUrl ? { httpOptions: { baseUrl: deps.baseUrl } } : {}),
       }),
       apiError: ApiError,
     })));
@@ -156,8 +153,7 @@ export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
   /**
    * One request, aborted after timeoutMs. The deadline is ours rather than httpOptions.timeout:
    * after a success the SDK leaves that timer, and the AbortController it holds, armed for the
-   * whole timeout in case the body is still streaming (ours is read whole before the SDK sees
-   * it). Under load that was a minute's worth of requests held in memory, ~1 KB each.
+   * whole timeout in case the body is still streaming. Under load that was a minute's worth of requests held in memory, ~1 KB each.
    */
   async function send(ai: GoogleGenAI, request: GenerateRequest, contents: Content[]) {
     const controller = new AbortController();

@@ -4,7 +4,6 @@ import type { UserFromGetMe } from "grammy/types";
 import type { AgentHooks } from "../agent/hooks.js";
 import type { Agent } from "../agent/turn.js";
 import type { Logger } from "../logger.js";
-import { createNodeFetch } from "../net/node-fetch.js";
 import type { Lease } from "../queue/inbox.js";
 import type { CompactionLimits } from "../session/compaction-plan.js";
 import type { SessionStore } from "../session/store.js";
@@ -40,8 +39,9 @@ export function createBot(deps: BotDeps) {
   const bot = new Bot(deps.token, {
     client: {
       apiRoot: deps.apiRoot,
-      // grammY types its fetch option after node-fetch; any standard fetch works.
-      fetch: createNodeFetch() as unknown as NonNullable<ApiClientOptions["fetch"]>,
+      // Node's own fetch (undici) rather than grammY's default node-fetch, like the Gemini SDK's:
+      // one HTTP stack for both. grammY types the option after node-fetch.
+      fetch: fetch as unknown as NonNullable<ApiClientOptions["fetch"]>,
     },
     botInfo: deps.botInfo,
   });
