@@ -153,7 +153,8 @@ export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
   /**
    * One request, aborted after timeoutMs. The deadline is ours rather than httpOptions.timeout:
    * after a success the SDK leaves that timer, and the AbortController it holds, armed for the
-   * whole timeout in case the body is still streaming. Under load that was a minute's worth of requests held in memory, ~1 KB each.
+   * whole timeout in case the body is still streaming. Under load that was a minute's worth of
+   * requests held in memory, ~1 KB each.
    */
   async function send(ai: GoogleGenAI, request: GenerateRequest, contents: Content[]) {
     const controller = new AbortController();
