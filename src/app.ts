@@ -72,7 +72,11 @@ export async function createApp(
     hooks,
     logger,
     compactor,
-    settings: { model: config.geminiModel, maxToolCallsPerTurn: config.maxToolCallsPerTurn },
+    settings: {
+      model: config.geminiModel,
+      maxToolCallsPerTurn: config.maxToolCallsPerTurn,
+      thinkingLevel: config.geminiThinkingLevel,
+    },
   });
   return { config, logger, database: handle, store, hooks, agent, compactor, tools };
 }

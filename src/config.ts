@@ -3,6 +3,8 @@ import { parseEnv } from "node:util";
 import { z } from "zod";
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+export const THINKING_LEVELS = ["minimal", "low", "medium", "high"] as const;
+export type ThinkingLevel = (typeof THINKING_LEVELS)[number];
 const DEFAULT_SQLITE_PATH = "./data/agent.db";
 const DEFAULT_DATABASE_URL = `sqlite:${DEFAULT_SQLITE_PATH}`;
 
@@ -101,8 +103,19 @@ const envSchema = (requireTelegram: boolean) =>
       "create a key at https://aistudio.google.com/apikey and set it",
     ),
     ALLOWED_USER_IDS: userIds,
-    GEMINI_MODEL: text("gemini-3-flash-preview"),
+    GEMINI_MODEL: text("gemini-3.6-flash"),
     GEMINI_COMPACTION_MODEL: z.string().trim().optional(),
+    GEMINI_THINKING_LEVEL: z
+      .string()
+      .optional()
+      .transform((value) => value?.trim().toLowerCase() || undefined)
+      .pipe(
+        z
+          .enum(THINKING_LEVELS, {
+            error: `GEMINI_THINKING_LEVEL must be one of ${THINKING_LEVELS.join(", ")} (or empty for the model's default)`,
+          })
+          .optional(),
+      ),
     GEMINI_BASE_URL: optionalUrl("GEMINI_BASE_URL", ["http:", "https:"]),
     TELEGRAM_API_ROOT: optionalUrl("TELEGRAM_API_ROOT", ["http:", "https:"]),
     DATABASE_URL: text(DEFAULT_DATABASE_URL).transform((url, ctx) => {
@@ -141,6 +154,8 @@ const configSchema = (requireTelegram: boolean) =>
     allowedUserIds: Object.freeze([...e.ALLOWED_USER_IDS]),
     geminiModel: e.GEMINI_MODEL,
     geminiCompactionModel: e.GEMINI_COMPACTION_MODEL || e.GEMINI_MODEL,
+    /** Unset ⇒ the model's own default. */
+    geminiThinkingLevel: e.GEMINI_THINKING_LEVEL,
     geminiBaseUrl: e.GEMINI_BASE_URL,
     telegramApiRoot: e.TELEGRAM_API_ROOT ?? "https://api.telegram.org",
     database: e.DATABASE_URL,

@@ -15,6 +15,7 @@ import {
   GeminiUnavailableError,
 } from "./gemini-errors.js";
 import type { GenerateRequest, GenerateResult, ModelClient } from "./model-client.js";
+import { thinkingConfigFor } from "./thinking.js";
 
 /** Documented value that makes Gemini skip signature validation for a function call. */
 export const SKIP_THOUGHT_SIGNATURE = "skip_thought_signature_validator";
@@ -94,6 +95,8 @@ function paramsFor(
   if (request.tools && request.tools.length > 0) {
     config.tools = [{ functionDeclarations: request.tools }];
   }
+  const thinking = thinkingConfigFor(request.model, request.thinkingLevel);
+  if (thinking) config.thinkingConfig = thinking;
   return { model: request.model, contents, config };
 }
 

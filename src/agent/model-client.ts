@@ -1,4 +1,5 @@
 import type { Content, FunctionDeclaration } from "@google/genai";
+import type { ThinkingLevel } from "../config.js";
 
 /** Tokens of one model call, or summed over a turn's calls. */
 export type Usage = {
@@ -12,6 +13,8 @@ export type GenerateRequest = {
   systemInstruction?: string;
   contents: Content[];
   tools?: FunctionDeclaration[];
+  /** GEMINI_THINKING_LEVEL; the client turns it into what the model understands. */
+  thinkingLevel?: ThinkingLevel;
 };
 
 export type GenerateResult = {

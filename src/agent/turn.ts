@@ -1,4 +1,5 @@
 import type { Content } from "@google/genai";
+import type { ThinkingLevel } from "../config.js";
 import type { Logger } from "../logger.js";
 import {
   fromContent,
@@ -47,7 +48,7 @@ export type AgentDeps = {
   tools: ToolRegistry;
   hooks: AgentHooks;
   logger: Logger;
-  settings: { model: string; maxToolCallsPerTurn: number };
+  settings: { model: string; maxToolCallsPerTurn: number; thinkingLevel?: ThinkingLevel };
   compactor?: Compactor;
   now?: () => Date;
   timeZone?: string;
@@ -177,6 +178,7 @@ export function createAgent(deps: AgentDeps) {
         systemInstruction: systemInstruction(day.format(now()), timeZone),
         contents: contentsFor(context, offerTools ? undefined : toolBudgetInstruction(used)),
         tools: offerTools ? tools.declarations() : undefined,
+        ...(settings.thinkingLevel ? { thinkingLevel: settings.thinkingLevel } : {}),
       });
       modelCalls++;
       usage.promptTokens += result.usage.promptTokens;

@@ -110,6 +110,43 @@ describe("createGeminiClient against the fake Gemini", () => {
     expect(fake.rejections).toEqual([]);
   });
 
+  it.each([
+    ["gemini-3.6-flash", "minimal", { thinkingLevel: "MINIMAL" }],
+    ["gemini-3-flash-preview", "high", { thinkingLevel: "HIGH" }],
+    ["gemini-3.1-pro-preview", "minimal", { thinkingLevel: "LOW" }],
+    ["gemini-2.5-flash", "minimal", { thinkingBudget: 0 }],
+    ["gemini-2.5-pro", "minimal", { thinkingBudget: 128 }],
+    ["gemini-2.5-flash", "medium", { thinkingBudget: 8192 }],
+    ["gemini-2.0-flash", "high", undefined],
+  ] as const)(
+    "sends %s at thinking level %s as the config it accepts",
+    async (model, level, want) => {
+      const { client } = setup();
+      await client.generate({ model, contents: [ask("hi")], thinkingLevel: level });
+      await client.generate({ model, contents: [ask("hi")] });
+      expect(fake.requests[0]?.body.generationConfig?.thinkingConfig).toEqual(want);
+      expect(fake.requests[1]?.body.generationConfig?.thinkingConfig).toBeUndefined();
+      expect(fake.rejections).toEqual([]);
+    },
+  );
+
+  it("is refused by the fake when the thinking config does not fit the model", async () => {
+    const raw = (model: string, thinkingConfig: object) =>
+      fetch(`${fake.baseUrl}/v1beta/models/${model}:generateContent`, {
+        method: "POST",
+        headers: { "x-goog-api-key": KEY, "content-type": "application/json" },
+        body: JSON.stringify({ contents: [ask("hi")], generationConfig: { thinkingConfig } }),
+      });
+    expect((await raw("gemini-2.5-flash", { thinkingLevel: "LOW" })).status).toBe(400);
+    expect((await raw("gemini-3-pro-preview", { thinkingLevel: "MINIMAL" })).status).toBe(400);
+    expect((await raw(MODEL, { thinkingLevel: "LOW", thinkingBudget: 10 })).status).toBe(400);
+    expect(fake.rejections.map((r) => r.message)).toEqual([
+      "Thinking level is not supported for this model.",
+      "Thinking level MINIMAL is not supported for this model.",
+      "You can only set one of thinking budget and thinking level.",
+    ]);
+  });
+
   it("retries 503s with exponential full-jitter backoff, then succeeds", async () => {
     fake.script(status(503), status(503), text("back"));
     const { client, sleeps } = setup({ random: () => 0.999 });

@@ -321,3 +321,18 @@ describe("agent turn loop", () => {
     expect(h.fake.requests).toHaveLength(1);
   });
 });
+
+describe("agent settings", () => {
+  it("asks with GEMINI_THINKING_LEVEL's thinking config", async () => {
+    const h = await startHarness({ env: { GEMINI_THINKING_LEVEL: "low" } });
+    try {
+      await h.app.agent.runTurn("c1", { text: "hi" });
+      expect(h.fake.requests[0]?.body.generationConfig?.thinkingConfig).toEqual({
+        thinkingLevel: "LOW",
+      });
+      expect(h.fake.rejections).toEqual([]);
+    } finally {
+      await h.close();
+    }
+  });
+});

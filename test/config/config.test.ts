@@ -11,8 +11,8 @@ describe("config", () => {
     const config = loadConfig(minimal);
     expect(config).toMatchObject({
       allowedUserIds: [],
-      geminiModel: "gemini-3-flash-preview",
-      geminiCompactionModel: "gemini-3-flash-preview",
+      geminiModel: "gemini-3.6-flash",
+      geminiCompactionModel: "gemini-3.6-flash",
       geminiBaseUrl: undefined,
       telegramApiRoot: "https://api.telegram.org",
       database: { kind: "sqlite", path: "./data/agent.db" },
@@ -48,11 +48,13 @@ describe("config", () => {
       COMPACTION_MAX_EVENTS: "0",
       ENABLE_SHELL_TOOL: "yes",
       LOG_LEVEL: "DEBUG",
+      GEMINI_THINKING_LEVEL: " High ",
       INBOX_LEASE_SECONDS: "5",
       INBOX_RETENTION_DAYS: "30",
     });
     expect(config.allowedUserIds).toEqual([1, 22, 333]);
     expect(config.geminiCompactionModel).toBe("m2");
+    expect(config.geminiThinkingLevel).toBe("high");
     expect(config.geminiBaseUrl).toBe("http://127.0.0.1:9");
     expect(config.database).toEqual({ kind: "postgres", connectionString: "postgresql://u@h/db" });
     expect(config.port).toBe(0);
@@ -91,6 +93,15 @@ describe("config", () => {
     }
     expect(message).toContain("@BotFather");
     expect((error as ConfigError).problems).toHaveLength(7);
+  });
+
+  it("leaves the thinking level to the model unless one of the four levels is set", () => {
+    expect(loadConfig({ ...minimal, GEMINI_THINKING_LEVEL: "" }).geminiThinkingLevel).toBe(
+      undefined,
+    );
+    expect(() => loadConfig({ ...minimal, GEMINI_THINKING_LEVEL: "max" })).toThrow(
+      /GEMINI_THINKING_LEVEL must be one of minimal, low, medium, high/,
+    );
   });
 
   it("does not need a bot token for the terminal chat", () => {
@@ -154,7 +165,7 @@ describe("config", () => {
       LOG_LEVEL: "",
     });
     expect(config).toMatchObject({
-      geminiModel: "gemini-3-flash-preview",
+      geminiModel: "gemini-3.6-flash",
       database: { kind: "sqlite", path: "./data/agent.db" },
       host: "0.0.0.0",
       memoryDir: "./data/memory",

@@ -258,14 +258,53 @@ function checkPairing(contents: WireContent[]): string | undefined {
   return undefined;
 }
 
+/** Gemini 3.6 refuses a request that ends on the model's turn (older models continued it). */
+const checkLastRole = (contents: WireContent[]): string | undefined =>
+  contents.at(-1)?.role === "model"
+    ? "Requests whose last content has the model role are not supported by this model."
+    : undefined;
+
+/**
+ * Gemini 3 takes a thinking level, 2.5 a budget, never both; Gemini 3 Pro has no MINIMAL level.
+ * Model ids the fake does not know (tests' own) are taken for Gemini 3.
+ */
+function checkThinking(generationConfig: unknown, model: string): string | undefined {
+  const thinking = isRecord(generationConfig) ? generationConfig.thinkingConfig : undefined;
+  if (!isRecord(thinking)) return undefined;
+  const { thinkingLevel: level, thinkingBudget: budget } = thinking;
+  if (level !== undefined && budget !== undefined) {
+    return "You can only set one of thinking budget and thinking level.";
+  }
+  if (level === undefined) return undefined;
+  if (/^gemini-(1\.|2\.)/.test(model)) return "Thinking level is not supported for this model.";
+  if (!["MINIMAL", "LOW", "MEDIUM", "HIGH"].includes(String(level))) {
+    return `Invalid value at 'generation_config.thinking_config.thinking_level' (type.googleapis.com/google.ai.generativelanguage.v1beta.ThinkingConfig.ThinkingLevel), "${String(level)}"`;
+  }
+  if (/-pro\b/.test(model) && level === "MINIMAL") {
+    return "Thinking level MINIMAL is not supported for this model.";
+  }
+  return undefined;
+}
+
 /** Returns the 400 message the fake answers with, or undefined when the request is valid. */
-export function validateRequest(body: unknown, book: SignatureBook): string | undefined {
+export function validateRequest(
+  body: unknown,
+  book: SignatureBook,
+  model = "",
+): string | undefined {
   if (!isRecord(body)) return "Invalid JSON payload received. Expected a JSON object.";
   const contents = parseContents(body.contents);
   if (typeof contents === "string") return contents;
+  const thinking = checkThinking(body.generationConfig, model);
+  if (thinking !== undefined) return thinking;
   if (body.systemInstruction !== undefined) {
     const system = parseContent(body.systemInstruction, "system_instruction");
     if (typeof system === "string") return system;
   }
-  return checkTools(body.tools) ?? checkSignatures(contents, book) ?? checkPairing(contents);
+  return (
+    checkTools(body.tools) ??
+    checkSignatures(contents, book) ??
+    checkPairing(contents) ??
+    checkLastRole(contents)
+  );
 }

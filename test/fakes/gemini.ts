@@ -217,7 +217,7 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
     requests.push(request);
     const problem =
       keyProblem(request.apiKey, options.apiKey) ??
-      validateRequest(parsed.json, { bySignature, callKeys });
+      validateRequest(parsed.json, { bySignature, callKeys }, request.model);
     if (typeof problem === "string") return refuse(res, { status: 400, message: problem, request });
     if (problem !== undefined) return refuse(res, { ...problem, request });
     const step = nextStep(request.model);
