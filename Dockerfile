@@ -16,7 +16,7 @@ RUN npm run build && npm prune --omit=dev
 
 FROM node:20-bookworm-slim
 # MALLOC_ARENA_MAX and the node flags in CMD are those of `npm start` (package.json); a test
-# keeps them the same. README's "Memory use" explains them.
+# keeps them the same. docs/deployment.md explains them.
 ENV NODE_ENV=production \
     MALLOC_ARENA_MAX=2 \
     DATABASE_URL=sqlite:/data/agent.db \
