@@ -2,7 +2,8 @@ import { appendFile, mkdir, readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 
 /**
- * Per-chat memory files: MEMORY_DIR/<chat_id>/dd-mm-yyyy.md, one file per local day.
+ * Per-conversation memory files: MEMORY_DIR/<conversation key>/dd-mm-yyyy.md, one file per local
+ * day (see src/telegram/conversation-key.ts).
  *
  * Entry format: `[HH:MM]: <text>` followed by a blank line. Paragraphs inside the text stay on
  * their own lines, but blank lines inside it are removed, so every entry is one contiguous block
@@ -11,9 +12,9 @@ import path from "node:path";
 
 export const MEMORY_DATE_PATTERN = /^(\d{2})-(\d{2})-(\d{4})$/;
 
-// Telegram chat ids are integers (negative for groups); the terminal chat is "local". Anything
-// without dots or separators cannot climb out of MEMORY_DIR.
-const CHAT_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+// Conversation keys are Telegram chat ids (negative for groups), with ":<thread id>" for a topic;
+// the terminal chat is "local". Anything without dots or separators cannot climb out of MEMORY_DIR.
+const CHAT_ID_PATTERN = /^[A-Za-z0-9_:-]{1,64}$/;
 
 function pad2(n: number): string {
   return String(n).padStart(2, "0");
@@ -30,8 +31,8 @@ function memoryTime(at: Date): string {
 function chatMemoryDir(memoryDir: string, chatId: string): string {
   if (!CHAT_ID_PATTERN.test(chatId)) {
     throw new Error(
-      `invalid chat id ${JSON.stringify(chatId)} for a memory folder: expected a Telegram chat id ` +
-        `(an integer) or a name of letters, digits, "_" and "-" such as "local"`,
+      `invalid chat id ${JSON.stringify(chatId)} for a memory folder: expected a conversation key ` +
+        `(a chat id, with ":<topic id>" for a topic) or a name of letters, digits, "_" and "-" such as "local"`,
     );
   }
   return path.join(memoryDir, chatId);

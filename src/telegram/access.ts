@@ -1,12 +1,13 @@
 import type { Message, Update } from "grammy/types";
+import { conversationKeyOf } from "./conversation-key.js";
 import { escapeHtml } from "./render.js";
 import { threadOfMessage } from "./topics.js";
 
 export type BotIdentity = { id: number; username: string };
 
 export type UpdateRoute =
-  /** Store in the inbox and run: an allowed user talks to the bot. */
-  | { action: "run"; chatId: string }
+  /** Store in the inbox and run: an allowed user talks to the bot (in this conversation). */
+  | { action: "run"; conversation: string }
   /** Someone not on the allowlist addressed the bot: tell them their id; store nothing. */
   | { action: "reject"; chatId: number; userId: number; threadId: number | undefined }
   /** Not for us: edits, other update types, group chatter that doesn't address the bot. */
@@ -46,7 +47,7 @@ export function routeUpdate(
     const threadId = threadOfMessage(message);
     return { action: "reject", chatId: chat.id, userId: message.from.id, threadId };
   }
-  return { action: "run", chatId: String(chat.id) };
+  return { action: "run", conversation: conversationKeyOf(message) };
 }
 
 export function rejectionHtml(userId: number): string {

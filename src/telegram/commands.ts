@@ -5,6 +5,7 @@ import type { CompactionLimits } from "../session/compaction-plan.js";
 import { truncate } from "../session/event-text.js";
 import { type HistoryLine, historyLines } from "../session/history-view.js";
 import type { ChatStats, SessionStore } from "../session/store.js";
+import { conversationKeyOf } from "./conversation-key.js";
 import type { Delivery } from "./delivery.js";
 import { escapeHtml } from "./render.js";
 import { threadOf } from "./topics.js";
@@ -12,7 +13,7 @@ import { threadOf } from "./topics.js";
 export const COMMANDS = [
   { command: "start", description: "What Koroku is and what it can do" },
   { command: "help", description: "The commands" },
-  { command: "clear", description: "Wipe this chat's conversation (memory files stay)" },
+  { command: "clear", description: "Wipe this conversation (memory files stay)" },
   { command: "history", description: "Replay the last n turns: /history 5" },
   { command: "status", description: "Model, context size and compaction budget" },
   { command: "compact", description: "Summarise the conversation now" },
@@ -97,10 +98,10 @@ export function commandsComposer(deps: CommandDeps): Composer<Context> {
 
   composer.command("clear", async (ctx) => {
     await stillHeld(ctx)();
-    const removed = await store.clear(String(ctx.chat.id));
+    const removed = await store.clear(conversationKeyOf(ctx.msg));
     await reply(
       ctx,
-      `🧹 Cleared this chat's conversation (${removed} stored event${removed === 1 ? "" : "s"}). The memory files with earlier summaries are kept.`,
+      `🧹 Cleared this conversation (${removed} stored event${removed === 1 ? "" : "s"}). The memory files with earlier summaries are kept.`,
     );
   });
 
@@ -114,7 +115,7 @@ export function commandsComposer(deps: CommandDeps): Composer<Context> {
       );
       return;
     }
-    const lines = historyLines(await store.lastTurns(String(ctx.chat.id), turns));
+    const lines = historyLines(await store.lastTurns(conversationKeyOf(ctx.msg), turns));
     await reply(
       ctx,
       lines.length === 0 ? "No conversation yet." : lines.map(historyLineHtml).join("\n"),
@@ -122,7 +123,7 @@ export function commandsComposer(deps: CommandDeps): Composer<Context> {
   });
 
   composer.command("status", async (ctx) => {
-    const stats = await store.stats(String(ctx.chat.id));
+    const stats = await store.stats(conversationKeyOf(ctx.msg));
     await reply(
       ctx,
       [
@@ -135,7 +136,7 @@ export function commandsComposer(deps: CommandDeps): Composer<Context> {
   });
 
   composer.command("compact", async (ctx) => {
-    await reply(ctx, outcomeHtml(await deps.compact(String(ctx.chat.id), stillHeld(ctx))));
+    await reply(ctx, outcomeHtml(await deps.compact(conversationKeyOf(ctx.msg), stillHeld(ctx))));
   });
 
   return composer;

@@ -6,6 +6,7 @@ import type { AgentHooks } from "../agent/hooks.js";
 import type { Agent } from "../agent/turn.js";
 import type { Logger } from "../logger.js";
 import type { InboxItem, Lease } from "../queue/inbox.js";
+import { conversationKeyOf } from "./conversation-key.js";
 import type { Delivery } from "./delivery.js";
 import { escapeHtml } from "./render.js";
 import { threadOf, threadOfMessage } from "./topics.js";
@@ -27,9 +28,9 @@ export const GAVE_UP =
 
 /** Tells the user the inbox gave up on their update, in the forum topic it came from. */
 export async function tellGaveUp(delivery: Delivery, item: InboxItem): Promise<void> {
-  if (item.chatId === null) return;
   const { message } = item.update as Update;
-  await delivery.sendHtml(Number(item.chatId), escapeHtml(GAVE_UP), threadOfMessage(message));
+  if (!message) return;
+  await delivery.sendHtml(message.chat.id, escapeHtml(GAVE_UP), threadOfMessage(message));
 }
 
 /**
@@ -63,7 +64,7 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
 
   composer.on("message:text", async (ctx) => {
     const chatId = ctx.chat.id;
-    const session = String(chatId);
+    const session = conversationKeyOf(ctx.msg);
     const threadId = threadOf(ctx);
     const lease = deps.leaseOf?.(ctx.update.update_id);
     const stopTyping = delivery.showTyping(chatId, threadId);

@@ -74,7 +74,7 @@ export function createIngest(deps: {
         );
       return "rejected";
     }
-    const stored = await deps.inbox.add(update.update_id, route.chatId, update);
+    const stored = await deps.inbox.add(update.update_id, route.conversation, update);
     if (stored) deps.onStored();
     return stored ? "stored" : "duplicate";
   };

@@ -1,8 +1,14 @@
 import type { Context } from "grammy";
 import type { Message } from "grammy/types";
 
-/** The forum topic a message was written in, for the answer to go to the same topic. */
-export function threadOfMessage(message: Message | undefined): number | undefined {
+/**
+ * The topic a message was written in (of a forum or of a private chat with topics), for the
+ * answer to go to the same topic. A reply thread of an ordinary supergroup has a
+ * `message_thread_id` too, but is no topic.
+ */
+export function threadOfMessage(
+  message: Pick<Message, "is_topic_message" | "message_thread_id"> | undefined,
+): number | undefined {
   return message?.is_topic_message ? message.message_thread_id : undefined;
 }
 

@@ -12,11 +12,14 @@ export interface TextUpdateParams {
   readonly firstName?: string;
   /** Unix seconds; defaults to now. */
   readonly date?: number;
+  /** A message in this topic (of a forum supergroup, or of a private chat with topics). */
+  readonly threadId?: number;
 }
 
 export const DEFAULT_USER_ID = 424242;
 
 const COMMAND = /^\/[A-Za-z0-9_]{1,32}(?:@[A-Za-z0-9_]+)?/;
+const MENTION = /(?<![A-Za-z0-9_])@[A-Za-z0-9_]{5,32}\b/g;
 
 /** The bot's id is the number before the colon of its token, as with real tokens. */
 export function botFromToken(token: string): UserFromGetMe {
@@ -58,13 +61,27 @@ export function buildTextUpdate(params: TextUpdateParams): Update {
   const command = COMMAND.exec(params.text)?.[0];
   const entities: MessageEntity[] =
     command === undefined ? [] : [{ type: "bot_command", offset: 0, length: command.length }];
+  // Telegram marks every @username as a mention (offsets in UTF-16 units, as JavaScript's).
+  for (const m of params.text.matchAll(MENTION)) {
+    entities.push({ type: "mention", offset: m.index, length: m[0].length });
+  }
+  const chat = chatFor(params.chatId ?? userId);
+  const topic =
+    params.threadId === undefined
+      ? {}
+      : { is_topic_message: true as const, message_thread_id: params.threadId };
   return {
     update_id: params.updateId,
     message: {
       message_id: params.messageId,
       from: { id: userId, is_bot: false, first_name: params.firstName ?? "Test User" },
-      chat: chatFor(params.chatId ?? userId),
+      // Only a forum supergroup has topics among groups.
+      chat:
+        chat.type === "supergroup" && params.threadId !== undefined
+          ? { ...chat, is_forum: true }
+          : chat,
       date: params.date ?? unixNow(),
+      ...topic,
       text: params.text,
       ...(entities.length > 0 ? { entities } : {}),
     },

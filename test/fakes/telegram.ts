@@ -1,5 +1,12 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { BotCommand, Message, Update, UserFromGetMe, WebhookInfo } from "grammy/types";
+import type {
+  BotCommand,
+  ForumTopic,
+  Message,
+  Update,
+  UserFromGetMe,
+  WebhookInfo,
+} from "grammy/types";
 import { validateTelegramHtml } from "./telegram-html.js";
 import {
   botAsUser,
@@ -124,6 +131,13 @@ export interface FakeTelegram {
    * it was killed), the call has no effect: a message held this way was never sent.
    */
   holdNext(method: string): HeldCall;
+  /**
+   * Makes a supergroup a forum the bot is a member of; with `botCanManageTopics` the bot is an
+   * administrator allowed to create and rename topics there.
+   */
+  addForum(chatId: number, options?: { botCanManageTopics?: boolean }): void;
+  /** The topics the bot created (createForumTopic), with their current names, by chat. */
+  topicsOf(chatId: number): ReadonlyMap<number, string>;
   /** Drops the recorded calls and messages: a benchmark's thousands would burden this process. */
   forgetCalls(): void;
   close(): Promise<void>;
@@ -131,10 +145,16 @@ export interface FakeTelegram {
 
 export interface FakeTelegramOptions {
   readonly token?: string;
+  /** The bot has topics in private chats (BotFather's threaded mode, Bot API 9.4+). */
+  readonly topicsInPrivateChats?: boolean;
 }
 
 export async function startFakeTelegram(options: FakeTelegramOptions = {}): Promise<FakeTelegram> {
   const fake = new FakeTelegramServer(options.token ?? DEFAULT_FAKE_TOKEN);
+  if (options.topicsInPrivateChats) {
+    fake.bot.has_topics_enabled = true;
+    fake.bot.allows_users_to_create_topics = true;
+  }
   await fake.listen();
   return fake;
 }
@@ -181,6 +201,9 @@ class FakeTelegramServer implements FakeTelegram {
   private readonly holds = new Map<string, Hold[]>();
   private readonly polls = new Set<PendingPoll>();
   private readonly waiters = new Set<Waiter>();
+  private readonly forums = new Map<number, { botCanManageTopics: boolean }>();
+  private readonly topics = new Map<number, Map<number, string>>();
+  private nextThreadId = 5_000;
   private queue: Update[] = [];
   private nextUpdateId = 100_000_001;
   private nextMessageId = 1;
@@ -199,6 +222,8 @@ class FakeTelegramServer implements FakeTelegram {
     });
     const handlers: Record<string, Handler> = {
       getme: () => ok(this.bot),
+      createforumtopic: (params) => ok(this.createForumTopic(params)),
+      editforumtopic: (params) => ok(this.editForumTopic(params)),
       sendmessage: (params) => ok(this.sendMessage(params)),
       sendchataction: (params) => ok(this.sendChatAction(params)),
       setmycommands: (params) => ok(this.setMyCommands(params)),
@@ -280,6 +305,17 @@ class FakeTelegramServer implements FakeTelegram {
     const key = method.toLowerCase();
     this.holds.set(key, [...(this.holds.get(key) ?? []), hold]);
     return hold;
+  }
+
+  addForum(chatId: number, options: { botCanManageTopics?: boolean } = {}): void {
+    if (chatFor(chatId).type !== "supergroup") {
+      throw new Error(`fake Telegram: only supergroups ("-100…" ids) can be forums, not ${chatId}`);
+    }
+    this.forums.set(chatId, { botCanManageTopics: options.botCanManageTopics ?? false });
+  }
+
+  topicsOf(chatId: number): ReadonlyMap<number, string> {
+    return this.topics.get(chatId) ?? new Map();
   }
 
   forgetCalls(): void {
@@ -377,8 +413,66 @@ class FakeTelegramServer implements FakeTelegram {
       .join("\n");
   }
 
+  /** Whether the chat has topics at all: a forum, or a private chat with a bot in threaded mode. */
+  private hasTopics(chatId: number): boolean {
+    return chatFor(chatId).type === "private"
+      ? this.bot.has_topics_enabled
+      : this.forums.has(chatId);
+  }
+
+  /**
+   * A message_thread_id, checked as Telegram checks it: an Integer, and in a private chat only
+   * when the bot has topics there. In supergroups the fake takes any thread, as reply threads of
+   * ordinary supergroups and topics it was not told of exist too.
+   */
+  private readThread(params: Params, chatId: number): number | undefined {
+    const threadId = readInteger(params, "message_thread_id");
+    if (threadId === undefined) return undefined;
+    const type = chatFor(chatId).type;
+    if (threadId <= 0 || type === "group" || (type === "private" && !this.hasTopics(chatId))) {
+      throw badRequest("message thread not found");
+    }
+    return threadId;
+  }
+
+  private readTopicName(params: Params, min: number): string | undefined {
+    const { name } = params;
+    if (name === undefined && min === 0) return undefined;
+    if (typeof name !== "string" || name.length < min) throw badRequest("TOPIC_TITLE_EMPTY");
+    if (name.length > 128) throw badRequest("TOPIC_TITLE_TOO_LONG");
+    return name;
+  }
+
+  private createForumTopic(params: Params): ForumTopic {
+    const chatId = readChatId(params);
+    if (!this.hasTopics(chatId)) throw badRequest("the chat is not a forum");
+    if (chatFor(chatId).type !== "private" && !this.forums.get(chatId)?.botCanManageTopics) {
+      throw badRequest("not enough rights to create a topic");
+    }
+    const name = this.readTopicName(params, 1) as string;
+    const iconColor = params.icon_color ?? TOPIC_COLORS[0];
+    if (!TOPIC_COLORS.includes(iconColor as number)) throw badRequest("TOPIC_ICON_COLOR_INVALID");
+    const threadId = this.nextThreadId++;
+    const topics = this.topics.get(chatId) ?? new Map<number, string>();
+    topics.set(threadId, name);
+    this.topics.set(chatId, topics);
+    return { message_thread_id: threadId, name, icon_color: iconColor as number };
+  }
+
+  /** Only topics the bot created can be renamed here (others would need admin rights). */
+  private editForumTopic(params: Params): true {
+    const chatId = readChatId(params);
+    const threadId = readInteger(params, "message_thread_id");
+    const topics = this.topics.get(chatId);
+    if (threadId === undefined || !topics?.has(threadId)) throw badRequest("TOPIC_ID_INVALID");
+    const name = this.readTopicName(params, 0);
+    if (name) topics.set(threadId, name);
+    return true;
+  }
+
   private sendMessage(params: Params): Message {
     const chatId = readChatId(params);
+    const threadId = this.readThread(params, chatId);
     const text = typeof params.text === "string" ? params.text : "";
     const parseMode = typeof params.parse_mode === "string" ? params.parse_mode : undefined;
     const parsed = parseText(text, parseMode);
@@ -392,6 +486,7 @@ class FakeTelegramServer implements FakeTelegram {
       from: botAsUser(this.bot),
       chat: chatFor(chatId),
       date: unixNow(),
+      ...(threadId === undefined ? {} : { message_thread_id: threadId, is_topic_message: true }),
       text: parsed.text,
       ...(parsed.entities.length > 0 ? { entities: parsed.entities } : {}),
     };
@@ -408,7 +503,7 @@ class FakeTelegramServer implements FakeTelegram {
   }
 
   private sendChatAction(params: Params): true {
-    readChatId(params);
+    this.readThread(params, readChatId(params));
     if (typeof params.action !== "string" || !CHAT_ACTIONS.has(params.action)) {
       throw badRequest("wrong parameter action in request");
     }
@@ -546,6 +641,11 @@ class Hold implements HeldCall {
     return !signal.aborted;
   }
 }
+
+/** The icon colours createForumTopic accepts. */
+const TOPIC_COLORS: readonly number[] = [
+  0x6fb9f0, 0xffd67e, 0xcb86db, 0x8eee98, 0xff93b2, 0xfb6f5f,
+];
 
 function ok(result: unknown): ApiResponse {
   return { ok: true, result };

@@ -3,7 +3,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type FakeGemini, startFakeGemini } from "../fakes/gemini.js";
-import { buildTextUpdate, type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
+import {
+  buildTextUpdate,
+  type FakeTelegram,
+  type FakeTelegramOptions,
+  startFakeTelegram,
+} from "../fakes/telegram.js";
 import { createTestDatabase, type DatabaseKindName, type TestDatabase } from "./databases.js";
 
 export const MAIN = join(import.meta.dirname, "../../dist/src/main.js");
@@ -38,7 +43,10 @@ export type ServiceWorld = {
   ): Promise<Response>;
   nextUpdateId(): number;
   /** Posts a text message from the allowed user through the webhook. */
-  say(text: string, options?: { chatId?: number; userId?: number }): Promise<number>;
+  say(
+    text: string,
+    options?: { chatId?: number; userId?: number; threadId?: number },
+  ): Promise<number>;
   close(): Promise<void>;
 };
 
@@ -95,9 +103,14 @@ export async function spawnService(
 }
 
 export async function startWorld(
-  options: { kind?: DatabaseKindName; env?: Record<string, string>; webhook?: boolean } = {},
+  options: {
+    kind?: DatabaseKindName;
+    env?: Record<string, string>;
+    webhook?: boolean;
+    telegram?: FakeTelegramOptions;
+  } = {},
 ): Promise<ServiceWorld> {
-  const telegram = await startFakeTelegram();
+  const telegram = await startFakeTelegram(options.telegram);
   const gemini = await startFakeGemini();
   const db = await createTestDatabase(options.kind ?? "sqlite");
   const root = mkdtempSync(join(tmpdir(), "koroku-e2e-"));
@@ -156,6 +169,7 @@ export async function startWorld(
           text,
           userId: opts.userId ?? ALLOWED_USER,
           chatId: opts.chatId,
+          threadId: opts.threadId,
         }),
       );
       if (res.status !== 200)

@@ -64,6 +64,15 @@ describe("memory files", () => {
     expect(await readMemory(dir, "2", "05-03-2025")).toBe("[07:00]: two\n\n");
   });
 
+  it("keeps each topic's memory in a folder of its own, apart from its chat's", async () => {
+    const dir = memoryDir();
+    await appendMemory({ memoryDir: dir, chatId: "-1001234", at: at(5, 7, 0), text: "general" });
+    await appendMemory({ memoryDir: dir, chatId: "-1001234:77", at: at(5, 7, 0), text: "topic" });
+    expect((await readdir(dir)).sort()).toEqual(["-1001234", "-1001234:77"]);
+    expect(await readMemory(dir, "-1001234:77", "05-03-2025")).toBe("[07:00]: topic\n\n");
+    expect(await readMemory(dir, "-1001234", "05-03-2025")).toBe("[07:00]: general\n\n");
+  });
+
   it.each(["../x", "..", "a/b", "a\\b", ".", "", "x".repeat(65), "1.5"])(
     "rejects the chat id %j so nothing lands outside MEMORY_DIR",
     async (chatId) => {

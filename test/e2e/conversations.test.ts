@@ -1,0 +1,129 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openDatabase } from "../../src/db/connect.js";
+import { createSessionStore } from "../../src/session/store.js";
+import { type RecordedRequest, text } from "../fakes/gemini.js";
+import { captureLogger } from "../helpers/logs.js";
+import {
+  ALLOWED_USER,
+  eventually,
+  type ServiceWorld,
+  startWorld,
+} from "../helpers/service-process.js";
+
+const FORUM = -1005550001;
+const MENTION = "@koroku_test_bot";
+const USERS = Array.from({ length: 10 }, (_, i) => ALLOWED_USER + i);
+
+/** Every text the model was given in a request, its history included. */
+const contextOf = (r: RecordedRequest) =>
+  r.body.contents.flatMap((c) => (c.parts ?? []).map((p) => p.text ?? "")).join("\n");
+const lastUserText = (r: RecordedRequest) =>
+  (r.body.contents.at(-1)?.parts ?? []).map((p) => p.text ?? "").join("");
+
+describe("conversations end to end: topics are conversations of their own", () => {
+  let w: ServiceWorld;
+  let nextUser = 0;
+  const user = () => USERS[nextUser++] as number;
+  const sentTo = (chatId: number) => w.telegram.sent.filter((m) => m.chat_id === chatId);
+  const waitForText = (chatId: number, match: (t: string) => boolean) =>
+    eventually(() => sentTo(chatId).find((m) => match(m.plain_text)));
+  /** The request that answered a message, found by its words. */
+  const requestFor = (words: string) =>
+    eventually(() => w.gemini.requests.find((r) => lastUserText(r).includes(words)));
+
+  beforeAll(async () => {
+    w = await startWorld({
+      env: { ALLOWED_USER_IDS: USERS.join(",") },
+      telegram: { topicsInPrivateChats: true },
+    });
+    w.telegram.addForum(FORUM, { botCanManageTopics: true });
+    w.gemini.setDefault((r) => text(`echo: ${lastUserText(r)}`));
+  });
+  afterAll(async () => {
+    expect(w.gemini.rejections).toEqual([]);
+    await w.close();
+  });
+
+  it("keeps the topics of a private chat apart, and answers in the topic asked from", async () => {
+    const u = user();
+    await w.say("apples in topic eleven", { userId: u, threadId: 11 });
+    const first = await waitForText(u, (t) => t.includes("apples"));
+    expect(first.body.message_thread_id).toBe(11);
+
+    await w.say("pears in topic twelve", { userId: u, threadId: 12 });
+    const second = await waitForText(u, (t) => t.includes("pears"));
+    expect(second.body.message_thread_id).toBe(12);
+    expect(contextOf(await requestFor("pears"))).not.toContain("apples");
+
+    await w.say("outside any topic", { userId: u });
+    const plain = await waitForText(u, (t) => t.includes("outside"));
+    expect(plain.body).not.toHaveProperty("message_thread_id");
+    const outside = contextOf(await requestFor("outside any topic"));
+    expect(outside).not.toContain("apples");
+    expect(outside).not.toContain("pears");
+
+    await w.say("more apples", { userId: u, threadId: 11 });
+    expect(contextOf(await requestFor("more apples"))).toContain("apples in topic eleven");
+  });
+
+  it("gives /history, /status and /clear each topic's own conversation", async () => {
+    const u = user();
+    await w.say("kiwis here", { userId: u, threadId: 21 });
+    await waitForText(u, (t) => t.includes("echo: kiwis"));
+    await w.say("plums there", { userId: u, threadId: 22 });
+    await waitForText(u, (t) => t.includes("echo: plums"));
+
+    await w.say("/history", { userId: u, threadId: 21 });
+    const history = await waitForText(u, (t) => t.startsWith("You: kiwis"));
+    expect(history.body.message_thread_id).toBe(21);
+    expect(history.plain_text).not.toContain("plums");
+
+    await w.say("/status", { userId: u, threadId: 22 });
+    const status = await waitForText(u, (t) => t.includes("Context:"));
+    expect(status.plain_text).toContain("2 events");
+    expect(status.body.message_thread_id).toBe(22);
+
+    await w.say("/clear", { userId: u, threadId: 22 });
+    const cleared = await waitForText(u, (t) => t.startsWith("🧹"));
+    expect(cleared.plain_text).toContain("2 stored events");
+    await w.say("/history", { userId: u, threadId: 21 });
+    await eventually(
+      () => sentTo(u).filter((m) => m.plain_text.startsWith("You: kiwis")).length === 2,
+    );
+  });
+
+  it("keeps a forum's topics apart and its General topic with the history stored before topics", async () => {
+    // What an earlier version stored for the forum, all under the chat's id.
+    const { logger } = captureLogger();
+    const database = openDatabase(w.db.target, { logger });
+    await createSessionStore({ db: database.db, logger }).append(String(FORUM), [
+      {
+        event: {
+          v: 1,
+          event_type: "session",
+          role: "user",
+          parts: [{ kind: "text", text: "[Ann] the old plan" }],
+        },
+      },
+      {
+        event: {
+          v: 1,
+          event_type: "session",
+          role: "model",
+          parts: [{ kind: "text", text: "noted" }],
+        },
+      },
+    ]);
+    await database.close();
+
+    await w.say(`${MENTION} what was the plan?`, { chatId: FORUM });
+    const general = await waitForText(FORUM, (t) => t.includes("what was the plan"));
+    expect(general.body).not.toHaveProperty("message_thread_id");
+    expect(contextOf(await requestFor("what was the plan"))).toContain("the old plan");
+
+    await w.say(`${MENTION} a topic of its own`, { chatId: FORUM, threadId: 3 });
+    const topic = await waitForText(FORUM, (t) => t.includes("a topic of its own"));
+    expect(topic.body.message_thread_id).toBe(3);
+    expect(contextOf(await requestFor("a topic of its own"))).not.toContain("the old plan");
+  });
+});
