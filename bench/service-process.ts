@@ -55,15 +55,15 @@ export type StartCommand = {
 
 /**
  * The environment and Node options of the `start` script in package.json, so that a benchmark
- * measures the service as `npm start` runs it. The script is a plain `NAME=value … node --flag …
- * script …` command line; anything else is refused rather than misread.
+ * measures the service as `npm start` runs it. The script is a plain `NAME=value … [exec] node
+ * --flag … script …` command line; anything else is refused rather than misread.
  */
 export function parseStartScript(script: string): StartCommand {
   const words = script.trim().split(/\s+/);
   const node = words.indexOf("node");
   if (node < 0) throw new Error(`the start script does not run node: ${script}`);
   const env: Record<string, string> = {};
-  for (const word of words.slice(0, node)) {
+  for (const word of words.slice(0, words[node - 1] === "exec" ? node - 1 : node)) {
     const match = /^([A-Z_][A-Z0-9_]*)=(\S*)$/.exec(word);
     if (!match) throw new Error(`unexpected "${word}" before node in the start script: ${script}`);
     env[match[1] as string] = match[2] as string;

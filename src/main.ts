@@ -3,27 +3,66 @@ import { ConfigError, loadConfig, readEnvironment } from "./config.js";
 import { createLogger } from "./logger.js";
 import { StartupError, startService } from "./service.js";
 
+// A stage of start-up that does not take the stop signal (a migration on a database that stopped
+// answering) is given this long to end before the process exits anyway.
+const STARTUP_ABORT_WAIT_MS = 3_000;
+
 async function main(): Promise<void> {
   const config = loadConfig(readEnvironment());
   const logger = createLogger({
     level: config.logLevel,
     secrets: [config.telegramBotToken, config.geminiApiKey, config.webhook?.secret],
   });
-  // Listened for from the start: a signal that comes while the service starts (or just as it
-  // has) stops it gracefully once it is up, instead of killing the process on the spot.
-  let signalled: (signal: string) => void = () => {};
-  const signal = new Promise<string>((resolve) => {
-    signalled = resolve;
-  });
-  process.once("SIGTERM", () => signalled("SIGTERM"));
-  process.once("SIGINT", () => signalled("SIGINT"));
+  // Listened for from the start and for the whole run: a signal during start-up ends start-up
+  // (waiting for Telegram, for another service's lock), one after it stops the service
+  // gracefully. Repeats change nothing: Ctrl-C under `npm start` comes twice, once from the
+  // terminal and once forwarded by npm, and Node's default would kill the process at the second.
+  const stop = new AbortController();
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stop.signal.aborted) logger.info({ signal }, "already stopping");
+    else stop.abort(signal);
+  };
+  process.on("SIGTERM", onSignal);
+  process.on("SIGINT", onSignal);
+  const stopped = new Promise<void>((resolve) =>
+    stop.signal.addEventListener("abort", () => resolve(), { once: true }),
+  );
+  function exitStopped(): never {
+    logger.info({ signal: stop.signal.reason }, "stopped during start-up");
+    logger.flush();
+    process.exit(0);
+  }
 
-  const app = await createApp(config, logger);
-  const service = await startService(app, logger).catch(async (error: unknown) => {
-    await app.database.close();
-    throw error;
-  });
-  logger.info({ signal: await signal }, "signal received");
+  const starting = (async () => {
+    const app = await createApp(config, logger);
+    const service = await startService(app, logger, { signal: stop.signal }).catch(
+      async (error: unknown) => {
+        await app.database.close();
+        throw error;
+      },
+    );
+    return { app, service };
+  })();
+  type Outcome = { started: Awaited<typeof starting> } | { error: unknown };
+  const settled: Promise<Outcome> = starting.then(
+    (started) => ({ started }),
+    (error: unknown) => ({ error }),
+  );
+  const first = await Promise.race([settled, stopped.then(() => undefined)]);
+  // After a signal, start-up ends at its next step; one that does not end soon ends with the process.
+  const outcome =
+    first ??
+    (await Promise.race([
+      settled,
+      new Promise<undefined>((resolve) =>
+        setTimeout(() => resolve(undefined), STARTUP_ABORT_WAIT_MS),
+      ),
+    ]));
+  if (outcome === undefined || ("error" in outcome && stop.signal.aborted)) exitStopped();
+  if ("error" in outcome) throw outcome.error;
+  const { app, service } = outcome.started;
+  await stopped;
+  logger.info({ signal: stop.signal.reason }, "signal received");
   await service.stop();
   await app.database.close();
   logger.flush();

@@ -52,8 +52,35 @@ function explainStartupFailure(error: unknown): unknown {
   return error;
 }
 
-export async function startService(app: App, logger: Logger): Promise<Service> {
+/** A port someone else listens on, said in one line: most often a Koroku that is still running. */
+function listenFailure(error: unknown, host: string, port: number): unknown {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === "EADDRINUSE") {
+    return new StartupError(
+      `Port ${port} on ${host} is already in use: another Koroku may still be running (stop it), or set PORT to a free port.`,
+    );
+  }
+  if (code === "EACCES") {
+    return new StartupError(
+      `Port ${port} on ${host} needs privileges this process lacks: set PORT to 1024 or above.`,
+    );
+  }
+  return error;
+}
+
+export type StartOptions = {
+  /** Aborted by a stop request: start-up ends at its current step (see main.ts). */
+  signal?: AbortSignal;
+};
+
+export async function startService(
+  app: App,
+  logger: Logger,
+  options: StartOptions = {},
+): Promise<Service> {
   const { config } = app;
+  const { signal } = options;
+  signal?.throwIfAborted();
   if (!config.telegramBotToken) throw new StartupError("TELEGRAM_BOT_TOKEN is not set.");
   let ingest: Ingest | undefined;
   const server = createHttpServer({
@@ -68,7 +95,7 @@ export async function startService(app: App, logger: Logger): Promise<Service> {
       : undefined,
   });
   await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
+    server.once("error", (error) => reject(listenFailure(error, config.host, config.port)));
     server.listen(config.port, config.host, () => resolve());
   });
   const address = server.address() as AddressInfo;
@@ -79,14 +106,20 @@ export async function startService(app: App, logger: Logger): Promise<Service> {
     server.close();
     clock?.stop();
     lock?.release();
-    throw explainStartupFailure(error);
+    throw signal?.aborted ? signal.reason : explainStartupFailure(error);
+  };
+  /** Between steps that do not take the signal themselves. */
+  const checkStop = () => {
+    if (signal?.aborted) abandon(signal.reason);
   };
   // Taken once listening: an orchestrator that waits for /healthz before stopping the old process
   // (a rolling restart) must not wait on this one in turn.
   if (config.database.kind === "sqlite" && config.database.path !== ":memory:") {
-    lock = await lockSqliteService(config.database.path, { waitMs: LOCK_WAIT_MS, logger }).catch(
-      abandon,
-    );
+    lock = await lockSqliteService(config.database.path, {
+      waitMs: LOCK_WAIT_MS,
+      logger,
+      signal,
+    }).catch(abandon);
   }
 
   const settings = {
@@ -108,9 +141,15 @@ export async function startService(app: App, logger: Logger): Promise<Service> {
     settings,
     leaseOf: (updateId) => leases.get(updateId),
   });
+  // grammY types its signals after the abort-controller polyfill; a standard one works the same.
+  const apiSignal = signal as Parameters<typeof bot.init>[0];
   try {
-    await bot.init();
-    await bot.api.setMyCommands(COMMANDS.map((c) => ({ ...c })));
+    await bot.init(apiSignal);
+    await bot.api.setMyCommands(
+      COMMANDS.map((c) => ({ ...c })),
+      undefined,
+      apiSignal,
+    );
   } catch (error) {
     abandon(error);
   }
@@ -130,6 +169,7 @@ export async function startService(app: App, logger: Logger): Promise<Service> {
     leaseMs: config.inboxLeaseSeconds * 1000,
     now: clock?.now,
   });
+  checkStop();
   const recovered = await inbox.recoverAfterCrash().catch(abandon);
   if (recovered > 0)
     logger.warn({ updates: recovered }, "running again updates interrupted by a restart");
@@ -169,12 +209,13 @@ export async function startService(app: App, logger: Logger): Promise<Service> {
   let polling: ReturnType<typeof startPolling> | undefined;
   try {
     if (config.webhook) {
-      await bot.api.setWebhook(config.webhook.url, {
-        secret_token: config.webhook.secret,
-        allowed_updates: [...ALLOWED_UPDATES],
-      });
+      await bot.api.setWebhook(
+        config.webhook.url,
+        { secret_token: config.webhook.secret, allowed_updates: [...ALLOWED_UPDATES] },
+        apiSignal,
+      );
     } else {
-      await bot.api.deleteWebhook();
+      await bot.api.deleteWebhook(undefined, apiSignal);
       polling = startPolling({
         api: bot.api,
         ingest,

@@ -1,5 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
+import { setTimeout } from "node:timers/promises";
 import SQLite from "better-sqlite3";
 import type { Logger } from "../logger.js";
 
@@ -57,8 +58,9 @@ function tryLock(path: string): ServiceLock | undefined {
  */
 export async function lockSqliteService(
   databasePath: string,
-  options: { waitMs: number; logger: Logger },
+  options: { waitMs: number; logger: Logger; signal?: AbortSignal },
 ): Promise<ServiceLock> {
+  const { signal } = options;
   const path = lockPathOf(databasePath);
   const deadline = Date.now() + options.waitMs;
   let lock = tryLock(path);
@@ -69,7 +71,7 @@ export async function lockSqliteService(
     );
   }
   while (!lock && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    await setTimeout(POLL_MS, undefined, { signal });
     lock = tryLock(path);
   }
   if (!lock) throw heldElsewhere(databasePath);

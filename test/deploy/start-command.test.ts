@@ -12,6 +12,10 @@ describe("the start command", () => {
       nodeArgs: ["--one", "--two=2"],
     });
     expect(parseStartScript("node scripts/run.mjs")).toEqual({ env: {}, nodeArgs: [] });
+    expect(parseStartScript("A=1 exec node --one scripts/run.mjs")).toEqual({
+      env: { A: "1" },
+      nodeArgs: ["--one"],
+    });
     expect(() => parseStartScript("cross-env A=1 node x.js")).toThrow(/unexpected "cross-env"/);
     expect(() => parseStartScript("tsx src/main.ts")).toThrow(/does not run node/);
   });

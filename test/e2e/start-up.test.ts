@@ -1,3 +1,7 @@
+import type { ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { eventually, type ServiceWorld, startWorld } from "../helpers/service-process.js";
 import { startTcpProxy } from "../helpers/tcp-proxy.js";
@@ -64,5 +68,72 @@ describe("start-up failures say what to fix", () => {
     const message = await startFailure(w, { DATABASE_URL: "mysql://bot:hunter2@db/koroku" });
     expect(message).toMatch(/DATABASE_URL must be sqlite:<path>.*"mysql:" is none of these/);
     expect(message).not.toContain("hunter2");
+  });
+});
+
+describe("a stop request ends start-up at once", () => {
+  let w: ServiceWorld;
+  beforeAll(async () => {
+    w = await startWorld();
+  });
+  afterAll(() => w.close());
+
+  /** Starts a service with `env`, waits for the log line `waitingFor`, then sends `signal`. */
+  async function stopWhile(
+    env: Record<string, string>,
+    waitingFor: string,
+    signal: NodeJS.Signals,
+  ): Promise<{ exit: string; logs: Record<string, unknown>[] }> {
+    const logs: Record<string, unknown>[] = [];
+    let proc: ChildProcess | undefined;
+    const starting = w.start(env, logs, (p) => {
+      proc = p;
+    });
+    onTestFinished(() => {
+      if (proc?.exitCode === null && proc.signalCode === null) proc.kill("SIGKILL");
+    });
+    await eventually(() => logs.some((l) => l.msg === waitingFor));
+    proc?.kill(signal);
+    const exit = await starting.then(
+      () => "started",
+      (error: Error) => error.message.split("\n")[0] ?? "",
+    );
+    return { exit, logs };
+  }
+
+  it("while Telegram cannot be reached (start-up would retry for ever)", async () => {
+    const api = new URL(w.telegram.apiRoot);
+    const proxy = await startTcpProxy({ host: api.hostname, port: Number(api.port) });
+    onTestFinished(() => proxy.close());
+    proxy.cut();
+    // A database of its own: the world's service holds the world's.
+    const dir = mkdtempSync(join(tmpdir(), "koroku-stop-"));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const { exit, logs } = await stopWhile(
+      {
+        TELEGRAM_API_ROOT: `http://127.0.0.1:${proxy.port}`,
+        DATABASE_URL: `sqlite:${join(dir, "agent.db")}`,
+      },
+      "cannot reach Telegram; trying again",
+      "SIGTERM",
+    );
+    expect(exit).toBe("service exited with 0 before it was ready:");
+    expect(logs.find((l) => l.msg === "stopped during start-up")).toMatchObject({
+      signal: "SIGTERM",
+    });
+  });
+
+  it("while it waits for another service to let go of the SQLite database", async () => {
+    const { exit, logs } = await stopWhile(
+      {},
+      "another Koroku service holds this SQLite database; waiting for it to stop",
+      "SIGINT",
+    );
+    expect(exit).toBe("service exited with 0 before it was ready:");
+    expect(logs.find((l) => l.msg === "stopped during start-up")).toMatchObject({
+      signal: "SIGINT",
+    });
+    // The first service never noticed.
+    expect((await fetch(`${w.service.baseUrl}/healthz`)).status).toBe(200);
   });
 });

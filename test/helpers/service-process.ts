@@ -31,11 +31,12 @@ export type ServiceWorld = {
   service: RunningService;
   /**
    * Starts another process of the service on the same database and fakes; `logs`, when given,
-   * collects its log lines from the start, before it is ready.
+   * collects its log lines from the start, before it is ready; `onSpawn` gets its process then.
    */
   start(
     extraEnv?: Record<string, string>,
     logs?: Record<string, unknown>[],
+    onSpawn?: (proc: ChildProcess) => void,
   ): Promise<RunningService>;
   post(
     update: unknown,
@@ -57,11 +58,13 @@ export type ServiceWorld = {
 export async function spawnService(
   env: Record<string, string>,
   logs: Record<string, unknown>[] = [],
+  onSpawn?: (proc: ChildProcess) => void,
 ): Promise<RunningService> {
   const proc = spawn(process.execPath, [MAIN], {
     env: { PATH: process.env.PATH ?? "", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
+  onSpawn?.(proc);
   let stderr = "";
   const exited = new Promise<number | null>((resolve) =>
     proc.once("exit", (code) => resolve(code)),
@@ -134,8 +137,12 @@ export async function startWorld(
     ...options.env,
   };
   const services: RunningService[] = [];
-  const start = async (extraEnv: Record<string, string> = {}, logs?: Record<string, unknown>[]) => {
-    const s = await spawnService({ ...env, ...extraEnv }, logs);
+  const start = async (
+    extraEnv: Record<string, string> = {},
+    logs?: Record<string, unknown>[],
+    onSpawn?: (proc: ChildProcess) => void,
+  ) => {
+    const s = await spawnService({ ...env, ...extraEnv }, logs, onSpawn);
     services.push(s);
     return s;
   };
