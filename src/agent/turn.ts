@@ -22,13 +22,16 @@ import { contentsFor } from "./contents.js";
 import { GeminiUnsupportedAnswerError } from "./gemini-errors.js";
 import {
   BUDGET_EXHAUSTED,
+  planCalls,
   repairDanglingCalls,
+  repeatRefusal,
   responsePart,
   toolCallsSinceUserMessage,
 } from "./guardrail.js";
 import type { AgentHooks } from "./hooks.js";
 import type { GenerateResult, ModelClient, Usage } from "./model-client.js";
 import { dayFormat, systemInstruction, toolBudgetInstruction } from "./prompts.js";
+import { runInOrder } from "./tool-batch.js";
 
 export interface Compactor {
   /**
@@ -200,26 +203,30 @@ export function createAgent(deps: AgentDeps) {
         return { text, usage, modelCalls, toolCalls, resumed: resumed !== undefined };
       }
 
-      const parts = [];
-      let executed = 0;
-      for (const call of calls) {
-        const args = call.args ?? {};
-        if (executed >= Math.max(0, remaining)) {
-          parts.push(responsePart(call, { error: BUDGET_EXHAUSTED }));
-          continue;
-        }
-        executed++;
-        hooks.emit("toolCall", { chatId, name: call.name, args });
-        const outcome = await tools.execute(call.name, args, { chatId });
-        hooks.emit("toolResult", {
-          chatId,
-          name: call.name,
-          args,
-          ok: outcome.ok,
-          response: outcome.response,
-        });
-        parts.push(responsePart(call, outcome.response));
+      const plan = planCalls(calls, remaining, context.events);
+      const toRun = calls.filter((_, i) => plan[i]?.kind === "run");
+      const outcomes = await runInOrder(
+        toRun,
+        (call) => call.name,
+        (name) => tools.concurrencyOf(name),
+        async (call) => {
+          const args = call.args ?? {};
+          hooks.emit("toolCall", { chatId, name: call.name, args });
+          const outcome = await tools.execute(call.name, args, { chatId });
+          hooks.emit("toolResult", { chatId, name: call.name, args, ...outcome });
+          return outcome.response;
+        },
+      );
+      const responses: Record<string, unknown>[] = [];
+      let ran = 0;
+      for (const [i, step] of plan.entries()) {
+        if (step.kind === "run") responses.push(outcomes[ran++] as Record<string, unknown>);
+        else if (step.kind === "budget") responses.push({ error: BUDGET_EXHAUSTED });
+        else responses.push(repeatRefusal("index" in step ? responses[step.index] : step.earlier));
+        if (step.kind === "repeat") log.warn({ tool: calls[i]?.name }, "refused a repeated call");
       }
+      const parts = calls.map((call, i) => responsePart(call, responses[i] ?? {}));
+      const executed = plan.filter((step) => step.kind !== "budget").length;
       toolCalls += executed;
       context = withAppended(
         context,

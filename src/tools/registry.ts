@@ -11,6 +11,11 @@ export interface Tool<S extends z.ZodType = z.ZodType> {
   /** A z.object: the model always calls a function with named arguments. */
   schema: S;
   run(args: z.infer<S>, ctx: ToolContext): Promise<unknown>;
+  /**
+   * The calls of one model response run concurrently; a tool that changes state sets 1 so its
+   * calls run one at a time, in the order the model gave them. Unset: no limit.
+   */
+  maxConcurrent?: number;
 }
 
 export type ToolOutcome =
@@ -21,6 +26,8 @@ export interface ToolRegistry {
   declarations(): FunctionDeclaration[];
   /** Never throws: every failure becomes an `{ error }` response the model can read. */
   execute(name: string, args: unknown, ctx: ToolContext): Promise<ToolOutcome>;
+  /** The tool's maxConcurrent (undefined for unknown tools, whose calls fail at once). */
+  concurrencyOf(name: string): number | undefined;
 }
 
 export function defineTool<S extends z.ZodType>(tool: Tool<S>): Tool<S> {
@@ -186,5 +193,6 @@ export function createToolRegistry(tools: Tool[]): ToolRegistry {
     // Built once per registry and frozen: every turn shares them, and nobody can change them.
     declarations: () => [...declarations],
     execute,
+    concurrencyOf: (name) => byName.get(name)?.maxConcurrent,
   };
 }

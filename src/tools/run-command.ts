@@ -106,6 +106,7 @@ export function createRunCommandTool(deps: {
   const baseEnv = deps.env ?? process.env;
   return defineTool({
     name: "run_command",
+    maxConcurrent: 1,
     description:
       "Runs a shell command (/bin/sh -c) in the workspace directory. It is killed after " +
       `${timeoutMs / 1000} s; stdout and stderr together are cut at ` +

@@ -43,6 +43,7 @@ async function writeAtomically(file: string, content: string): Promise<void> {
 export function createWriteFileTool(deps: { workspaceDir: string }) {
   return defineTool({
     name: "write_file",
+    maxConcurrent: 1,
     description:
       "Creates or replaces a text file in the workspace with the given content " +
       `(at most ${WRITE_FILE_MAX_BYTES / 1024} KiB); missing folders are created.`,

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { GeminiRefusedError, GeminiUnsupportedAnswerError } from "../../src/agent/gemini-errors.js";
 import { BUDGET_EXHAUSTED, INTERRUPTED } from "../../src/agent/guardrail.js";
 import type { SessionEvent } from "../../src/session/events.js";
@@ -16,20 +16,20 @@ import {
   text,
   thought,
 } from "../fakes/gemini.js";
-import { type Harness, startHarness } from "../helpers/harness.js";
+import { type Harness, harnessPerTest, startHarness } from "../helpers/harness.js";
 
 const responsesOf = (e: SessionEvent) => e.parts.filter((p) => p.kind === "function_response");
 const hasTools = (r: RecordedRequest) => (r.body.tools?.length ?? 0) > 0;
 const allText = (r: RecordedRequest) => JSON.stringify(r.body.contents);
+/** A call unlike every other one of the turn, which the repeated-call guard lets through. */
+let distinct = 0;
+const freshCall = () => call("get_current_time", { attempt: ++distinct });
 
 describe("agent turn loop", () => {
+  const harness = harnessPerTest({ env: { MAX_TOOL_CALLS_PER_TURN: "15" } });
   let h: Harness;
-  beforeEach(async () => {
-    h = await startHarness({ env: { MAX_TOOL_CALLS_PER_TURN: "15" } });
-  });
-  afterEach(async () => {
-    expect(h.fake.rejections).toEqual([]);
-    await h.close();
+  beforeEach(() => {
+    h = harness();
   });
 
   it("answers a text turn with the system instruction, tools and stored events", async () => {
@@ -116,9 +116,7 @@ describe("agent turn loop", () => {
   });
 
   it("stops offering tools after exactly 15 calls and says why, without storing the notice", async () => {
-    h.fake.setDefault((req) =>
-      hasTools(req) ? call("get_current_time") : text("I used my budget; continue?"),
-    );
+    h.fake.setDefault((req) => (hasTools(req) ? freshCall() : text("I used my budget; continue?")));
     let executed = 0;
     h.app.hooks.on("toolCall", () => executed++);
     const result = await h.app.agent.runTurn("c1", { text: "loop forever" });
@@ -146,8 +144,8 @@ describe("agent turn loop", () => {
       if (!hasTools(req)) return text("stopped");
       n++;
       return n < 15
-        ? call("get_current_time")
-        : calls([0, 1, 2].map((i) => ({ name: "get_current_time", id: `b${i}` })));
+        ? freshCall()
+        : calls([0, 1, 2].map((i) => ({ name: "get_current_time", args: { i }, id: `b${i}` })));
     });
     let executed = 0;
     h.app.hooks.on("toolCall", () => executed++);
@@ -168,13 +166,13 @@ describe("agent turn loop", () => {
     h.fake.setDefault((req) => {
       if (!hasTools(req)) return text("budget spent");
       answered++;
-      return answered <= 10 ? call("get_current_time") : status(400, "boom: simulated crash point");
+      return answered <= 10 ? freshCall() : status(400, "boom: simulated crash point");
     });
     await expect(
       h.app.agent.runTurn("c1", { text: "long job", updateId: 7 }),
     ).rejects.toBeInstanceOf(GeminiRefusedError);
     const restarted = await h.restart();
-    h.fake.setDefault((req) => (hasTools(req) ? call("get_current_time") : text("budget spent")));
+    h.fake.setDefault((req) => (hasTools(req) ? freshCall() : text("budget spent")));
     let executed = 0;
     restarted.hooks.on("toolCall", () => executed++);
     const result = await restarted.agent.runTurn("c1", { text: "long job", updateId: 7 });

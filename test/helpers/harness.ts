@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { afterEach, beforeEach, expect } from "vitest";
 import { type App, createApp } from "../../src/app.js";
 import { loadConfig } from "../../src/config.js";
 import { type FakeGemini, startFakeGemini } from "../fakes/gemini.js";
@@ -67,5 +68,24 @@ export async function startHarness(
       await testDb.dispose();
       rmSync(root, { recursive: true, force: true });
     },
+  };
+}
+
+/**
+ * A fresh harness for every test of the calling describe block; each test also checks that the
+ * fake Gemini refused nothing the app sent.
+ */
+export function harnessPerTest(options: Parameters<typeof startHarness>[0] = {}): () => Harness {
+  let harness: Harness | undefined;
+  beforeEach(async () => {
+    harness = await startHarness(options);
+  });
+  afterEach(async () => {
+    expect(harness?.fake.rejections).toEqual([]);
+    await harness?.close();
+  });
+  return () => {
+    if (!harness) throw new Error("harnessPerTest: used outside a test");
+    return harness;
   };
 }
