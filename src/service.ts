@@ -14,6 +14,7 @@ import { createBot } from "./telegram/bot.js";
 import { COMMANDS } from "./telegram/commands.js";
 import { tellGaveUp } from "./telegram/conversation.js";
 import { createIngest, type Ingest } from "./telegram/ingest.js";
+import { createPendingTopicNames } from "./telegram/new-topics.js";
 import { startPolling } from "./telegram/polling.js";
 
 // Turns at once over all chats: enough to keep many chats moving while each waits on Gemini,
@@ -136,6 +137,7 @@ export async function startService(
     agent: app.agent,
     hooks: app.hooks,
     store: app.store,
+    pendingTopicNames: createPendingTopicNames({ db: app.database.db }),
     compact: (chatId, guard) => app.compactor.compact(chatId, { guard }),
     logger,
     settings,

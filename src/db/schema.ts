@@ -50,9 +50,17 @@ export interface InboxTable {
   delivered: ColumnType<number, number | undefined, number>;
 }
 
+/** A topic /new opened, until its first message names it. */
+export interface PendingTopicNamesTable {
+  /** The topic's conversation key, `<chat_id>:<thread_id>`. */
+  conversation: string;
+  created_at: string;
+}
+
 export interface Database {
   messages: MessagesTable;
   inbox: InboxTable;
+  pending_topic_names: PendingTopicNamesTable;
 }
 
 export type MessageRow = Selectable<MessagesTable>;

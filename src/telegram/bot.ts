@@ -10,6 +10,7 @@ import type { SessionStore } from "../session/store.js";
 import { type CommandDeps, commandsComposer } from "./commands.js";
 import { conversationComposer } from "./conversation.js";
 import { createDelivery } from "./delivery.js";
+import { type PendingTopicNames, topicNamingComposer } from "./new-topics.js";
 
 export type BotDeps = {
   token: string;
@@ -18,6 +19,7 @@ export type BotDeps = {
   agent: Agent;
   hooks: AgentHooks;
   store: SessionStore;
+  pendingTopicNames: PendingTopicNames;
   compact: CommandDeps["compact"];
   logger: Logger;
   settings: CompactionLimits & { model: string };
@@ -76,8 +78,11 @@ export function createBot(deps: BotDeps) {
       delivery,
       settings: deps.settings,
       leaseOf: deps.leaseOf,
+      pendingTopicNames: deps.pendingTopicNames,
+      logger: deps.logger,
     }),
   );
+  bot.use(topicNamingComposer({ pending: deps.pendingTopicNames, logger: deps.logger }));
   bot.use(
     conversationComposer({
       agent: deps.agent,

@@ -1,12 +1,14 @@
 import { Composer, type Context } from "grammy";
 import { type CompactionOutcome, compactionNotice } from "../agent/compaction.js";
+import type { Logger } from "../logger.js";
 import type { Lease } from "../queue/inbox.js";
 import type { CompactionLimits } from "../session/compaction-plan.js";
 import { truncate } from "../session/event-text.js";
 import { type HistoryLine, historyLines } from "../session/history-view.js";
 import type { ChatStats, SessionStore } from "../session/store.js";
-import { conversationKeyOf } from "./conversation-key.js";
+import { conversationKey, conversationKeyOf } from "./conversation-key.js";
 import type { Delivery } from "./delivery.js";
+import { NEW_TOPIC_NAME, openTopic, type PendingTopicNames } from "./new-topics.js";
 import { escapeHtml } from "./render.js";
 import { threadOf } from "./topics.js";
 
@@ -14,6 +16,10 @@ export const COMMANDS = [
   { command: "start", description: "What Koroku is and what it can do" },
   { command: "help", description: "The commands" },
   { command: "clear", description: "Wipe this conversation (memory files stay)" },
+  {
+    command: "new",
+    description: "Start a fresh conversation (a new topic where there are topics)",
+  },
   { command: "history", description: "Replay the last n turns: /history 5" },
   { command: "status", description: "Model, context size and compaction budget" },
   { command: "compact", description: "Summarise the conversation now" },
@@ -77,7 +83,12 @@ export type CommandDeps = {
   settings: CompactionLimits & { model: string };
   /** The inbox lease of an update being run (see ConversationDeps). */
   leaseOf?(updateId: number): Lease | undefined;
+  pendingTopicNames: PendingTopicNames;
+  logger: Logger;
 };
+
+const clearedHtml = (removed: number) =>
+  `🧹 Cleared this conversation (${removed} stored event${removed === 1 ? "" : "s"}). The memory files with earlier summaries are kept.`;
 
 /** The slash commands: answered from the database, without a model call (except /compact). */
 export function commandsComposer(deps: CommandDeps): Composer<Context> {
@@ -98,10 +109,26 @@ export function commandsComposer(deps: CommandDeps): Composer<Context> {
 
   composer.command("clear", async (ctx) => {
     await stillHeld(ctx)();
-    const removed = await store.clear(conversationKeyOf(ctx.msg));
+    await reply(ctx, clearedHtml(await store.clear(conversationKeyOf(ctx.msg))));
+  });
+
+  // A new topic where the chat has topics and the bot may open one; elsewhere, what /clear does.
+  composer.command("new", async (ctx) => {
+    await stillHeld(ctx)();
+    const threadId = await openTopic(ctx, deps.logger);
+    if (threadId === undefined) {
+      await reply(ctx, clearedHtml(await store.clear(conversationKeyOf(ctx.msg))));
+      return;
+    }
+    await deps.pendingTopicNames.remember(conversationKey({ chatId: ctx.chat.id, threadId }));
+    await delivery.sendHtml(
+      ctx.chat.id,
+      "🆕 A fresh conversation starts here. Your first message gives this topic its name.",
+      threadId,
+    );
     await reply(
       ctx,
-      `🧹 Cleared this conversation (${removed} stored event${removed === 1 ? "" : "s"}). The memory files with earlier summaries are kept.`,
+      `🆕 Opened the topic “${escapeHtml(NEW_TOPIC_NAME)}” for a fresh conversation.`,
     );
   });
 

@@ -11,6 +11,9 @@ import {
 } from "../helpers/service-process.js";
 
 const FORUM = -1005550001;
+/** A forum where the bot is no administrator: it may not open topics. */
+const FORUM_WITHOUT_RIGHTS = -1005550002;
+const GROUP = -4005550003;
 const MENTION = "@koroku_test_bot";
 const USERS = Array.from({ length: 10 }, (_, i) => ALLOWED_USER + i);
 
@@ -37,6 +40,7 @@ describe("conversations end to end: topics are conversations of their own", () =
       telegram: { topicsInPrivateChats: true },
     });
     w.telegram.addForum(FORUM, { botCanManageTopics: true });
+    w.telegram.addForum(FORUM_WITHOUT_RIGHTS);
     w.gemini.setDefault((r) => text(`echo: ${lastUserText(r)}`));
   });
   afterAll(async () => {
@@ -116,7 +120,7 @@ describe("conversations end to end: topics are conversations of their own", () =
     ]);
     await database.close();
 
-    await w.say(`${MENTION} what was the plan?`, { chatId: FORUM });
+    await w.say(`${MENTION} what was the plan?`, { chatId: FORUM, forum: true });
     const general = await waitForText(FORUM, (t) => t.includes("what was the plan"));
     expect(general.body).not.toHaveProperty("message_thread_id");
     expect(contextOf(await requestFor("what was the plan"))).toContain("the old plan");
@@ -125,5 +129,44 @@ describe("conversations end to end: topics are conversations of their own", () =
     const topic = await waitForText(FORUM, (t) => t.includes("a topic of its own"));
     expect(topic.body.message_thread_id).toBe(3);
     expect(contextOf(await requestFor("a topic of its own"))).not.toContain("the old plan");
+  });
+
+  it("/new opens a topic, named after its first message, in a private chat with topics", async () => {
+    const u = user();
+    await w.say("/new", { userId: u });
+    const created = await w.telegram.waitFor(
+      (c) => c.method === "createForumTopic" && c.body.chat_id === u && c.response !== undefined,
+    );
+    const threadId = (created.response as { result: { message_thread_id: number } }).result
+      .message_thread_id;
+    const greeting = await waitForText(u, (t) => t.includes("fresh conversation starts here"));
+    expect(greeting.body.message_thread_id).toBe(threadId);
+    const told = await waitForText(u, (t) => t.startsWith("🆕 Opened"));
+    expect(told.body).not.toHaveProperty("message_thread_id");
+
+    await w.say("  plan a trip\nto Kyoto in spring  ", { userId: u, threadId });
+    const answer = await waitForText(u, (t) => t.includes("Kyoto"));
+    expect(answer.body.message_thread_id).toBe(threadId);
+    expect(w.telegram.topicsOf(u).get(threadId)).toBe("plan a trip to Kyoto in spring");
+
+    await w.say("and in autumn?", { userId: u, threadId });
+    await waitForText(u, (t) => t.includes("autumn"));
+    expect(w.telegram.calls.filter((c) => c.method === "editForumTopic")).toHaveLength(1);
+    expect(w.telegram.topicsOf(u).get(threadId)).toBe("plan a trip to Kyoto in spring");
+  });
+
+  it("/new clears the conversation where the bot may not open topics, or there are none", async () => {
+    for (const chatId of [FORUM_WITHOUT_RIGHTS, GROUP]) {
+      const forum = chatId === FORUM_WITHOUT_RIGHTS;
+      await w.say(`${MENTION} remember this`, { chatId, forum });
+      await waitForText(chatId, (t) => t.includes("remember this"));
+      await w.say("/new", { chatId, forum });
+      const cleared = await waitForText(chatId, (t) => t.startsWith("🧹"));
+      expect(cleared.plain_text).toContain("2 stored events");
+    }
+    const refused = w.telegram.calls.filter(
+      (c) => c.method === "createForumTopic" && !c.response?.ok,
+    );
+    expect(refused.map((c) => c.body.chat_id)).toEqual([FORUM_WITHOUT_RIGHTS]);
   });
 });

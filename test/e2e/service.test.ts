@@ -37,6 +37,7 @@ describe("Telegram service end to end (webhook mode, SQLite)", () => {
       "start",
       "help",
       "clear",
+      "new",
       "history",
       "status",
       "compact",

@@ -14,6 +14,8 @@ export interface TextUpdateParams {
   readonly date?: number;
   /** A message in this topic (of a forum supergroup, or of a private chat with topics). */
   readonly threadId?: number;
+  /** The supergroup is a forum (implied by a threadId there); its General topic has no threadId. */
+  readonly forum?: boolean;
 }
 
 export const DEFAULT_USER_ID = 424242;
@@ -77,7 +79,7 @@ export function buildTextUpdate(params: TextUpdateParams): Update {
       from: { id: userId, is_bot: false, first_name: params.firstName ?? "Test User" },
       // Only a forum supergroup has topics among groups.
       chat:
-        chat.type === "supergroup" && params.threadId !== undefined
+        chat.type === "supergroup" && (params.forum || params.threadId !== undefined)
           ? { ...chat, is_forum: true }
           : chat,
       date: params.date ?? unixNow(),

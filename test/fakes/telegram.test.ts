@@ -247,3 +247,53 @@ describe("fake Telegram: other methods and helpers", () => {
     await expect(timedOut).rejects.toThrow(/1\. sendMessage \{"chat_id":1,"text":"a"\} → ok/);
   });
 });
+
+describe("fake Telegram: topics", () => {
+  const FORUM = -1001700;
+
+  it("sends into a topic only where there are topics", async () => {
+    const refused = await grammyError(api.sendMessage(42, "hi", { message_thread_id: 5 }));
+    expect(refused.description).toBe("Bad Request: message thread not found");
+    const inGroup = await grammyError(api.sendMessage(-4001, "hi", { message_thread_id: 5 }));
+    expect(inGroup.error_code).toBe(400);
+    const sent = await api.sendMessage(FORUM, "hi", { message_thread_id: 5 });
+    expect(sent).toMatchObject({ message_thread_id: 5, is_topic_message: true });
+  });
+
+  it("creates and renames topics only in forums where the bot may, and in threaded private chats", async () => {
+    expect((await grammyError(api.createForumTopic(FORUM, "x"))).description).toBe(
+      "Bad Request: the chat is not a forum",
+    );
+    fake.addForum(FORUM);
+    expect((await grammyError(api.createForumTopic(FORUM, "x"))).description).toContain(
+      "not enough rights",
+    );
+    fake.addForum(FORUM, { botCanManageTopics: true });
+    expect((await grammyError(api.createForumTopic(FORUM, ""))).description).toContain(
+      "TOPIC_TITLE_EMPTY",
+    );
+    expect((await grammyError(api.createForumTopic(FORUM, "x".repeat(129)))).error_code).toBe(400);
+    const topic = await api.createForumTopic(FORUM, "Plans");
+    await api.editForumTopic(FORUM, topic.message_thread_id, { name: "Trip plans" });
+    expect(fake.topicsOf(FORUM).get(topic.message_thread_id)).toBe("Trip plans");
+    expect((await grammyError(api.editForumTopic(FORUM, 999_999, { name: "y" }))).description).toBe(
+      "Bad Request: TOPIC_ID_INVALID",
+    );
+    expect((await grammyError(api.createForumTopic(42, "x"))).error_code).toBe(400);
+  });
+
+  it("lets a bot in threaded mode open topics in private chats", async () => {
+    const threaded = await startFakeTelegram({ topicsInPrivateChats: true });
+    const threadedApi = new Bot(threaded.token, { client: { apiRoot: threaded.apiRoot } }).api;
+    try {
+      const topic = await threadedApi.createForumTopic(42, "Plans");
+      const sent = await threadedApi.sendMessage(42, "hi", {
+        message_thread_id: topic.message_thread_id,
+      });
+      expect(sent.message_thread_id).toBe(topic.message_thread_id);
+      expect((await threadedApi.getMe()).has_topics_enabled).toBe(true);
+    } finally {
+      await threaded.close();
+    }
+  });
+});

@@ -46,7 +46,7 @@ export type ServiceWorld = {
   /** Posts a text message from the allowed user through the webhook. */
   say(
     text: string,
-    options?: { chatId?: number; userId?: number; threadId?: number },
+    options?: { chatId?: number; userId?: number; threadId?: number; forum?: boolean },
   ): Promise<number>;
   close(): Promise<void>;
 };
@@ -177,6 +177,7 @@ export async function startWorld(
           userId: opts.userId ?? ALLOWED_USER,
           chatId: opts.chatId,
           threadId: opts.threadId,
+          forum: opts.forum,
         }),
       );
       if (res.status !== 200)

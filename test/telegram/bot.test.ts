@@ -2,6 +2,7 @@ import { BotError } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createInbox, type Lease, LeaseLostError } from "../../src/queue/inbox.js";
 import { createBot } from "../../src/telegram/bot.js";
+import { createPendingTopicNames } from "../../src/telegram/new-topics.js";
 import { text } from "../fakes/gemini.js";
 import { buildTextUpdate, type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { CHAT_MODEL, type Harness, SUMMARY_MODEL, startHarness } from "../helpers/harness.js";
@@ -25,6 +26,7 @@ async function handle(
     agent: h.app.agent,
     hooks: h.app.hooks,
     store: h.app.store,
+    pendingTopicNames: createPendingTopicNames({ db: h.app.database.db }),
     compact: (chatId, guard) => h.app.compactor.compact(chatId, { guard }),
     logger: h.app.logger,
     settings: { model: CHAT_MODEL, maxEvents: 30, maxTokens: 0 },
