@@ -31,7 +31,7 @@ const NAMED_ENTITIES: Readonly<Record<string, string>> = {
  * A character Telegram shows. It refuses a message with none, and counts zero-width characters
  * (and Hangul fillers) as none, like whitespace.
  */
-const VISIBLE = /[^\s\u200b-\u200f\u2060\ufeff\u3164\u115f\u1160\uffa0]/;
+export const VISIBLE = /[^\s\u200b-\u200f\u2060\ufeff\u3164\u115f\u1160\uffa0]/;
 
 /** Break kinds, best first: paragraph ("\n\n"), line ("\n"), word (" "). */
 const PARAGRAPH = 3;

@@ -1,16 +1,12 @@
 import type { Token } from "markdown-it";
 import MarkdownIt from "markdown-it";
+import { lostNesting, type TreeNode, tableSourceIfLossy, toTree } from "./markdown-tree.js";
 
 /**
  * Markdown (as Gemini writes it) → the HTML subset Telegram accepts with parse_mode "HTML".
  * Walks markdown-it's token stream, so unbalanced markup is already resolved to literal text
  * by a real parser before anything is emitted.
  */
-
-interface TreeNode {
-  readonly token: Token;
-  readonly children: TreeNode[];
-}
 
 interface RenderContext {
   /** The Markdown's lines, for constructs best shown as written. */
@@ -26,8 +22,6 @@ interface RenderContext {
 const LIST_INDENT = "    ";
 const HORIZONTAL_RULE = "———";
 const ALLOWED_LINK = /^(?:https?|tg|mailto):/i;
-/** Quote markers, list markers and indentation before a table's line in the source. */
-const CONTAINER_PREFIX = /^(?:\s*(?:>|[-+*]|\d{1,9}[.)])(?=\s|$))*\s*/;
 
 // html:false turns raw HTML in the Markdown into text, which escapeHtml then neutralises.
 // The parser keeps no per-document state, so one instance serves every call.
@@ -51,30 +45,12 @@ const MAX_NESTING = parser.options.maxNesting ?? 20;
 
 export function renderMarkdown(markdown: string): string {
   const tokens = parser.parse(markdown, {});
-  // A block opened at the last level markdown-it parses may have lost its content (lists about
-  // 10 deep, quotes about 20): such a reply goes out unformatted rather than with words missing.
-  if (tokens.some((token) => token.nesting === 1 && token.level >= MAX_NESTING - 1)) {
+  if (lostNesting(tokens, MAX_NESTING)) {
     return escapeHtml(markdown.trim());
   }
   const tree = toTree(tokens);
   const source = markdown.split(/\r\n?|\n/);
   return renderBlocks(tree, { source, listDepth: 0, inQuote: false, inLink: false }, "\n\n").trim();
-}
-
-/** markdown-it emits flat open/close pairs; a tree lets each construct render its own children. */
-function toTree(tokens: readonly Token[]): TreeNode[] {
-  const root: TreeNode[] = [];
-  const stack: TreeNode[][] = [root];
-  for (const token of tokens) {
-    if (token.nesting === -1) {
-      stack.pop();
-      continue;
-    }
-    const node: TreeNode = { token, children: [] };
-    (stack.at(-1) ?? root).push(node);
-    if (token.nesting === 1) stack.push(node.children);
-  }
-  return root;
 }
 
 function renderBlocks(nodes: readonly TreeNode[], ctx: RenderContext, separator: string): string {
@@ -166,31 +142,14 @@ function isCode(node: TreeNode): boolean {
   return node.token.type === "fence" || node.token.type === "code_block";
 }
 
-/**
- * Telegram has no tables: one line per row, cells separated by a bar. markdown-it drops the cells
- * of a row beyond the header's count (a `|` inside inline code starts a cell too), so a table
- * with such a row is shown as written instead, with no word lost.
- */
+/** Telegram has no tables: one line per row, cells separated by a bar. */
 function renderTable(node: TreeNode, ctx: RenderContext): string {
+  const lossy = tableSourceIfLossy(node, ctx.source);
+  if (lossy !== undefined) return `<pre>${escapeHtml(lossy)}</pre>`;
   const rows = node.children.flatMap((section) => section.children);
-  const columns = rows[0]?.children.length ?? 0;
-  const [start, end] = node.token.map ?? [0, 0];
-  // Without the quote or list markup around the table, which markdown-it took off too.
-  const lines = ctx.source.slice(start, end).map((line) => line.replace(CONTAINER_PREFIX, ""));
-  if (lines.some((line) => cellCount(line) > columns)) {
-    return `<pre>${escapeHtml(lines.join("\n"))}</pre>`;
-  }
   return rows
     .map((row) => row.children.map((cell) => renderBlocks(cell.children, ctx, " ")).join(" | "))
     .join("\n");
-}
-
-/** Cells in a table line as markdown-it splits it: at every `|` not escaped with a backslash. */
-function cellCount(line: string): number {
-  const cells = line.trim().split(/(?<!\\)\|/);
-  if (cells[0]?.trim() === "") cells.shift();
-  if (cells.length > 1 && cells.at(-1)?.trim() === "") cells.pop();
-  return cells.length;
 }
 
 function renderInline(nodes: readonly TreeNode[], ctx: RenderContext): string {

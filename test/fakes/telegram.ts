@@ -16,9 +16,11 @@ import {
   type TextUpdateParams,
   unixNow,
 } from "./telegram-objects.js";
+import { validateRichHtml } from "./telegram-rich.js";
 
 export { type TelegramHtmlResult, validateTelegramHtml } from "./telegram-html.js";
 export { buildTextUpdate, DEFAULT_USER_ID, type TextUpdateParams } from "./telegram-objects.js";
+export { type RichHtmlResult, validateRichHtml } from "./telegram-rich.js";
 
 /**
  * A strict, in-process fake of the Telegram Bot API for end-to-end tests, spoken to the way
@@ -70,8 +72,9 @@ type CallRecord = { -readonly [K in keyof RecordedCall]: RecordedCall[K] };
 export interface SentMessage {
   readonly message_id: number;
   readonly chat_id: number;
-  /** The text as sent: HTML when parse_mode is "HTML". */
+  /** The text as sent: HTML when parse_mode is "HTML", and for a rich message its rich HTML. */
   readonly text: string;
+  /** "HTML", undefined for plain text; a rich message (sendRichMessage) has "rich". */
   readonly parse_mode: string | undefined;
   /** The text as the user sees it. */
   readonly plain_text: string;
@@ -110,7 +113,7 @@ export interface FakeTelegram {
   readonly token: string;
   readonly bot: UserFromGetMe;
   readonly calls: readonly RecordedCall[];
-  /** Successful sendMessage calls, in order. */
+  /** Successful sendMessage and sendRichMessage calls, in order. */
   readonly sent: readonly SentMessage[];
   /** The last setMyCommands list. */
   readonly commands: readonly BotCommand[];
@@ -225,6 +228,7 @@ class FakeTelegramServer implements FakeTelegram {
       createforumtopic: (params) => ok(this.createForumTopic(params)),
       editforumtopic: (params) => ok(this.editForumTopic(params)),
       sendmessage: (params) => ok(this.sendMessage(params)),
+      sendrichmessage: (params) => ok(this.sendRichMessage(params)),
       sendchataction: (params) => ok(this.sendChatAction(params)),
       setmycommands: (params) => ok(this.setMyCommands(params)),
       getmycommands: () => ok(this.commands),
@@ -495,6 +499,41 @@ class FakeTelegramServer implements FakeTelegram {
       chat_id: chatId,
       text,
       parse_mode: parseMode,
+      plain_text: parsed.text,
+      body: params,
+      message,
+    });
+    return message;
+  }
+
+  /** Only the `html` form is modelled; `markdown` and `blocks` are refused as not modelled. */
+  private sendRichMessage(params: Params): Message {
+    const chatId = readChatId(params);
+    const rich = params.rich_message;
+    if (!isRecord(rich)) throw badRequest('field "rich_message" must be an Object');
+    const forms = ["html", "markdown", "blocks"].filter((form) => rich[form] !== undefined);
+    if (forms.length !== 1) {
+      throw badRequest("exactly one of html, markdown or blocks must be specified in rich_message");
+    }
+    if (typeof rich.html !== "string") {
+      throw badRequest(
+        "the fake models only rich_message.html; extend test/fakes/telegram-rich.ts for the rest",
+      );
+    }
+    const parsed = validateRichHtml(rich.html);
+    if (!parsed.ok) throw badRequest(`can't parse rich message: ${parsed.reason}`);
+    const message: Message = {
+      message_id: this.nextMessageId++,
+      from: botAsUser(this.bot),
+      chat: chatFor(chatId),
+      date: unixNow(),
+      rich_message: { blocks: parsed.blocks },
+    };
+    this.sent.push({
+      message_id: message.message_id,
+      chat_id: chatId,
+      text: rich.html,
+      parse_mode: "rich",
       plain_text: parsed.text,
       body: params,
       message,
