@@ -199,9 +199,13 @@ describe("renderRichMessages: text that only looks like markup stays literal", (
   });
 });
 
-const words = (text: string) => text.match(/[\p{L}\p{N}]+/gu) ?? [];
+const words = (text: string) =>
+  text.replace(/(?<![\p{L}\p{N}])\d+[.)](?=\s|$)/gu, " ").match(/[\p{L}\p{N}]+/gu) ?? [];
 
-/** What a user reads, list labels included, with a word boundary wherever formatting changes. */
+/**
+ * What a user reads, with a word boundary wherever formatting changes. List labels are left out:
+ * Markdown renumbers a list ("1. 1." shows 1 and 2), so numbers like them are compared nowhere.
+ */
 function shown(blocks: readonly RichBlock[]): string {
   const text = (rich: RichText | undefined): string => {
     if (rich === undefined) return "";
@@ -214,7 +218,7 @@ function shown(blocks: readonly RichBlock[]): string {
     .map((block): string => {
       switch (block.type) {
         case "list":
-          return block.items.map((item) => `${item.label} ${shown(item.blocks)}`).join("\n");
+          return block.items.map((item) => shown(item.blocks)).join("\n");
         case "blockquote":
           return shown(block.blocks);
         case "table":
