@@ -62,7 +62,7 @@ export function createCompactor(deps: CompactorDeps): Compactor & {
       .map((p) => p.text)
       .join("")
       .trim();
-    return { text, finishReason: result.finishReason };
+    return { text, finishReason: result.finishReason ?? result.blockReason };
   }
 
   /**

@@ -4,24 +4,37 @@ import type { ChatContext } from "../session/store.js";
 import { summaryFraming } from "./prompts.js";
 
 /**
+ * Gemini wants user and model turns to alternate. Two user turns meet when a model call failed or
+ * was refused (nothing of it is stored) and the user wrote again, and where a note is added:
+ * they become one turn holding both turns' parts, in order.
+ */
+function mergeUserTurns(contents: readonly Content[]): Content[] {
+  const merged: Content[] = [];
+  for (const content of contents) {
+    const last = merged.at(-1);
+    if (last?.role === "user" && content.role === "user") {
+      merged[merged.length - 1] = {
+        ...last,
+        parts: [...(last.parts ?? []), ...(content.parts ?? [])],
+      };
+    } else {
+      merged.push(content);
+    }
+  }
+  return merged;
+}
+
+/**
  * The request contents for a context: the summary (framed as a user-role note) first, then every
- * event verbatim. Gemini wants turns to alternate, so a note is merged into the neighbouring user
- * turn instead of standing as a second user turn in a row.
+ * event verbatim, then the extra note, if any, as the user's.
  */
 export function contentsFor(context: ChatContext, extraUserNote?: string): Content[] {
   const contents = context.events.map((e) => toContent(e.event));
   if (context.summary) {
     const note = { text: summaryFraming(textOf(context.summary.event.summary)) };
-    const first = contents[0];
-    if (first?.role === "user") contents[0] = { ...first, parts: [note, ...(first.parts ?? [])] };
-    else contents.unshift({ role: "user", parts: [note] });
+    contents.unshift({ role: "user", parts: [note] });
   }
-  if (extraUserNote !== undefined) {
-    const last = contents.at(-1);
-    const note = { text: extraUserNote };
-    if (last?.role === "user")
-      contents[contents.length - 1] = { ...last, parts: [...(last.parts ?? []), note] };
-    else contents.push({ role: "user", parts: [note] });
-  }
-  return contents;
+  if (extraUserNote !== undefined)
+    contents.push({ role: "user", parts: [{ text: extraUserNote }] });
+  return mergeUserTurns(contents);
 }

@@ -110,12 +110,15 @@ function usageOf(
 }
 
 function toResult(response: GenerateContentResponse): GenerateResult {
+  // Koroku asks for one candidate; should several come, the first is the answer.
   const candidate = response.candidates?.[0];
-  const finishReason = candidate?.finishReason ?? response.promptFeedback?.blockReason;
+  const finishReason = candidate?.finishReason;
+  const blockReason = response.promptFeedback?.blockReason;
   return {
     content: { role: "model", parts: candidate?.content?.parts ?? [] },
     usage: usageOf(response.usageMetadata),
     ...(finishReason === undefined ? {} : { finishReason }),
+    ...(blockReason === undefined ? {} : { blockReason }),
   };
 }
 

@@ -45,14 +45,14 @@ export class GeminiUnavailableError extends GeminiError {
 }
 
 /**
- * Gemini answered with content the history cannot hold (an image, code to run). Asking again would
+ * Gemini answered with a part the history cannot hold, named by its field. Asking again would
  * cost another model call for the same answer, so the user is told at once.
  */
 export class GeminiUnsupportedAnswerError extends GeminiError {
-  constructor(detail: string) {
+  constructor(detail: string, field: string) {
     super(
       "refused",
-      "Gemini answered with something I cannot handle yet (such as an image). Please ask in another way.",
+      `Gemini answered with something I cannot handle yet (a part holding "${field}"). Please ask in another way.`,
       `Gemini's answer cannot be stored: ${detail}`,
     );
     this.name = "GeminiUnsupportedAnswerError";

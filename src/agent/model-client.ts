@@ -18,11 +18,16 @@ export type GenerateRequest = {
 };
 
 export type GenerateResult = {
-  /** The model's turn; without parts when Gemini gave no content (safety stop, blocked prompt). */
+  /**
+   * The model's turn (the first candidate's); without parts when Gemini gave no content (safety
+   * stop, blocked prompt).
+   */
   content: Content;
   usage: Usage;
-  /** Why the model stopped (STOP, SAFETY, …), or why the prompt was blocked. */
+  /** Why the model stopped (STOP, MAX_TOKENS, SAFETY, …). */
   finishReason?: string;
+  /** Set when Gemini refused the prompt itself (promptFeedback.blockReason): no candidate then. */
+  blockReason?: string;
 };
 
 /**

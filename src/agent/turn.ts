@@ -1,4 +1,3 @@
-import type { Content } from "@google/genai";
 import type { ThinkingLevel } from "../config.js";
 import type { Logger } from "../logger.js";
 import {
@@ -19,6 +18,7 @@ import {
 import type { ToolRegistry } from "../tools/registry.js";
 import type { CompactionOutcome } from "./compaction.js";
 import { contentsFor } from "./contents.js";
+import { judgeAnswer, MALFORMED_TWICE } from "./finish-reasons.js";
 import { GeminiUnsupportedAnswerError } from "./gemini-errors.js";
 import {
   BUDGET_EXHAUSTED,
@@ -89,24 +89,12 @@ export function createAgent(deps: AgentDeps) {
   const timeZone = deps.timeZone ?? Intl.DateTimeFormat().resolvedOptions().timeZone;
   const day = dayFormat(timeZone);
 
-  /**
-   * An answer without content (a safety stop, a blocked prompt) still ends the turn with words the
-   * user can read, and keeps the history an alternation of user and model turns.
-   */
-  function answerOf(result: GenerateResult): Content {
-    if ((result.content.parts ?? []).length > 0) return result.content;
-    return {
-      role: "model",
-      parts: [{ text: `(no answer: ${result.finishReason ?? "empty response"})` }],
-    };
-  }
-
   function modelEvent(result: GenerateResult): SessionEvent {
     try {
-      return fromContent({ ...answerOf(result), role: "model" });
+      return fromContent({ ...result.content, role: "model" });
     } catch (error) {
       if (error instanceof UnsupportedPartError)
-        throw new GeminiUnsupportedAnswerError(error.message);
+        throw new GeminiUnsupportedAnswerError(error.message, error.field);
       throw error;
     }
   }
@@ -161,6 +149,11 @@ export function createAgent(deps: AgentDeps) {
       );
     }
 
+    const end = (text: string): TurnResult => {
+      hooks.emit("turnEnd", { chatId, text, usage, modelCalls, toolCalls });
+      return { text, usage, modelCalls, toolCalls, resumed: resumed !== undefined };
+    };
+
     // The chat is ours until the turn ends (the inbox runs one update per chat at a time), so the
     // context is kept here as it grows instead of being asked of the store before each request.
     let roundsWithoutTools = 0;
@@ -176,16 +169,36 @@ export function createAgent(deps: AgentDeps) {
       const used = toolCallsSinceUserMessage(context.events);
       const remaining = settings.maxToolCallsPerTurn - used;
       const offerTools = remaining > 0;
-      const result = await model.generate({
+      const request = {
         model: settings.model,
         systemInstruction: systemInstruction(day.format(now()), timeZone),
         contents: contentsFor(context, offerTools ? undefined : toolBudgetInstruction(used)),
         tools: offerTools ? tools.declarations() : undefined,
         ...(settings.thinkingLevel ? { thinkingLevel: settings.thinkingLevel } : {}),
-      });
-      modelCalls++;
-      usage.promptTokens += result.usage.promptTokens;
-      usage.outputTokens += result.usage.outputTokens;
+      };
+      const ask = async () => {
+        const answer = await model.generate(request);
+        modelCalls++;
+        usage.promptTokens += answer.usage.promptTokens;
+        usage.outputTokens += answer.usage.outputTokens;
+        return answer;
+      };
+      let result = await ask();
+      let verdict = judgeAnswer(result);
+      if (verdict.kind === "malformed") {
+        log.warn({ detail: verdict.detail }, "Gemini sent a malformed function call; asking again");
+        await input.guard?.();
+        result = await ask();
+        verdict = judgeAnswer(result);
+      }
+      if (verdict.kind === "malformed") {
+        log.warn({ detail: verdict.detail }, "Gemini sent a malformed function call twice");
+        return end(MALFORMED_TWICE);
+      }
+      if (verdict.kind === "failed") {
+        log.warn({ reason: verdict.reason }, "Gemini gave no usable answer");
+        return end(verdict.message);
+      }
 
       const event = modelEvent(result);
       context = withAppended(
@@ -199,8 +212,7 @@ export function createAgent(deps: AgentDeps) {
       const calls = functionCallsOf(event);
       if (calls.length === 0) {
         const text = textOf(event.parts);
-        hooks.emit("turnEnd", { chatId, text, usage, modelCalls, toolCalls });
-        return { text, usage, modelCalls, toolCalls, resumed: resumed !== undefined };
+        return end(verdict.cutNote ? `${text}\n\n${verdict.cutNote}` : text);
       }
 
       const plan = planCalls(calls, remaining, context.events);
@@ -242,8 +254,7 @@ export function createAgent(deps: AgentDeps) {
             event: { v: 1, event_type: "session", role: "model", parts: [{ kind: "text", text }] },
           },
         ]);
-        hooks.emit("turnEnd", { chatId, text, usage, modelCalls, toolCalls });
-        return { text, usage, modelCalls, toolCalls, resumed: resumed !== undefined };
+        return end(text);
       }
     }
   }

@@ -296,14 +296,29 @@ describe("createGeminiClient against the fake Gemini", () => {
   });
 
   it.each([
-    ["a safety stop", empty("SAFETY"), "SAFETY"],
-    ["a blocked prompt", blockedPrompt("PROHIBITED_CONTENT"), "PROHIBITED_CONTENT"],
+    ["a safety stop", empty("SAFETY"), { finishReason: "SAFETY" }],
+    [
+      "a blocked prompt",
+      blockedPrompt("PROHIBITED_CONTENT"),
+      { blockReason: "PROHIBITED_CONTENT" },
+    ],
   ])("returns %s as a turn without parts, with its reason", async (_, step, reason) => {
     fake.script(step);
     const { client } = setup();
     const result = await client.generate({ model: MODEL, contents: [ask("hi")] });
     expect(result.content).toEqual({ role: "model", parts: [] });
-    expect(result.finishReason).toBe(reason);
+    expect({ finishReason: result.finishReason, blockReason: result.blockReason }).toEqual({
+      finishReason: undefined,
+      blockReason: undefined,
+      ...reason,
+    });
+  });
+
+  it("takes the first of several candidates", async () => {
+    fake.script({ ...text("first"), otherCandidates: [[{ text: "second" }]] });
+    const { client } = setup();
+    const result = await client.generate({ model: MODEL, contents: [ask("hi")] });
+    expect(result.content.parts).toEqual([{ text: "first" }]);
   });
 
   it("never puts the API key in errors or logs", async () => {

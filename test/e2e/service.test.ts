@@ -9,10 +9,8 @@ import {
 } from "../helpers/service-process.js";
 
 const USERS = Array.from({ length: 30 }, (_, i) => ALLOWED_USER + i);
-const lastUserText = (r: RecordedRequest) => {
-  const last = r.body.contents.at(-1);
-  return (last?.parts ?? []).map((p) => p.text ?? "").join("");
-};
+/** The newest message: the last part, since messages Gemini never answered share one turn. */
+const lastUserText = (r: RecordedRequest) => r.body.contents.at(-1)?.parts?.at(-1)?.text ?? "";
 const echo = (r: RecordedRequest) => text(`echo: ${lastUserText(r)}`);
 
 describe("Telegram service end to end (webhook mode, SQLite)", () => {

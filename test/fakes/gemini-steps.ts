@@ -37,6 +37,8 @@ export interface ReplyStep {
   parts: Part[];
   finishReason?: string;
   promptBlockReason?: string;
+  /** Parts of further candidates after the first (Gemini sends them when candidateCount > 1). */
+  otherCandidates?: Part[][];
   usage?: UsageOverride;
   delayMs?: number;
 }

@@ -258,6 +258,14 @@ function checkPairing(contents: WireContent[]): string | undefined {
   return undefined;
 }
 
+const ALTERNATION = "Please ensure that multiturn requests alternate between user and model.";
+
+/** Two turns of one role in a row are refused. */
+const checkAlternation = (contents: WireContent[]): string | undefined =>
+  contents.some((content, i) => i > 0 && contents[i - 1]?.role === content.role)
+    ? ALTERNATION
+    : undefined;
+
 /** Gemini 3.6 refuses a request that ends on the model's turn (older models continued it). */
 const checkLastRole = (contents: WireContent[]): string | undefined =>
   contents.at(-1)?.role === "model"
@@ -305,6 +313,7 @@ export function validateRequest(
     checkTools(body.tools) ??
     checkSignatures(contents, book) ??
     checkPairing(contents) ??
+    checkAlternation(contents) ??
     checkLastRole(contents)
   );
 }

@@ -200,6 +200,15 @@ describe("fake Gemini through the real SDK", () => {
     expect(fake.rejections).toHaveLength(3);
   });
 
+  it("refuses two turns of one role in a row and a request ending on the model's turn", async () => {
+    await apiErrorOf(generate([ask("a"), ask("b")]));
+    expect(fake.lastError?.message).toBe(
+      "Please ensure that multiturn requests alternate between user and model.",
+    );
+    await apiErrorOf(generate([ask("a"), { role: "model", parts: [{ text: "x" }] }]));
+    expect(fake.lastError?.message).toContain("last content has the model role");
+  });
+
   it("refuses parts without data and empty contents, in the real error shape", async () => {
     await apiErrorOf(generate([{ role: "user", parts: [{ thought: true }] }]));
     expect(fake.lastError?.message).toContain("required oneof field 'data'");
@@ -224,9 +233,8 @@ describe("fake Gemini through the real SDK", () => {
     );
     fake.script(text("chat"));
     expect((await generate([ask("a")])).text).toBe("chat");
-    expect((await generate([ask("a"), ask("b")], "summary-model")).text).toBe(
-      "summary of 2 contents",
-    );
+    const exchange: Content[] = [ask("a"), { role: "model", parts: [{ text: "x" }] }, ask("b")];
+    expect((await generate(exchange, "summary-model")).text).toBe("summary of 3 contents");
     expect(fake.pendingSteps()).toBe(0);
   });
 

@@ -177,7 +177,12 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
       finishReason: step.finishReason ?? "STOP",
       index: 0,
     };
-    return { candidates: [candidate], ...meta };
+    const others = (step.otherCandidates ?? []).map((more, i) => ({
+      content: { role: "model", parts: more.map((part) => signPart(part, request.model)) },
+      finishReason: "STOP",
+      index: i + 1,
+    }));
+    return { candidates: [candidate, ...others], ...meta };
   };
 
   const answer = async (res: ServerResponse, step: StaticStep, request: RecordedRequest) => {
