@@ -8,6 +8,7 @@ import type { Logger } from "../logger.js";
 import type { InboxItem, Lease } from "../queue/inbox.js";
 import { conversationKeyOf } from "./conversation-key.js";
 import type { Delivery } from "./delivery.js";
+import { modelText } from "./message-context.js";
 import { escapeHtml } from "./render.js";
 import { threadOf, threadOfMessage } from "./topics.js";
 
@@ -47,16 +48,6 @@ export function geminiFailureText(error: GeminiError): string {
   return error.userMessage;
 }
 
-/** In a group the bot is addressed as @name; the model only needs the words. */
-function messageText(ctx: Context): string {
-  const raw = (ctx.msg?.text ?? "").toWellFormed();
-  if (ctx.chat?.type === "private") return raw;
-  const text = raw.replace(new RegExp(`@${ctx.me.username}\\b`, "gi"), "").trim();
-  // The name reaches Gemini too, so it needs the same repair as the text.
-  const name = [ctx.from?.first_name, ctx.from?.last_name].filter(Boolean).join(" ").toWellFormed();
-  return `[${name || `user ${ctx.from?.id}`}] ${text}`;
-}
-
 /** Text messages become agent turns; anything else gets told what the bot can read. */
 export function conversationComposer(deps: ConversationDeps): Composer<Context> {
   const { agent, hooks, delivery } = deps;
@@ -85,7 +76,7 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
     });
     try {
       const result = await agent.runTurn(session, {
-        text: messageText(ctx),
+        text: modelText(ctx.msg, ctx.me, ctx.chat.type !== "private"),
         updateId: ctx.update.update_id,
         guard: lease && (() => lease.ensureHeld()),
       });

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDatabase } from "../../src/db/connect.js";
 import { createSessionStore } from "../../src/session/store.js";
 import { type RecordedRequest, text } from "../fakes/gemini.js";
+import { buildTextUpdate } from "../fakes/telegram.js";
 import { captureLogger } from "../helpers/logs.js";
 import {
   ALLOWED_USER,
@@ -168,5 +169,46 @@ describe("conversations end to end: topics are conversations of their own", () =
       (c) => c.method === "createForumTopic" && !c.response?.ok,
     );
     expect(refused.map((c) => c.body.chat_id)).toEqual([FORUM_WITHOUT_RIGHTS]);
+  });
+
+  it("tells the model what a reply quotes, where a forward comes from, and who speaks in a group", async () => {
+    const u = user();
+    await w.say("tell me something", { userId: u });
+    const answer = await waitForText(u, (t) => t.includes("tell me something"));
+    const post = async (fields: Record<string, unknown>, words: string) => {
+      const id = w.nextUpdateId();
+      const update = buildTextUpdate({ updateId: id, messageId: id, text: words, userId: u });
+      Object.assign(update.message as object, fields);
+      expect((await w.post(update)).status).toBe(200);
+      return lastUserText(await requestFor(words));
+    };
+    const replied = await post(
+      {
+        reply_to_message: answer.message,
+        quote: { text: "something", position: 16, is_manual: true },
+      },
+      "what do you mean?",
+    );
+    expect(replied).toBe(
+      "[In reply to your own earlier message, quoting: “something”]\nwhat do you mean?",
+    );
+    const forwarded = await post(
+      {
+        forward_origin: {
+          type: "channel",
+          date: 1_764_000_000,
+          chat: { id: -1009998887, type: "channel", title: "Daily News" },
+          message_id: 77,
+        },
+      },
+      "rain tomorrow",
+    );
+    expect(forwarded).toBe(
+      "[Forwarded from the channel “Daily News”, first sent 2025-11-24]\nrain tomorrow",
+    );
+    await w.say(`so, ${MENTION}   what about   today?`, { chatId: GROUP, userId: u });
+    expect(lastUserText(await requestFor("what about"))).toBe(
+      "[Test User] so, what about   today?",
+    );
   });
 });
