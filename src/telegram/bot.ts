@@ -1,5 +1,5 @@
 import { autoRetry } from "@grammyjs/auto-retry";
-import { type ApiClientOptions, Bot, HttpError } from "grammy";
+import { type ApiClientOptions, Bot } from "grammy";
 import type { UserFromGetMe } from "grammy/types";
 import type { AgentHooks } from "../agent/hooks.js";
 import type { Agent } from "../agent/turn.js";
@@ -10,6 +10,7 @@ import type { SessionStore } from "../session/store.js";
 import { type CommandDeps, commandsComposer } from "./commands.js";
 import { conversationComposer } from "./conversation.js";
 import { createDelivery } from "./delivery.js";
+import { logNetworkFailures } from "./network-failures.js";
 import { type PendingTopicNames, topicNamingComposer } from "./new-topics.js";
 
 export type BotDeps = {
@@ -47,22 +48,7 @@ export function createBot(deps: BotDeps) {
     },
     botInfo: deps.botInfo,
   });
-  // Installed first, so that it sees every attempt auto-retry makes. Network failures are retried
-  // without end (by grammY at start-up, by auto-retry afterwards): logging each one is how an
-  // operator learns why a bot that cannot reach Telegram does nothing.
-  bot.api.config.use(async (prev, method, payload, signal) => {
-    try {
-      return await prev(method, payload, signal);
-    } catch (error) {
-      if (error instanceof HttpError) {
-        deps.logger.warn(
-          { method, err: error.message, api_root: deps.apiRoot },
-          "cannot reach Telegram; trying again",
-        );
-      }
-      throw error;
-    }
-  });
+  bot.api.config.use(logNetworkFailures(deps.logger, deps.apiRoot));
   bot.api.config.use(
     autoRetry({ maxDelaySeconds: MAX_RETRY_DELAY_SECONDS, maxRetryAttempts: MAX_RETRY_ATTEMPTS }),
   );
