@@ -6,6 +6,7 @@ import type {
   GenerateContentResponse,
   GenerateContentResponseUsageMetadata,
   GoogleGenAI,
+  Part,
 } from "@google/genai";
 import type { Logger } from "pino";
 import {
@@ -15,6 +16,7 @@ import {
   GeminiUnavailableError,
 } from "./gemini-errors.js";
 import type { GenerateRequest, GenerateResult, ModelClient } from "./model-client.js";
+import { StreamAssembly } from "./stream-assembly.js";
 import { thinkingConfigFor } from "./thinking.js";
 
 /** Documented value that makes Gemini skip signature validation for a function call. */
@@ -109,22 +111,40 @@ function usageOf(
   };
 }
 
-function toResult(response: GenerateContentResponse): GenerateResult {
-  // Koroku asks for one candidate; should several come, the first is the answer.
-  const candidate = response.candidates?.[0];
-  const finishReason = candidate?.finishReason;
-  const blockReason = response.promptFeedback?.blockReason;
+type Reasons = { finishReason?: string | undefined; blockReason?: string | undefined };
+
+function resultOf(
+  parts: Part[],
+  usage: GenerateContentResponseUsageMetadata | undefined,
+  { finishReason, blockReason }: Reasons,
+): GenerateResult {
   return {
-    content: { role: "model", parts: candidate?.content?.parts ?? [] },
-    usage: usageOf(response.usageMetadata),
+    content: { role: "model", parts },
+    usage: usageOf(usage),
     ...(finishReason === undefined ? {} : { finishReason }),
     ...(blockReason === undefined ? {} : { blockReason }),
   };
 }
 
+function toResult(response: GenerateContentResponse): GenerateResult {
+  // Koroku asks for one candidate; should several come, the first is the answer.
+  const candidate = response.candidates?.[0];
+  return resultOf(candidate?.content?.parts ?? [], response.usageMetadata, {
+    finishReason: candidate?.finishReason,
+    blockReason: response.promptFeedback?.blockReason,
+  });
+}
+
+/** A stream that failed after its first chunk: the next attempt starts the answer over. */
+class MidStreamFailure extends Error {
+  constructor(readonly failure: unknown) {
+    super("the stream broke off");
+  }
+}
+
 /**
- * One non-streaming generateContent call per generate(), with our retry policy. Throws
- * GeminiRefusedError or GeminiUnavailableError. An answer without content (safety stop, blocked
+ * One generateContent call per generate(), streamed when the request asks, with our retry
+ * policy. Throws GeminiRefusedError or GeminiUnavailableError. An answer without content (safety stop, blocked
  * prompt, empty candidate) is not an error: it comes back without parts, with its reason.
  */
 export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
@@ -160,16 +180,59 @@ export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
    * One request, aborted after timeoutMs. The deadline is ours rather than httpOptions.timeout:
    * after a success the SDK leaves that timer, and the AbortController it holds, armed for the
    * whole timeout in case the body is still streaming. Under load that was a minute's worth of
-   * requests held in memory, ~1 KB each.
+   * requests held in memory, ~1 KB each. A stream's deadline is for each chunk: a long answer
+   * that keeps coming is not cut off, one that stalls is.
    */
-  async function send(ai: GoogleGenAI, request: GenerateRequest, contents: Content[]) {
+  async function send(
+    ai: GoogleGenAI,
+    request: GenerateRequest,
+    contents: Content[],
+  ): Promise<GenerateResult> {
     const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(), deps.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+    const timeoutMs = deps.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    let timer = setTimeout(() => controller.abort(), timeoutMs);
+    const stop = () => controller.abort();
+    request.stop?.addEventListener("abort", stop);
+    const assembly = new StreamAssembly();
     try {
-      return await ai.models.generateContent(paramsFor(request, contents, controller.signal));
+      const params = paramsFor(request, contents, controller.signal);
+      if (request.stream === undefined) return toResult(await ai.models.generateContent(params));
+      for await (const chunk of await ai.models.generateContentStream(params)) {
+        clearTimeout(timer);
+        timer = setTimeout(() => controller.abort(), timeoutMs);
+        if (assembly.add(chunk)) request.stream.onText(assembly.visibleText);
+      }
+      return resultOf(assembly.parts, assembly.usage, assembly);
+    } catch (error) {
+      if (request.stop?.aborted) return stoppedResult(assembly);
+      throw assembly.received ? new MidStreamFailure(error) : error;
     } finally {
       clearTimeout(timer);
+      request.stop?.removeEventListener("abort", stop);
     }
+  }
+
+  /** A stop during the backoff ends it at once (the loop then returns the stopped answer). */
+  async function sleepUnlessStopped(ms: number, stop: AbortSignal | undefined): Promise<void> {
+    if (stop === undefined) return sleep(ms);
+    let wake = () => {};
+    const stopped = new Promise<void>((resolve) => {
+      wake = resolve;
+    });
+    stop.addEventListener("abort", wake, { once: true });
+    try {
+      await Promise.race([sleep(ms), stopped]);
+    } finally {
+      stop.removeEventListener("abort", wake);
+    }
+  }
+
+  /** What was written before the user stopped it: only the words they saw are kept. */
+  function stoppedResult(assembly: StreamAssembly | undefined): GenerateResult {
+    const parts = (assembly?.parts ?? []).filter(
+      (part) => part.text !== undefined && part.text !== "" && !part.thought,
+    );
+    return { ...resultOf(parts, assembly?.usage, assembly ?? {}), stopped: true };
   }
 
   async function generate(request: GenerateRequest): Promise<GenerateResult> {
@@ -179,17 +242,21 @@ export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
     // Planned delays count in full even when an injected sleep returns early.
     let spentMs = 0;
     for (let attempt = 1; ; attempt++) {
+      if (request.stop?.aborted) return stoppedResult(undefined);
       const started = Date.now();
       try {
-        return toResult(await send(ai, request, contents));
-      } catch (error) {
+        return await send(ai, request, contents);
+      } catch (thrown) {
         spentMs += Date.now() - started;
+        const midStream = thrown instanceof MidStreamFailure;
+        const error = midStream ? thrown.failure : thrown;
         const failure = describeFailure(error, deps.apiKey, apiError);
         const log = {
           model: request.model,
           attempt,
           status: failure.status,
           reason: failure.reason,
+          ...(midStream ? { mid_stream: true } : {}),
         };
         if (failure.signatureProblem && !repairedSignatures) {
           repairedSignatures = true;
@@ -202,7 +269,8 @@ export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
         }
         const delayMs = planRetry(failure, attempt, spentMs);
         deps.logger.warn({ ...log, delayMs }, "Gemini call failed; retrying");
-        await sleep(delayMs);
+        if (midStream) request.stream?.onRestart();
+        await sleepUnlessStopped(delayMs, request.stop);
         spentMs += delayMs;
       }
     }

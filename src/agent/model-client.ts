@@ -8,6 +8,14 @@ export type Usage = {
   outputTokens: number;
 };
 
+/** Told as a streamed answer arrives. */
+export type StreamObserver = {
+  /** The visible answer so far (thought parts never shown), each time it grew. */
+  onText(text: string): void;
+  /** An attempt failed after its first chunk: the answer starts over from nothing. */
+  onRestart(): void;
+};
+
 export type GenerateRequest = {
   model: string;
   systemInstruction?: string;
@@ -15,6 +23,13 @@ export type GenerateRequest = {
   tools?: FunctionDeclaration[];
   /** GEMINI_THINKING_LEVEL; the client turns it into what the model understands. */
   thinkingLevel?: ThinkingLevel;
+  /** Streams the answer (generateContentStream) and reports it as it grows. */
+  stream?: StreamObserver;
+  /**
+   * The user stopped the answer: the stream is aborted, nothing is retried, and what arrived so
+   * far comes back with `stopped`.
+   */
+  stop?: AbortSignal;
 };
 
 export type GenerateResult = {
@@ -28,6 +43,8 @@ export type GenerateResult = {
   finishReason?: string;
   /** Set when Gemini refused the prompt itself (promptFeedback.blockReason): no candidate then. */
   blockReason?: string;
+  /** The answer was cut short by `stop`; `content` holds what had arrived. */
+  stopped?: true;
 };
 
 /**

@@ -66,7 +66,29 @@ export type TurnInput = {
    * not add to the chat.
    */
   guard?: () => Promise<void>;
+  /** Told as the answer is written and while tools run (drafts, the terminal). */
+  progress?: TurnProgress;
+  /**
+   * Aborted when the user stops the answer: the model stream ends, no further model or tool call
+   * starts, and what was written so far is stored as the answer, marked as stopped.
+   */
+  stop?: AbortSignal;
 };
+
+export type TurnProgress = {
+  /** The visible text of the model call being written, each time it grew. */
+  text(text: string): void;
+  /** The model call being written started over (a retry after a broken stream). */
+  restart(): void;
+  /** A tool is about to run; what the answer said before it is not the final answer. */
+  tool(name: string, args: Record<string, unknown>): void;
+};
+
+/** Stored and shown when the user stopped an answer before any of it was written. */
+export const STOPPED_EMPTY = "(stopped)";
+/** What a call the user's stop kept from running answers, so the history stays paired. */
+export const STOPPED_CALL = "not run: the user stopped the answer";
+
 export type TurnResult = {
   /** What the user sees: the model's text without thought parts. */
   text: string;
@@ -75,6 +97,8 @@ export type TurnResult = {
   toolCalls: number;
   /** True when the answer was already stored by an earlier, interrupted run of this update. */
   resumed: boolean;
+  /** True when the user stopped the answer (`text` is what was written until then). */
+  stopped?: true;
 };
 
 // After the budget is spent the model gets no tools; if it still answers with calls, a couple of
@@ -97,6 +121,18 @@ export function createAgent(deps: AgentDeps) {
         throw new GeminiUnsupportedAnswerError(error.message, error.field);
       throw error;
     }
+  }
+
+  /** A stopped answer keeps only the words the user saw: no thoughts, no calls left to run. */
+  function stoppedEvent(written: string): SessionEvent {
+    const text = written === "" ? STOPPED_EMPTY : written;
+    return {
+      v: 1,
+      event_type: "session",
+      role: "model",
+      parts: [{ kind: "text", text }],
+      stopped: true,
+    };
   }
 
   function userEvent(text: string): SessionEvent {
@@ -153,6 +189,16 @@ export function createAgent(deps: AgentDeps) {
       hooks.emit("turnEnd", { chatId, text, usage, modelCalls, toolCalls });
       return { text, usage, modelCalls, toolCalls, resumed: resumed !== undefined };
     };
+    const endStopped = async (written: string): Promise<TurnResult> => {
+      const event = stoppedEvent(written);
+      await append([{ event }]);
+      return { ...end(textOf(event.parts)), stopped: true };
+    };
+    const progress = input.progress;
+    const stream = {
+      onText: (text: string) => progress?.text(text),
+      onRestart: () => progress?.restart(),
+    };
 
     // The chat is ours until the turn ends (the inbox runs one update per chat at a time), so the
     // context is kept here as it grows instead of being asked of the store before each request.
@@ -160,6 +206,7 @@ export function createAgent(deps: AgentDeps) {
     let compactor = deps.compactor;
     for (;;) {
       await input.guard?.();
+      if (input.stop?.aborted) return endStopped("");
       if (compactor) {
         const outcome = await compactor.maybeCompact(chatId, context, input.guard);
         context = outcome.context;
@@ -175,6 +222,8 @@ export function createAgent(deps: AgentDeps) {
         contents: contentsFor(context, offerTools ? undefined : toolBudgetInstruction(used)),
         tools: offerTools ? tools.declarations() : undefined,
         ...(settings.thinkingLevel ? { thinkingLevel: settings.thinkingLevel } : {}),
+        stream,
+        ...(input.stop ? { stop: input.stop } : {}),
       };
       const ask = async () => {
         const answer = await model.generate(request);
@@ -184,11 +233,14 @@ export function createAgent(deps: AgentDeps) {
         return answer;
       };
       let result = await ask();
+      if (result.stopped) return endStopped(textOf(fromContent(result.content).parts));
       let verdict = judgeAnswer(result);
       if (verdict.kind === "malformed") {
         log.warn({ detail: verdict.detail }, "Gemini sent a malformed function call; asking again");
         await input.guard?.();
+        progress?.restart();
         result = await ask();
+        if (result.stopped) return endStopped(textOf(fromContent(result.content).parts));
         verdict = judgeAnswer(result);
       }
       if (verdict.kind === "malformed") {
@@ -222,8 +274,10 @@ export function createAgent(deps: AgentDeps) {
         (call) => call.name,
         (name) => tools.concurrencyOf(name),
         async (call) => {
+          if (input.stop?.aborted) return { error: STOPPED_CALL };
           const args = call.args ?? {};
           hooks.emit("toolCall", { chatId, name: call.name, args });
+          progress?.tool(call.name, args);
           const outcome = await tools.execute(call.name, args, { chatId });
           hooks.emit("toolResult", { chatId, name: call.name, args, ...outcome });
           return outcome.response;

@@ -51,6 +51,8 @@ export const sessionEventSchema = z.object({
   event_type: z.literal("session"),
   role: z.enum(["user", "model"]),
   parts: z.array(partSchema),
+  /** A model answer the user stopped while it was written: its parts are what they saw. */
+  stopped: z.literal(true).optional(),
 });
 
 export const compactionEventSchema = z.object({

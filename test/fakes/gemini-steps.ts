@@ -17,6 +17,8 @@ export interface RecordedRequest {
   body: GenerateBody;
   apiKey: string | undefined;
   at: number;
+  /** Sent to `:streamGenerateContent?alt=sse` rather than `:generateContent`. */
+  stream: boolean;
   /** Set when the fake's validation refused the request (it also lands in `rejections`). */
   rejection?: string;
 }
@@ -41,6 +43,15 @@ export interface ReplyStep {
   otherCandidates?: Part[][];
   usage?: UsageOverride;
   delayMs?: number;
+  /** How a streamed request gets this answer (the fake's defaults otherwise). */
+  stream?: StreamStepShape;
+}
+
+export interface StreamStepShape {
+  chunkChars?: number;
+  chunkDelayMs?: number;
+  /** The connection drops after this many chunks, the way a network failure cuts a stream. */
+  breakAfter?: number;
 }
 
 export interface ErrorStep {
@@ -87,6 +98,12 @@ export const call = (
 
 /** Raw model content; function calls without a thoughtSignature still get one. */
 export const content = (value: Content): ReplyStep => reply(value.parts ?? []);
+
+/** The same answer, streamed in this shape. */
+export const streamed = (step: ReplyStep, shape: StreamStepShape): ReplyStep => ({
+  ...step,
+  stream: { ...step.stream, ...shape },
+});
 
 /** Concatenates the parts of several replies; later finishReason/usage/delay win. */
 export function combine(...steps: ReplyStep[]): ReplyStep {

@@ -10,6 +10,7 @@ import {
   SKIP_SIGNATURE,
   startFakeGemini,
   status,
+  streamed,
   text,
   thought,
 } from "./gemini.js";
@@ -254,6 +255,56 @@ describe("fake Gemini through the real SDK", () => {
     const counted = await generate([ask("a")]);
     expect(counted.usageMetadata).toMatchObject({ promptTokenCount: 7, totalTokenCount: 10 });
     expect(fake.rejections).toEqual([]);
+  });
+
+  it("streams as server-sent events: pieces, the signature last on empty text, calls whole", async () => {
+    fake.script(
+      streamed(
+        combine(
+          thought("ab"),
+          { kind: "reply", parts: [{ text: "hello world", thoughtSignature: "c2ln" }] },
+          call("get_time", { zone: "UTC" }, { id: "c1" }),
+        ),
+        { chunkChars: 4, chunkDelayMs: 40 },
+      ),
+    );
+    const arrived: number[] = [];
+    const chunks: Part[][] = [];
+    const reasons: (string | undefined)[] = [];
+    const stream = await ai.models.generateContentStream({ model: MODEL, contents: [ask("a")] });
+    for await (const chunk of stream) {
+      arrived.push(Date.now());
+      chunks.push(chunk.candidates?.[0]?.content?.parts ?? []);
+      reasons.push(chunk.candidates?.[0]?.finishReason);
+    }
+    expect(chunks).toEqual([
+      [{ text: "ab", thought: true }],
+      [{ text: "hell" }],
+      [{ text: "o wo" }],
+      [{ text: "rld" }],
+      [{ text: "", thoughtSignature: "c2ln" }],
+      [
+        {
+          functionCall: { name: "get_time", args: { zone: "UTC" }, id: "c1" },
+          thoughtSignature: fake.issued[0]?.signature,
+        },
+      ],
+    ]);
+    expect(reasons).toEqual([undefined, undefined, undefined, undefined, undefined, "STOP"]);
+    // The pauses between chunks reach the client: it sees each chunk as it is sent.
+    expect((arrived.at(-1) ?? 0) - (arrived[0] ?? 0)).toBeGreaterThanOrEqual(5 * 35);
+    expect(fake.requests[0]?.stream).toBe(true);
+    expect(fake.rejections).toEqual([]);
+  });
+
+  it("refuses a stream that is not asked for as server-sent events", async () => {
+    const raw = await fetch(`${fake.baseUrl}/v1beta/models/${MODEL}:streamGenerateContent`, {
+      method: "POST",
+      headers: { "x-goog-api-key": "k", "content-type": "application/json" },
+      body: JSON.stringify({ contents: [ask("a")] }),
+    });
+    expect(raw.status).toBe(400);
+    expect(fake.rejections).toHaveLength(1);
   });
 
   it("holds a hang step until the client gives up", async () => {

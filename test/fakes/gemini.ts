@@ -1,6 +1,7 @@
 /**
- * A strict fake of the Gemini REST API (`POST /v1/models/{model}:generateContent`), for
- * tests that drive the real @google/genai SDK with `httpOptions.baseUrl = fake.baseUrl`.
+ * A strict fake of the Gemini REST API (`POST /v1/models/{model}:generateContent`, and
+ * `:streamGenerateContent?alt=sse` as server-sent events), for tests that drive the real
+ * @google/genai SDK with `httpOptions.baseUrl = fake.baseUrl`.
  *
  * Answers come from scripted steps (see gemini-steps.ts): per-model queues first, then the
  * shared queue, then the default responder (text "ok"). Every request is validated first, like
@@ -22,6 +23,7 @@ import {
   type Step,
   text,
 } from "./gemini-steps.js";
+import { DEFAULT_STREAM_SHAPE, type StreamShape, streamChunks } from "./gemini-stream.js";
 import { callKey, type IssuedCall, validateRequest } from "./gemini-validation.js";
 
 export * from "./gemini-steps.js";
@@ -55,6 +57,8 @@ export interface FakeGemini {
 export interface FakeGeminiOptions {
   /** When set, any other key is refused the way Gemini refuses a bad key. */
   apiKey?: string;
+  /** How streamed answers are cut and paced, unless a step says otherwise. */
+  stream?: Partial<StreamShape>;
 }
 
 const STATUS_NAMES: Record<number, string> = {
@@ -71,7 +75,8 @@ const STATUS_NAMES: Record<number, string> = {
 };
 
 // SDK 3.x defaults to v1; v1beta/v1alpha are what `apiVersion` overrides select.
-const GENERATE_PATH = /^\/(v1|v1beta|v1alpha)\/models\/([^/]+):generateContent$/;
+const GENERATE_PATH =
+  /^\/(v1|v1beta|v1alpha)\/models\/([^/]+):(generateContent|streamGenerateContent)$/;
 
 const estimateTokens = (value: unknown): number => Math.ceil(JSON.stringify(value).length / 4);
 
@@ -185,10 +190,33 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
     return { candidates: [candidate, ...others], ...meta };
   };
 
+  const streamShape = { ...DEFAULT_STREAM_SHAPE, ...options.stream };
+
+  /** Server-sent events, one chunk each, as Gemini streams them. */
+  const sendStream = async (res: ServerResponse, step: ReplyStep, request: RecordedRequest) => {
+    const shape = { ...streamShape, ...step.stream };
+    const chunks = streamChunks(buildReply(step, request), shape);
+    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+    for (const [index, chunk] of chunks.entries()) {
+      if (res.destroyed) return;
+      if (index === step.stream?.breakAfter) {
+        res.destroy();
+        return;
+      }
+      if (index > 0 && shape.chunkDelayMs > 0) await delay(shape.chunkDelayMs);
+      // Each chunk reaches the socket before the next (or a break) comes, as on a real network.
+      await new Promise<void>((resolve) =>
+        res.write(`data: ${JSON.stringify(chunk)}\r\n\r\n`, () => resolve()),
+      );
+    }
+    res.end();
+  };
+
   const answer = async (res: ServerResponse, step: StaticStep, request: RecordedRequest) => {
     if (step.kind === "hang") return;
     if (step.delayMs !== undefined) await delay(step.delayMs);
     if (step.kind === "error") sendError(res, step);
+    else if (request.stream) await sendStream(res, step, request);
     else sendJson(res, 200, buildReply(step, request));
   };
 
@@ -199,11 +227,18 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const path = new URL(req.url ?? "/", "http://fake").pathname;
+    const url = new URL(req.url ?? "/", "http://fake");
+    const path = url.pathname;
     const match = req.method === "POST" ? GENERATE_PATH.exec(path) : null;
     if (!match?.[1] || !match[2]) {
-      const message = `The fake Gemini serves only POST /{v1,v1beta,v1alpha}/models/{model}:generateContent, not ${req.method} ${path}.`;
+      const message = `The fake Gemini serves only POST /{v1,v1beta,v1alpha}/models/{model}:generateContent or :streamGenerateContent, not ${req.method} ${path}.`;
       return refuse(res, { status: 404, message });
+    }
+    const stream = match[3] === "streamGenerateContent";
+    // Without alt=sse Gemini streams one JSON array, which the SDK never asks for.
+    if (stream && url.searchParams.get("alt") !== "sse") {
+      const message = "The fake Gemini streams only as server-sent events (?alt=sse).";
+      return refuse(res, { status: 400, message });
     }
     const parsed = await readJson(req);
     if (parsed === undefined)
@@ -218,6 +253,7 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
         : { contents: [] }) as GenerateBody,
       apiKey: typeof apiKey === "string" ? apiKey : undefined,
       at: Date.now(),
+      stream,
     };
     requests.push(request);
     const problem =

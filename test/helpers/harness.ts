@@ -2,9 +2,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, expect } from "vitest";
+import type { ModelClient } from "../../src/agent/model-client.js";
 import { type App, createApp } from "../../src/app.js";
 import { loadConfig } from "../../src/config.js";
-import { type FakeGemini, startFakeGemini } from "../fakes/gemini.js";
+import { type FakeGemini, type FakeGeminiOptions, startFakeGemini } from "../fakes/gemini.js";
 import { createTestDatabase, type DatabaseKindName, type TestDatabase } from "./databases.js";
 import { captureLogger, type LogLine } from "./logs.js";
 
@@ -23,9 +24,14 @@ export type Harness = {
 
 /** The real app (createApp) on a fresh database, talking to a fake Gemini over HTTP. */
 export async function startHarness(
-  options: { kind?: DatabaseKindName; env?: Record<string, string> } = {},
+  options: {
+    kind?: DatabaseKindName;
+    env?: Record<string, string>;
+    gemini?: FakeGeminiOptions;
+    wrapModel?: (model: ModelClient) => ModelClient;
+  } = {},
 ): Promise<Harness> {
-  const fake = await startFakeGemini();
+  const fake = await startFakeGemini(options.gemini);
   const testDb: TestDatabase = await createTestDatabase(options.kind ?? "sqlite");
   const root = mkdtempSync(join(tmpdir(), "koroku-harness-"));
   const dirs = { workspace: join(root, "workspace"), memory: join(root, "memory") };
@@ -51,7 +57,10 @@ export async function startHarness(
   };
   const apps: App[] = [];
   const boot = async () => {
-    const app = await createApp(config, logger, { gemini: fastRetry });
+    const app = await createApp(config, logger, {
+      gemini: fastRetry,
+      ...(options.wrapModel ? { wrapModel: options.wrapModel } : {}),
+    });
     apps.push(app);
     return app;
   };

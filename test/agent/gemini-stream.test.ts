@@ -1,0 +1,207 @@
+import type { Content } from "@google/genai";
+import { pino } from "pino";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createGeminiClient } from "../../src/agent/gemini-client.js";
+import type { ModelClient } from "../../src/agent/model-client.js";
+import { STOPPED_CALL } from "../../src/agent/turn.js";
+import {
+  combine,
+  content,
+  type FakeGemini,
+  startFakeGemini,
+  status,
+  streamed,
+  text,
+  thought,
+} from "../fakes/gemini.js";
+import { type Harness, startHarness } from "../helpers/harness.js";
+
+const MODEL = "gemini-test";
+const ask = (value: string): Content => ({ role: "user", parts: [{ text: value }] });
+// Base64, as Gemini's signatures are.
+const SIG_TEXT = "c2lnbmVkLXRleHQ=";
+const SIG_CALL = "c2lnbmVkLWNhbGw=";
+const SIG_FINAL = "c2lnbmVkLWZpbmFs";
+const ANSWER = "The *answer*, written in pieces: ".repeat(6);
+
+/** A thinking model's tool round, then its signed answer: what Gemini 3 sends. */
+const toolRound = () =>
+  combine(
+    thought("Planning: the user wants a file."),
+    content({
+      parts: [
+        { text: "I will write it.", thoughtSignature: SIG_TEXT },
+        {
+          functionCall: { name: "write_file", args: { path: "a.txt", content: "A" }, id: "c-1" },
+          thoughtSignature: SIG_CALL,
+        },
+      ],
+    }),
+  );
+const finalAnswer = () =>
+  combine(
+    thought("It worked."),
+    content({ parts: [{ text: ANSWER, thoughtSignature: SIG_FINAL }] }),
+  );
+
+describe("streamed model calls", () => {
+  let fake: FakeGemini;
+  let client: ModelClient;
+  const logger = pino({ level: "silent" });
+
+  beforeEach(async () => {
+    fake = await startFakeGemini({ stream: { chunkChars: 7 } });
+    client = createGeminiClient({
+      apiKey: "k",
+      baseUrl: fake.baseUrl,
+      logger,
+      retry: { baseDelayMs: 1, maxDelayMs: 2 },
+    });
+  });
+  afterEach(async () => {
+    expect(fake.rejections).toEqual([]);
+    await fake.close();
+  });
+
+  it("assembles chunks into the answer a non-streamed call returns", async () => {
+    fake.script(finalAnswer(), finalAnswer(), toolRound(), toolRound());
+    const seen: string[] = [];
+    const stream = { onText: (t: string) => seen.push(t), onRestart: () => seen.push("restart") };
+    const plain = await client.generate({ model: MODEL, contents: [ask("q")] });
+    const live = await client.generate({ model: MODEL, contents: [ask("q")], stream });
+    expect(live).toEqual(plain);
+    expect(live.content.parts).toEqual([
+      { text: "It worked.", thought: true },
+      { text: ANSWER, thoughtSignature: SIG_FINAL },
+    ]);
+    expect(live.finishReason).toBe("STOP");
+    // Thoughts never shown; the answer grows piece by piece.
+    expect(seen.length).toBeGreaterThan(10);
+    expect(seen.at(-1)).toBe(ANSWER);
+    expect(seen.every((t) => ANSWER.startsWith(t))).toBe(true);
+
+    const plainCalls = await client.generate({ model: MODEL, contents: [ask("q")] });
+    const liveCalls = await client.generate({ model: MODEL, contents: [ask("q")], stream });
+    expect(liveCalls).toEqual(plainCalls);
+    expect(liveCalls.content.parts?.[2]).toEqual({
+      functionCall: { name: "write_file", args: { path: "a.txt", content: "A" }, id: "c-1" },
+      thoughtSignature: SIG_CALL,
+    });
+    expect(fake.requests.map((r) => r.stream)).toEqual([false, true, false, true]);
+  });
+
+  it("starts over when the stream breaks in the middle, and retries a refused start", async () => {
+    fake.script(status(503), streamed(text(ANSWER), { breakAfter: 3 }), text(ANSWER));
+    const seen: string[] = [];
+    const result = await client.generate({
+      model: MODEL,
+      contents: [ask("q")],
+      stream: { onText: (t) => seen.push(t), onRestart: () => seen.push("restart") },
+    });
+    expect(result.content.parts).toEqual([{ text: ANSWER }]);
+    expect(fake.requests).toHaveLength(3);
+    const restart = seen.indexOf("restart");
+    expect(seen.slice(0, restart)).toEqual([
+      ANSWER.slice(0, 7),
+      ANSWER.slice(0, 14),
+      ANSWER.slice(0, 21),
+    ]);
+    expect(seen[restart + 1]).toBe(ANSWER.slice(0, 7));
+    expect(seen.at(-1)).toBe(ANSWER);
+  });
+
+  it("returns what was written when stopped, and retries nothing", async () => {
+    fake.script(streamed(combine(thought("hmm"), text(ANSWER)), { chunkDelayMs: 30 }));
+    const stop = new AbortController();
+    const result = await client.generate({
+      model: MODEL,
+      contents: [ask("q")],
+      stop: stop.signal,
+      stream: {
+        onText: (t) => {
+          if (t.length >= 14) stop.abort();
+        },
+        onRestart: () => {
+          throw new Error("a stopped answer must not start over");
+        },
+      },
+    });
+    expect(result.stopped).toBe(true);
+    expect(result.content.parts).toEqual([{ text: ANSWER.slice(0, 14) }]);
+    expect(fake.requests).toHaveLength(1);
+  });
+});
+
+describe("a streamed turn against the fake", () => {
+  const harnesses: Harness[] = [];
+  afterEach(async () => {
+    for (const h of harnesses.splice(0)) {
+      expect(h.fake.rejections).toEqual([]);
+      await h.close();
+    }
+  });
+
+  const start = async (wrapModel?: (model: ModelClient) => ModelClient) => {
+    const h = await startHarness({
+      gemini: { stream: { chunkChars: 5 } },
+      ...(wrapModel ? { wrapModel } : {}),
+    });
+    harnesses.push(h);
+    return h;
+  };
+
+  it("stores the same history as a non-streamed one, thoughts and signatures included", async () => {
+    const live = await start();
+    const plain = await start((model) => ({
+      generate: ({ stream: _stream, ...request }) => model.generate(request),
+    }));
+    for (const h of [live, plain]) {
+      h.fake.script(toolRound(), finalAnswer());
+      const result = await h.app.agent.runTurn("c1", { text: "write a.txt" });
+      expect(result.text).toBe(ANSWER);
+    }
+    expect(live.fake.requests.map((r) => r.stream)).toEqual([true, true]);
+    expect(plain.fake.requests.map((r) => r.stream)).toEqual([false, false]);
+    const events = async (h: Harness) =>
+      (await h.app.store.loadContext("c1")).events.map((e) => e.event);
+    const liveEvents = await events(live);
+    expect(liveEvents).toEqual(await events(plain));
+    expect(liveEvents.map((e) => e.role)).toEqual(["user", "model", "user", "model"]);
+    expect(live.fake.requests[1]?.body.contents).toEqual(plain.fake.requests[1]?.body.contents);
+  });
+
+  it("tells the progress what is written and which tool runs; stop ends before the next call", async () => {
+    const h = await start();
+    h.fake.script(toolRound());
+    const stop = new AbortController();
+    const seen: string[] = [];
+    const result = await h.app.agent.runTurn("c1", {
+      text: "write a.txt",
+      stop: stop.signal,
+      progress: {
+        text: (t) => seen.push(`text ${t}`),
+        restart: () => seen.push("restart"),
+        tool: (name) => {
+          seen.push(`tool ${name}`);
+          stop.abort();
+        },
+      },
+    });
+    expect(seen.at(-2)).toBe("text I will write it.");
+    expect(seen.at(-1)).toBe("tool write_file");
+    expect(result).toMatchObject({ text: "(stopped)", stopped: true, modelCalls: 1 });
+    expect(h.fake.requests).toHaveLength(1);
+    const stored = (await h.app.store.loadContext("c1")).events.map((e) => e.event);
+    expect(stored.at(-1)).toEqual({
+      v: 1,
+      event_type: "session",
+      role: "model",
+      parts: [{ kind: "text", text: "(stopped)" }],
+      stopped: true,
+    });
+    expect(JSON.stringify(stored)).not.toContain(STOPPED_CALL);
+    // The next message continues from a history Gemini accepts.
+    h.fake.script(text("continuing"));
+    expect((await h.app.agent.runTurn("c1", { text: "go on" })).text).toBe("continuing");
+  });
+});
