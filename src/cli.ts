@@ -1,6 +1,12 @@
 import { pino } from "pino";
 import { createApp } from "./app.js";
-import { type Config, ConfigError, loadConfig, readEnvironment } from "./config.js";
+import {
+  type Config,
+  ConfigError,
+  configuredSecrets,
+  loadConfig,
+  readEnvironment,
+} from "./config.js";
 import { createLogger } from "./logger.js";
 import { runTerminalChat } from "./terminal/chat.js";
 
@@ -18,7 +24,7 @@ async function main(): Promise<number> {
   // stdout carries only the conversation; synchronous so nothing is lost at process.exit.
   const logger = createLogger({
     level: config.logLevel,
-    secrets: [config.geminiApiKey, config.telegramBotToken, config.webhook?.secret],
+    secrets: configuredSecrets(config),
     destination: pino.destination({ dest: 2, sync: true }),
   });
   const app = await createApp(config, logger);

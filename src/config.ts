@@ -258,3 +258,17 @@ export function loadConfig(
   if (!parsed.success || problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(parsed.data);
 }
+
+/**
+ * Every secret the configuration holds, for the scrubbers of logs and of what users are sent:
+ * nothing outside the process may ever show one of these.
+ */
+export function configuredSecrets(config: Config): string[] {
+  const secrets = [config.telegramBotToken, config.geminiApiKey, config.webhook?.secret];
+  if (config.database.kind === "postgres") {
+    const { password } = new URL(config.database.connectionString);
+    // The URL form is percent-encoded; a message would show the password as typed.
+    secrets.push(password, decodeURIComponent(password));
+  }
+  return secrets.filter((s): s is string => s !== undefined && s !== "");
+}

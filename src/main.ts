@@ -1,5 +1,5 @@
 import { createApp } from "./app.js";
-import { ConfigError, loadConfig, readEnvironment } from "./config.js";
+import { ConfigError, configuredSecrets, loadConfig, readEnvironment } from "./config.js";
 import { createLogger } from "./logger.js";
 import { StartupError, startService } from "./service.js";
 
@@ -11,7 +11,7 @@ async function main(): Promise<void> {
   const config = loadConfig(readEnvironment());
   const logger = createLogger({
     level: config.logLevel,
-    secrets: [config.telegramBotToken, config.geminiApiKey, config.webhook?.secret],
+    secrets: configuredSecrets(config),
   });
   // Listened for from the start and for the whole run: a signal during start-up ends start-up
   // (waiting for Telegram, for another service's lock), one after it stops the service

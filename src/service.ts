@@ -3,6 +3,7 @@ import { hostname } from "node:os";
 import { BotError, GrammyError } from "grammy";
 import type { Update } from "grammy/types";
 import type { App } from "./app.js";
+import { configuredSecrets } from "./config.js";
 import { type DatabaseClock, readPostgresTime, startDatabaseClock } from "./db/clock.js";
 import { lockSqliteService, type ServiceLock, ServiceLockError } from "./db/service-lock.js";
 import { createHttpServer } from "./http/server.js";
@@ -142,6 +143,7 @@ export async function startService(
     logger,
     settings,
     leaseOf: (updateId) => leases.get(updateId),
+    secrets: configuredSecrets(config),
   });
   // grammY types its signals after the abort-controller polyfill; a standard one works the same.
   const apiSignal = signal as Parameters<typeof bot.init>[0];

@@ -12,6 +12,7 @@ import { conversationComposer } from "./conversation.js";
 import { createDelivery } from "./delivery.js";
 import { logNetworkFailures } from "./network-failures.js";
 import { type PendingTopicNames, topicNamingComposer } from "./new-topics.js";
+import { scrubOutgoing } from "./scrub-outgoing.js";
 
 export type BotDeps = {
   token: string;
@@ -26,6 +27,8 @@ export type BotDeps = {
   settings: CompactionLimits & { model: string };
   /** The inbox lease of an update being run (see ConversationDeps). */
   leaseOf?(updateId: number): Lease | undefined;
+  /** Taken out of everything sent to Telegram (see scrub-outgoing.ts). */
+  secrets?: readonly string[];
   /** Known bot identity (tests); otherwise `bot.init()` asks Telegram with getMe. */
   botInfo?: UserFromGetMe;
 };
@@ -48,6 +51,7 @@ export function createBot(deps: BotDeps) {
     },
     botInfo: deps.botInfo,
   });
+  bot.api.config.use(scrubOutgoing(deps.secrets ?? []));
   bot.api.config.use(logNetworkFailures(deps.logger, deps.apiRoot));
   bot.api.config.use(
     autoRetry({ maxDelaySeconds: MAX_RETRY_DELAY_SECONDS, maxRetryAttempts: MAX_RETRY_ATTEMPTS }),

@@ -2,7 +2,13 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig, parseDatabaseUrl, readEnvironment } from "../../src/config.js";
+import {
+  ConfigError,
+  configuredSecrets,
+  loadConfig,
+  parseDatabaseUrl,
+  readEnvironment,
+} from "../../src/config.js";
 
 const minimal = { TELEGRAM_BOT_TOKEN: "123:abc", GEMINI_API_KEY: "key" };
 
@@ -175,5 +181,24 @@ describe("config", () => {
       maxToolCallsPerTurn: 15,
       logLevel: "info",
     });
+  });
+});
+
+describe("configured secrets", () => {
+  it("are the token, the API key, the webhook secret and the database password as typed", () => {
+    const config = loadConfig({
+      ...minimal,
+      WEBHOOK_URL: "https://example.com/hook",
+      WEBHOOK_SECRET: "hook-secret",
+      DATABASE_URL: "postgres://bot:p%40ss%2Fword@db/koroku",
+    });
+    expect(configuredSecrets(config)).toEqual([
+      "123:abc",
+      "key",
+      "hook-secret",
+      "p%40ss%2Fword",
+      "p@ss/word",
+    ]);
+    expect(configuredSecrets(loadConfig(minimal))).toEqual(["123:abc", "key"]);
   });
 });
