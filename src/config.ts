@@ -65,10 +65,11 @@ const userIds = z
     for (const raw of value.split(",")) {
       const item = raw.trim();
       if (item === "") continue;
-      if (!/^\d{1,16}$/.test(item)) {
+      // Negative ids are groups and channels: their anonymous administrators, posts as a channel.
+      if (!/^-?\d{1,16}$/.test(item)) {
         ctx.addIssue({
           code: "custom",
-          message: `ALLOWED_USER_IDS must be comma-separated numeric Telegram user ids, "${item}" is not one`,
+          message: `ALLOWED_USER_IDS must be comma-separated numeric Telegram ids (users; groups and channels are negative), "${item}" is not one`,
         });
         return z.NEVER;
       }

@@ -11,6 +11,7 @@ import type { Logger } from "./logger.js";
 import { Dispatcher } from "./queue/dispatcher.js";
 import { createInbox, type Lease } from "./queue/inbox.js";
 import { startInboxPruner } from "./queue/inbox-pruner.js";
+import { moveMemory } from "./session/memory-files.js";
 import { createBot } from "./telegram/bot.js";
 import { COMMANDS } from "./telegram/commands.js";
 import { tellGaveUp } from "./telegram/conversation.js";
@@ -139,6 +140,10 @@ export async function startService(
     hooks: app.hooks,
     store: app.store,
     pendingTopicNames: createPendingTopicNames({ db: app.database.db }),
+    moveConversation: async (from, to) => ({
+      events: await app.store.move(from, to),
+      memoryFiles: await moveMemory(config.memoryDir, from, to),
+    }),
     compact: (chatId, guard) => app.compactor.compact(chatId, { guard }),
     logger,
     settings,

@@ -1,4 +1,4 @@
-import { appendFile, mkdir, readdir, readFile } from "node:fs/promises";
+import { appendFile, mkdir, readdir, readFile, rename, rm } from "node:fs/promises";
 import path from "node:path";
 
 /**
@@ -110,4 +110,30 @@ export async function readMemory(
     if (isNotFound(error)) return null;
     throw error;
   }
+}
+
+/**
+ * Gives one conversation's memory files to another (a group that became a supergroup): each day's
+ * entries are appended to the new conversation's file of that day, then the old folder goes.
+ * Returns how many files moved.
+ */
+export async function moveMemory(memoryDir: string, from: string, to: string): Promise<number> {
+  const source = chatMemoryDir(memoryDir, from);
+  const target = chatMemoryDir(memoryDir, to);
+  const dates = await listMemoryDates(memoryDir, from);
+  if (dates.length === 0) return 0;
+  try {
+    // The usual case, and atomic: the new conversation has no memory yet.
+    await rename(source, target);
+    return dates.length;
+  } catch (error) {
+    const code = error instanceof Error && "code" in error ? error.code : undefined;
+    if (code !== "ENOTEMPTY" && code !== "EEXIST") throw error;
+  }
+  for (const date of dates) {
+    const content = await readFile(path.join(source, `${date}.md`), "utf8");
+    await appendFile(path.join(target, `${date}.md`), content, "utf8");
+  }
+  await rm(source, { recursive: true, force: true });
+  return dates.length;
 }

@@ -472,6 +472,18 @@ export function createSessionStore(deps: {
     return Number(result.numDeletedRows);
   }
 
+  /** Gives every stored event of one conversation to another; returns how many moved. */
+  async function move(from: string, to: string): Promise<number> {
+    const result = await db
+      .updateTable("messages")
+      .set({ chat_id: to })
+      .where("chat_id", "=", from)
+      .executeTakeFirst();
+    cache.delete(from);
+    cache.delete(to);
+    return Number(result.numUpdatedRows);
+  }
+
   async function stats(chatId: string): Promise<ChatStats> {
     const context = await loadContext(chatId);
     const { compactions } = await db
@@ -483,5 +495,5 @@ export function createSessionStore(deps: {
     return { ...contextSize(context), compactions: Number(compactions) };
   }
 
-  return { loadContext, append, appendCompaction, lastTurns, search, clear, stats };
+  return { loadContext, append, appendCompaction, lastTurns, search, clear, move, stats };
 }

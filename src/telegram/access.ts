@@ -1,4 +1,5 @@
 import type { Message, Update } from "grammy/types";
+import { COMMANDS } from "./commands.js";
 import { conversationKeyOf } from "./conversation-key.js";
 import { escapeHtml } from "./render.js";
 import { threadOfMessage } from "./topics.js";
@@ -8,28 +9,95 @@ export type BotIdentity = { id: number; username: string };
 export type UpdateRoute =
   /** Store in the inbox and run: an allowed user talks to the bot (in this conversation). */
   | { action: "run"; conversation: string }
-  /** Someone not on the allowlist addressed the bot: tell them their id; store nothing. */
+  /** Someone not on the allowlist wrote to the bot in private: tell them their id; store nothing. */
   | { action: "reject"; chatId: number; userId: number; threadId: number | undefined }
-  /** Not for us: edits, other update types, group chatter that doesn't address the bot. */
-  | { action: "ignore" };
+  /**
+   * Not for us: other update kinds, service messages, group chatter that doesn't address the bot.
+   * With `who`, someone addressed the bot and was turned away, for the operator to see why.
+   */
+  | { action: "ignore"; why: string; who?: number };
 
-function mentionsBot(message: Message, bot: BotIdentity): boolean {
+/** Telegram's own account: service notices and a linked channel's automatic forwards. */
+export const TELEGRAM_SERVICE_USER_ID = 777000;
+
+/** Who speaks: a user, a group's anonymous administrator (as the group), or a channel. */
+export type Sender = { id: number; kind: "user" | "group" | "channel" };
+
+/**
+ * The sender the allowlist judges. An anonymous administrator's message comes from
+ * GroupAnonymousBot with the group as sender_chat, a post as a channel from Channel_Bot with the
+ * channel: the chat is the sender, and is allowed when its id is in ALLOWED_USER_IDS.
+ */
+export function senderOf(message: Message): Sender | undefined {
+  if (message.sender_chat) {
+    const kind = message.sender_chat.id === message.chat.id ? "group" : "channel";
+    return { id: message.sender_chat.id, kind };
+  }
+  if (!message.from || message.from.is_bot) return undefined;
+  return { id: message.from.id, kind: "user" };
+}
+
+/**
+ * What a message holds when it is one someone wrote. Any other message is a service message (a
+ * pin, members joining or leaving, a new title, a payment, a migration…), which gets no reply.
+ */
+const CONTENT = [
+  "text",
+  "photo",
+  "voice",
+  "audio",
+  "document",
+  "video",
+  "video_note",
+  "animation",
+  "sticker",
+  "contact",
+  "location",
+  "venue",
+  "poll",
+  "dice",
+  "story",
+  "game",
+  "invoice",
+  "checklist",
+  "paid_media",
+] as const;
+
+export const isServiceMessage = (message: Message) => !CONTENT.some((key) => key in message);
+
+/** A group that became a supergroup: said in the old group and in the new supergroup. */
+export const isMigration = (message: Message) =>
+  message.migrate_to_chat_id !== undefined || message.migrate_from_chat_id !== undefined;
+
+const OWN_COMMANDS = new Set<string>(COMMANDS.map((c) => c.command));
+
+function addressesBot(message: Message, bot: BotIdentity): boolean {
+  const reply = message.reply_to_message;
+  // In a topic the bot opened, every message "replies" to the topic's creation: that is no reply.
+  if (reply?.from?.id === bot.id && !reply.forum_topic_created) return true;
   const text = message.text ?? message.caption ?? "";
   const entities = message.entities ?? message.caption_entities ?? [];
   const handle = `@${bot.username}`.toLowerCase();
   return entities.some((e) => {
     const piece = text.slice(e.offset, e.offset + e.length).toLowerCase();
     if (e.type === "mention") return piece === handle;
-    // In groups a bare /command reaches every bot; /command@name only the named one.
-    if (e.type === "bot_command" && e.offset === 0)
-      return !piece.includes("@") || piece.endsWith(handle);
-    return false;
+    if (e.type !== "bot_command" || e.offset !== 0) return false;
+    // A bare /command reaches every bot of the group: only Koroku's own are meant for it.
+    const [command = "", target] = piece.slice(1).split("@");
+    return target === undefined ? OWN_COMMANDS.has(command) : `@${target}` === handle;
   });
 }
 
+const GROUP_REFUSALS: Record<Sender["kind"], string> = {
+  user: "a user not on the allowlist, in a group",
+  group: "an anonymous administrator of a group not on the allowlist (allow the group's id)",
+  channel: "a post as a channel not on the allowlist (allow the channel's id)",
+};
+
 /**
  * Decides what happens to an update before anything is stored: private chats with allowed users
- * run; in groups only messages that mention the bot, reply to it or start with a command count.
+ * run; in groups only messages that mention the bot, reply to it or are one of its commands.
+ * Migrations run whoever sent them: they move the conversation, nothing more.
  */
 export function routeUpdate(
   update: Update,
@@ -37,17 +105,24 @@ export function routeUpdate(
   bot: BotIdentity,
 ): UpdateRoute {
   const message = update.message;
-  if (!message?.from || message.from.is_bot) return { action: "ignore" };
+  if (!message) return { action: "ignore", why: "not a message" };
+  if (isMigration(message)) return { action: "run", conversation: conversationKeyOf(message) };
+  if (isServiceMessage(message)) return { action: "ignore", why: "a service message" };
+  if (message.from?.id === TELEGRAM_SERVICE_USER_ID || message.is_automatic_forward) {
+    return { action: "ignore", why: "Telegram's service account", who: TELEGRAM_SERVICE_USER_ID };
+  }
+  const sender = senderOf(message);
+  if (!sender) return { action: "ignore", why: "sent by a bot, or by nobody" };
   const { chat } = message;
-  if (chat.type !== "private") {
-    const addressed = mentionsBot(message, bot) || message.reply_to_message?.from?.id === bot.id;
-    if (!addressed) return { action: "ignore" };
+  if (chat.type !== "private" && !addressesBot(message, bot)) {
+    return { action: "ignore", why: "not addressed to the bot" };
   }
-  if (!allowed.has(message.from.id)) {
+  if (allowed.has(sender.id)) return { action: "run", conversation: conversationKeyOf(message) };
+  if (chat.type === "private") {
     const threadId = threadOfMessage(message);
-    return { action: "reject", chatId: chat.id, userId: message.from.id, threadId };
+    return { action: "reject", chatId: chat.id, userId: sender.id, threadId };
   }
-  return { action: "run", conversation: conversationKeyOf(message) };
+  return { action: "ignore", why: GROUP_REFUSALS[sender.kind], who: sender.id };
 }
 
 export function rejectionHtml(userId: number): string {

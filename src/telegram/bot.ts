@@ -7,6 +7,8 @@ import type { Logger } from "../logger.js";
 import type { Lease } from "../queue/inbox.js";
 import type { CompactionLimits } from "../session/compaction-plan.js";
 import type { SessionStore } from "../session/store.js";
+import { senderOf } from "./access.js";
+import { chatMigrationComposer, type MoveConversation } from "./chat-migration.js";
 import { type CommandDeps, commandsComposer } from "./commands.js";
 import { conversationComposer } from "./conversation.js";
 import { createDelivery } from "./delivery.js";
@@ -22,6 +24,7 @@ export type BotDeps = {
   hooks: AgentHooks;
   store: SessionStore;
   pendingTopicNames: PendingTopicNames;
+  moveConversation: MoveConversation;
   compact: CommandDeps["compact"];
   logger: Logger;
   settings: CompactionLimits & { model: string };
@@ -59,8 +62,13 @@ export function createBot(deps: BotDeps) {
   const delivery = createDelivery({ api: bot.api, logger: deps.logger });
   const allowed = new Set(deps.allowedUserIds);
 
-  // The inbox only admits allowed users; checking again here keeps the bot safe on its own.
-  bot.use((ctx, next) => (ctx.from && allowed.has(ctx.from.id) ? next() : undefined));
+  // Whoever announces a migration, the conversation follows the group (nothing else runs).
+  bot.use(chatMigrationComposer({ moveConversation: deps.moveConversation, logger: deps.logger }));
+  // The inbox only admits allowed senders; checking again here keeps the bot safe on its own.
+  bot.use((ctx, next) => {
+    const sender = ctx.msg && senderOf(ctx.msg);
+    return sender && allowed.has(sender.id) ? next() : undefined;
+  });
   bot.use(
     commandsComposer({
       store: deps.store,

@@ -212,3 +212,160 @@ describe("conversations end to end: topics are conversations of their own", () =
     );
   });
 });
+
+describe("conversations end to end: groups, strangers and service messages", () => {
+  const GROUP_CHAT = -1005550010;
+  const ANON_GROUP = -1005550011;
+  const OTHER_GROUP = -1005550012;
+  const OLD_GROUP = -4005550013;
+  const NEW_SUPERGROUP = -1005550014;
+  const STRANGER = 99_000_001;
+  const GROUP_ANONYMOUS_BOT = {
+    id: 1087968824,
+    is_bot: true,
+    first_name: "Group",
+    username: "GroupAnonymousBot",
+  };
+  let w: ServiceWorld;
+  const sentTo = (chatId: number) => w.telegram.sent.filter((m) => m.chat_id === chatId);
+  const supergroup = (id: number, title = "Crew") => ({ id, type: "supergroup", title });
+  const ann = { id: ALLOWED_USER, is_bot: false, first_name: "Ann" };
+
+  /** Posts a message update shaped like Telegram's; returns its update_id. */
+  const post = async (message: Record<string, unknown>) => {
+    const updateId = w.nextUpdateId();
+    const res = await w.post({
+      update_id: updateId,
+      message: { message_id: updateId, date: 1_764_000_000, ...message },
+    });
+    expect(res.status).toBe(200);
+    return updateId;
+  };
+  const mentionText = (words: string) => ({
+    text: `${MENTION} ${words}`,
+    entities: [{ type: "mention", offset: 0, length: MENTION.length }],
+  });
+  const commandText = (command: string) => ({
+    text: command,
+    entities: [{ type: "bot_command", offset: 0, length: command.length }],
+  });
+  /** A message Koroku answers in the chat: once answered, all posted before it were handled. */
+  const sentinel = async (chatId: number, words: string) => {
+    await post({ chat: supergroup(chatId), from: ann, ...mentionText(words) });
+    await eventually(() => sentTo(chatId).find((m) => m.plain_text.includes(words)));
+  };
+  const ignoredLog = (why: RegExp) =>
+    eventually(() =>
+      w.service.logs.find((l) => l.msg === "ignored a message" && why.test(String(l.why))),
+    );
+
+  beforeAll(async () => {
+    w = await startWorld({
+      env: { ALLOWED_USER_IDS: [ALLOWED_USER, ANON_GROUP].join(",") },
+    });
+    w.gemini.setDefault((r) => text(`echo: ${lastUserText(r)}`));
+  });
+  afterAll(async () => {
+    expect(w.gemini.rejections).toEqual([]);
+    await w.close();
+  });
+
+  it("leaves other bots' bare commands alone and answers its own", async () => {
+    const before = w.gemini.requests.length;
+    await post({ chat: supergroup(GROUP_CHAT), from: ann, ...commandText("/report") });
+    await post({ chat: supergroup(GROUP_CHAT), from: ann, ...commandText("/ban@other_bot") });
+    await post({ chat: supergroup(GROUP_CHAT), from: ann, ...commandText("/help") });
+    await eventually(() => sentTo(GROUP_CHAT).find((m) => m.plain_text.includes("Commands:")));
+    await sentinel(GROUP_CHAT, "after the commands");
+    expect(sentTo(GROUP_CHAT)).toHaveLength(2);
+    expect(w.gemini.requests.length).toBe(before + 1);
+  });
+
+  it("says nothing to strangers in a group, nor to Telegram's service account, and logs who", async () => {
+    await post({
+      chat: supergroup(GROUP_CHAT),
+      from: { id: STRANGER, is_bot: false, first_name: "Eve" },
+      ...mentionText("let me in"),
+    });
+    // A linked channel's post, forwarded into its discussion group by Telegram itself.
+    await post({
+      chat: supergroup(GROUP_CHAT),
+      from: { id: 777000, is_bot: false, first_name: "Telegram" },
+      sender_chat: { id: -1005550099, type: "channel", title: "Linked" },
+      is_automatic_forward: true,
+      forward_origin: {
+        type: "channel",
+        date: 1,
+        chat: { id: -1005550099, type: "channel", title: "Linked" },
+        message_id: 4,
+      },
+      ...mentionText("from the channel"),
+    });
+    await sentinel(GROUP_CHAT, "after the strangers");
+    expect(sentTo(GROUP_CHAT).filter((m) => /user id|ALLOWED_USER_IDS/.test(m.plain_text))).toEqual(
+      [],
+    );
+    expect((await ignoredLog(/not on the allowlist, in a group/)).sender_id).toBe(STRANGER);
+    expect((await ignoredLog(/service account/)).sender_id).toBe(777000);
+    expect(w.gemini.requests.some((r) => contextOf(r).includes("let me in"))).toBe(false);
+  });
+
+  it("lets anonymous administrators speak for a group on the allowlist, and no other", async () => {
+    await post({
+      chat: supergroup(ANON_GROUP, "Admins"),
+      from: GROUP_ANONYMOUS_BOT,
+      sender_chat: supergroup(ANON_GROUP, "Admins"),
+      ...mentionText("status report please"),
+    });
+    const answer = await eventually(() =>
+      sentTo(ANON_GROUP).find((m) => m.plain_text.includes("status report")),
+    );
+    expect(answer.plain_text).toBe("echo: [Admins] status report please");
+    await post({
+      chat: supergroup(OTHER_GROUP, "Others"),
+      from: GROUP_ANONYMOUS_BOT,
+      sender_chat: supergroup(OTHER_GROUP, "Others"),
+      ...mentionText("me too"),
+    });
+    expect((await ignoredLog(/anonymous administrator/)).sender_id).toBe(OTHER_GROUP);
+    expect(sentTo(OTHER_GROUP)).toEqual([]);
+  });
+
+  it("answers no service message: a pin, members joining, in a private chat or a group", async () => {
+    const pinned = { message_id: 1, date: 1, chat: supergroup(GROUP_CHAT), from: ann, text: "x" };
+    await post({ chat: supergroup(GROUP_CHAT), from: ann, pinned_message: pinned });
+    await post({ chat: supergroup(GROUP_CHAT), from: ann, new_chat_members: [ann] });
+    const privateChat = { id: ALLOWED_USER, type: "private", first_name: "Ann" };
+    await post({ chat: privateChat, from: ann, pinned_message: { ...pinned, chat: privateChat } });
+    const before = sentTo(GROUP_CHAT).length;
+    await sentinel(GROUP_CHAT, "after the pins");
+    expect(sentTo(GROUP_CHAT)).toHaveLength(before + 1);
+    await w.say("and in private?");
+    await eventually(() => sentTo(ALLOWED_USER).find((m) => m.plain_text.includes("in private")));
+    expect(sentTo(ALLOWED_USER)).toHaveLength(1);
+  });
+
+  it("moves a group's conversation to the supergroup it became", async () => {
+    const oldGroup = { id: OLD_GROUP, type: "group", title: "Old" };
+    await post({ chat: oldGroup, from: ann, ...mentionText("the password is swordfish") });
+    await eventually(() => sentTo(OLD_GROUP).find((m) => m.plain_text.includes("swordfish")));
+    // Telegram says it in both chats; the one who upgraded need not be on the allowlist.
+    const upgrader = { id: STRANGER, is_bot: false, first_name: "Eve" };
+    await post({ chat: oldGroup, from: upgrader, migrate_to_chat_id: NEW_SUPERGROUP });
+    await post({
+      chat: supergroup(NEW_SUPERGROUP),
+      from: upgrader,
+      migrate_from_chat_id: OLD_GROUP,
+    });
+    await eventually(() =>
+      w.service.logs.find((l) => l.msg === "a group became a supergroup; its conversation moved"),
+    );
+    await sentinel(NEW_SUPERGROUP, "what was the password?");
+    const request = await eventually(() =>
+      w.gemini.requests.find((r) => lastUserText(r).includes("what was the password")),
+    );
+    expect(contextOf(request)).toContain("swordfish");
+    expect(sentTo(OLD_GROUP)).toHaveLength(1);
+    expect(sentTo(NEW_SUPERGROUP)).toHaveLength(1);
+  });
+});

@@ -5,6 +5,7 @@ import {
   appendMemory,
   listMemoryDates,
   memoryDate,
+  moveMemory,
   readMemory,
 } from "../../src/session/memory-files.js";
 import { useTempDir } from "../tools/temp-dir.js";
@@ -62,6 +63,21 @@ describe("memory files", () => {
     expect((await readdir(dir)).sort()).toEqual(["1", "2"]);
     expect(await readMemory(dir, "1", "05-03-2025")).toBe("[07:00]: one\n\n");
     expect(await readMemory(dir, "2", "05-03-2025")).toBe("[07:00]: two\n\n");
+  });
+
+  it("moves a conversation's memory to another, merging days both have", async () => {
+    const dir = memoryDir();
+    await appendMemory({ memoryDir: dir, chatId: "-42", at: at(5, 7, 0), text: "old day 5" });
+    await appendMemory({ memoryDir: dir, chatId: "-42", at: at(6, 7, 0), text: "old day 6" });
+    expect(await moveMemory(dir, "-42", "-10042")).toBe(2);
+    expect(await readdir(dir)).toEqual(["-10042"]);
+    await appendMemory({ memoryDir: dir, chatId: "-43", at: at(5, 6, 0), text: "other" });
+    expect(await moveMemory(dir, "-43", "-10042")).toBe(1);
+    expect(await readMemory(dir, "-10042", "05-03-2025")).toBe(
+      "[07:00]: old day 5\n\n[06:00]: other\n\n",
+    );
+    expect(await listMemoryDates(dir, "-43")).toEqual([]);
+    expect(await moveMemory(dir, "-43", "-10042")).toBe(0);
   });
 
   it("keeps each topic's memory in a folder of its own, apart from its chat's", async () => {

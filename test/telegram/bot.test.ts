@@ -27,6 +27,7 @@ async function handle(
     hooks: h.app.hooks,
     store: h.app.store,
     pendingTopicNames: createPendingTopicNames({ db: h.app.database.db }),
+    moveConversation: async () => ({ events: 0, memoryFiles: 0 }),
     compact: (chatId, guard) => h.app.compactor.compact(chatId, { guard }),
     logger: h.app.logger,
     settings: { model: CHAT_MODEL, maxEvents: 30, maxTokens: 0 },
