@@ -7,6 +7,7 @@ import type { Config } from "./config.js";
 import { type DatabaseHandle, openDatabase } from "./db/connect.js";
 import { migrateToLatest } from "./db/migrate.js";
 import type { Logger } from "./logger.js";
+import { readAttachments } from "./session/attachments.js";
 import { createSessionStore } from "./session/store.js";
 import { createBuiltinTools } from "./tools/builtins.js";
 import { createToolRegistry } from "./tools/registry.js";
@@ -67,6 +68,7 @@ export async function createApp(
   });
   const agent = createAgent({
     store,
+    readAttachments: (hashes) => readAttachments(handle.db, hashes),
     model,
     tools,
     hooks,

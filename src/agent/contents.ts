@@ -1,5 +1,5 @@
 import type { Content } from "@google/genai";
-import { textOf, toContent } from "../session/events.js";
+import { type MediaToGemini, textOf, toContent } from "../session/events.js";
 import type { ChatContext } from "../session/store.js";
 import { summaryFraming } from "./prompts.js";
 
@@ -26,10 +26,15 @@ function mergeUserTurns(contents: readonly Content[]): Content[] {
 
 /**
  * The request contents for a context: the summary (framed as a user-role note) first, then every
- * event verbatim, then the extra note, if any, as the user's.
+ * event verbatim (its media as `media` says, see request-media.ts), then the extra note, if
+ * any, as the user's.
  */
-export function contentsFor(context: ChatContext, extraUserNote?: string): Content[] {
-  const contents = context.events.map((e) => toContent(e.event));
+export function contentsFor(
+  context: ChatContext,
+  media: MediaToGemini,
+  extraUserNote?: string,
+): Content[] {
+  const contents = context.events.map((e) => toContent(e.event, media));
   if (context.summary) {
     const note = { text: summaryFraming(textOf(context.summary.event.summary)) };
     contents.unshift({ role: "user", parts: [note] });

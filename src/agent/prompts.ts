@@ -46,6 +46,7 @@ export const SUMMARY_INSTRUCTION = [
   "first the user's key objective; then what was accomplished (files read, commands run, changes made);",
   "then blockers or loops and what was learned from them; then the current outcome and the immediate next step.",
   "If the conversation starts with an earlier summary, fold it in: your summary replaces it.",
+  "Mention every photo, voice note, video and document the user sent or was sent (shown in [brackets]): what it was, its name, and what it showed or said, as far as the conversation tells.",
   "Write natural language only: no tool calls, no JSON, no XML, no code blocks, no Markdown lists.",
   "Be brief, concrete and factual; keep names, numbers, paths and decisions exactly.",
 ].join(" ");

@@ -1,5 +1,6 @@
 import { truncate } from "../session/event-text.js";
 import { payloadJson, textOf } from "../session/events.js";
+import { mediaNote } from "../session/media-text.js";
 import type { StoredSession } from "../session/store.js";
 
 const MAX_TOOL_TEXT = 1_500;
@@ -19,6 +20,9 @@ export function transcriptOf(events: readonly StoredSession[]): string {
   for (const { event } of events) {
     const speaker = event.role === "user" ? "User" : "Koroku";
     const text = textOf(event.parts);
+    // Media as words (what it was, its name, what was said in it), so the summary can tell of it.
+    const media = event.parts.flatMap((p) => (p.kind === "media" ? [mediaNote(p).text] : []));
+    if (media.length > 0) lines.push(`${speaker} sent ${media.join(" ")}`);
     if (text.trim()) lines.push(`${speaker}: ${text}`);
     for (const part of event.parts) {
       if (part.kind === "function_call") {

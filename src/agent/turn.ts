@@ -1,9 +1,11 @@
 import type { ThinkingLevel } from "../config.js";
 import type { Logger } from "../logger.js";
 import {
+  type EventPart,
   fromContent,
   functionCallsOf,
   isRealUserMessage,
+  type MediaPart,
   type SessionEvent,
   textOf,
   UnsupportedPartError,
@@ -31,6 +33,7 @@ import {
 import type { AgentHooks } from "./hooks.js";
 import type { GenerateResult, ModelClient, Usage } from "./model-client.js";
 import { dayFormat, systemInstruction, toolBudgetInstruction } from "./prompts.js";
+import { mediaForRequest, type ReadAttachments } from "./request-media.js";
 import { runInOrder } from "./tool-batch.js";
 
 export interface Compactor {
@@ -47,6 +50,8 @@ export interface Compactor {
 
 export type AgentDeps = {
   store: SessionStore;
+  /** The bytes of media parts, read when a request is built (contexts never hold them). */
+  readAttachments: ReadAttachments;
   model: ModelClient;
   tools: ToolRegistry;
   hooks: AgentHooks;
@@ -58,7 +63,10 @@ export type AgentDeps = {
 };
 
 export type TurnInput = {
+  /** What the user wrote (a caption, for media); may be empty when media come alone. */
   text: string;
+  /** Files of the message, already stored as attachments. */
+  media?: readonly MediaPart[];
   updateId?: number;
   /**
    * Called before each model call and each write of the turn; a throw stops the turn there. The
@@ -135,8 +143,12 @@ export function createAgent(deps: AgentDeps) {
     };
   }
 
-  function userEvent(text: string): SessionEvent {
-    return { v: 1, event_type: "session", role: "user", parts: [{ kind: "text", text }] };
+  function userEvent(input: TurnInput): SessionEvent {
+    const media = input.media ?? [];
+    // Gemini's advice: media before the words about them.
+    const parts: EventPart[] = [...media];
+    if (input.text !== "" || media.length === 0) parts.push({ kind: "text", text: input.text });
+    return { v: 1, event_type: "session", role: "user", parts };
   }
 
   /** An earlier run of this update stored the user message (and maybe the answer) before dying. */
@@ -181,7 +193,7 @@ export function createAgent(deps: AgentDeps) {
     if (!resumed) {
       context = withAppended(
         context,
-        await append([{ event: userEvent(input.text), updateId: input.updateId }]),
+        await append([{ event: userEvent(input), updateId: input.updateId }]),
       );
     }
 
@@ -219,7 +231,11 @@ export function createAgent(deps: AgentDeps) {
       const request = {
         model: settings.model,
         systemInstruction: systemInstruction(day.format(now()), timeZone),
-        contents: contentsFor(context, offerTools ? undefined : toolBudgetInstruction(used)),
+        contents: contentsFor(
+          context,
+          await mediaForRequest(context, deps.readAttachments),
+          offerTools ? undefined : toolBudgetInstruction(used),
+        ),
         tools: offerTools ? tools.declarations() : undefined,
         ...(settings.thinkingLevel ? { thinkingLevel: settings.thinkingLevel } : {}),
         stream,

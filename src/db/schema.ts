@@ -57,10 +57,30 @@ export interface PendingTopicNamesTable {
   created_at: string;
 }
 
+/** The bytes of a file, once per content (see migrations/20261202020000_attachments.ts). */
+export interface AttachmentsTable {
+  /** Hex SHA-256 of `data`. */
+  sha256: string;
+  mime_type: string;
+  size: number;
+  data: Buffer;
+  created_at: string;
+}
+
+/** Which conversation holds which attachment, under which file name. */
+export interface AttachmentUsesTable {
+  chat_id: string;
+  sha256: string;
+  file_name: string | null;
+  created_at: string;
+}
+
 export interface Database {
   messages: MessagesTable;
   inbox: InboxTable;
   pending_topic_names: PendingTopicNamesTable;
+  attachments: AttachmentsTable;
+  attachment_uses: AttachmentUsesTable;
 }
 
 export type MessageRow = Selectable<MessagesTable>;

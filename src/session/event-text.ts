@@ -1,4 +1,5 @@
 import { payloadJson, type StoredEventBody } from "./events.js";
+import { mediaSearchText, mediaTokens } from "./media-text.js";
 
 const MAX_SEARCH_CHARS_PER_PART = 2_000;
 
@@ -23,7 +24,8 @@ export type EventText = {
   /** Rough token count (characters / 4), used between two measured prompt sizes. */
   estimatedTokens: number;
   /**
-   * What search_history matches against: the visible text, tool names and their arguments and
+   * What search_history matches against: the visible text (captions included), what media are,
+   * their names and transcripts, tool names and their arguments and
    * results (clipped: a 1 MB file read should not make every search slow). Thoughts are left out
    * because users never see them, and searches themselves (see SEARCH_HISTORY_TOOL).
    */
@@ -39,6 +41,11 @@ export function eventText(body: StoredEventBody): EventText {
     if (part.kind === "text") {
       chars += part.text.length;
       if (!part.thought) pieces.push(part.text);
+      continue;
+    }
+    if (part.kind === "media") {
+      chars += 4 * mediaTokens(part);
+      pieces.push(mediaSearchText(part));
       continue;
     }
     const json = payloadJson(part);

@@ -1,5 +1,6 @@
 import type { Content, Part } from "@google/genai";
 import { z } from "zod";
+import { mediaNote } from "./media-text.js";
 
 /**
  * The stored shape of a conversation. Gemini 3 rejects a history whose function calls lost their
@@ -40,10 +41,43 @@ export const functionResponsePartSchema = z.object({
   call: z.object({ name: z.string(), args: jsonObject.optional() }).optional(),
 });
 
+/** What a media part came as: it decides how /history shows it and how Gemini is told of it. */
+export const MEDIA_KINDS = [
+  "photo",
+  "voice",
+  "audio",
+  "video",
+  "video_note",
+  "animation",
+  "document",
+  "sticker",
+] as const;
+export type MediaKind = (typeof MEDIA_KINDS)[number];
+
+/**
+ * A file the user sent or the model produced. The bytes stay in the attachments table (by their
+ * SHA-256) and are read only when a request is built, so a parsed context never holds them.
+ */
+export const mediaPartSchema = z.object({
+  kind: z.literal("media"),
+  media: z.enum(MEDIA_KINDS),
+  /** Hex SHA-256 of the bytes: the attachment's key. */
+  sha256: z.string().regex(/^[0-9a-f]{64}$/),
+  mimeType: z.string().min(1),
+  size: z.number().int().nonnegative(),
+  name: z.string().optional(),
+  /** Seconds, for voice, audio and video. */
+  duration: z.number().nonnegative().optional(),
+  /** What was said in a voice note or audio file, written once by the compaction model. */
+  transcript: z.string().optional(),
+  thoughtSignature: z.string().optional(),
+});
+
 export const partSchema = z.discriminatedUnion("kind", [
   textPartSchema,
   functionCallPartSchema,
   functionResponsePartSchema,
+  mediaPartSchema,
 ]);
 
 export const sessionEventSchema = z.object({
@@ -71,6 +105,7 @@ export const eventSchema = z.discriminatedUnion("event_type", [
 export type TextPart = z.infer<typeof textPartSchema>;
 export type FunctionCallPart = z.infer<typeof functionCallPartSchema>;
 export type FunctionResponsePart = z.infer<typeof functionResponsePartSchema>;
+export type MediaPart = z.infer<typeof mediaPartSchema>;
 export type EventPart = z.infer<typeof partSchema>;
 export type SessionEvent = z.infer<typeof sessionEventSchema>;
 export type CompactionEvent = z.infer<typeof compactionEventSchema>;
@@ -162,8 +197,13 @@ export function fromContent(content: Content): SessionEvent {
   };
 }
 
-function partToGemini(part: EventPart): Part {
+/** How a media part reaches Gemini: its bytes when the request has them, else words about it. */
+export type MediaToGemini = (part: MediaPart) => Part;
+
+function partToGemini(part: EventPart, media: MediaToGemini): Part {
   switch (part.kind) {
+    case "media":
+      return withOptional(media(part), { thoughtSignature: part.thoughtSignature });
     case "text":
       return withOptional({ text: part.text } as Part, {
         thought: part.thought,
@@ -189,8 +229,8 @@ function partToGemini(part: EventPart): Part {
   }
 }
 
-export function toContent(event: SessionEvent): Content {
-  return { role: event.role, parts: event.parts.map(partToGemini) };
+export function toContent(event: SessionEvent, media: MediaToGemini = mediaNote): Content {
+  return { role: event.role, parts: event.parts.map((part) => partToGemini(part, media)) };
 }
 
 /** Version 0 is the seed's format: a raw Gemini Content (`{role, parts}`) stored as is. */

@@ -1,5 +1,6 @@
 import { truncate } from "./event-text.js";
 import { textOf } from "./events.js";
+import { mediaLine } from "./media-text.js";
 import type { StoredEvent } from "./store.js";
 
 export type HistoryLine =
@@ -14,8 +15,8 @@ export function argsText(args: Record<string, unknown> | undefined): string {
 }
 
 /**
- * Stored events as the replay shows them: what the user said, what Koroku answered (thoughts
- * hidden), one line per tool call that says whether it worked, and summaries.
+ * Stored events as the replay shows them: what the user said and sent (a line per file, with
+ * its caption or transcript), what Koroku answered (thoughts hidden), one line per tool call that says whether it worked, and summaries.
  */
 export function historyLines(events: readonly StoredEvent[]): HistoryLine[] {
   const lines: HistoryLine[] = [];
@@ -25,8 +26,15 @@ export function historyLines(events: readonly StoredEvent[]): HistoryLine[] {
       continue;
     }
     const { event } = stored;
-    const text = textOf(event.parts).trim();
-    if (text) lines.push({ kind: event.role === "user" ? "user" : "assistant", text });
+    const kind = event.role === "user" ? "user" : "assistant";
+    let text = textOf(event.parts).trim();
+    for (const part of event.parts) {
+      if (part.kind !== "media") continue;
+      // The words of a message with media are its caption, shown once, with the first file.
+      lines.push({ kind, text: mediaLine(part, text || undefined) });
+      text = "";
+    }
+    if (text) lines.push({ kind, text });
     for (const part of event.parts) {
       if (part.kind !== "function_response") continue;
       const ok = !(part.response && "error" in part.response);

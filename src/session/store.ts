@@ -2,6 +2,7 @@ import { type Kysely, sql } from "kysely";
 import { prepareQuery } from "../db/prepared.js";
 import type { Database, MessageRow, NewMessageRow } from "../db/schema.js";
 import type { Logger } from "../logger.js";
+import { removeChatAttachments } from "./attachments.js";
 import {
   type CacheEntry,
   ContextCache,
@@ -12,6 +13,7 @@ import {
 import { eventText } from "./event-text.js";
 import {
   type CompactionEvent,
+  type EventPart,
   eventSchema,
   isRealUserMessage,
   parseStoredEvent,
@@ -19,6 +21,7 @@ import {
   type SessionEvent,
   textOf,
 } from "./events.js";
+import { mediaLine } from "./media-text.js";
 
 export type StoredSession = {
   id: number;
@@ -128,6 +131,24 @@ export function contextSize(context: ChatContext): { events: number; tokens: num
 /** The context after events were stored at its end. */
 export function withAppended(context: ChatContext, stored: readonly StoredSession[]): ChatContext {
   return { summary: context.summary, events: [...context.events, ...stored] };
+}
+
+/** What a search hit shows of an event: its files and words, else its tool calls and results. */
+function sessionHitText(parts: readonly EventPart[]): string {
+  const said = [
+    ...parts.flatMap((p) => (p.kind === "media" ? [mediaLine(p)] : [])),
+    textOf(parts),
+  ].filter(Boolean);
+  if (said.length > 0) return said.join("\n");
+  return parts
+    .map((p) =>
+      p.kind === "function_call"
+        ? `${p.name}(${payloadJson(p)})`
+        : p.kind === "function_response"
+          ? `${p.name} → ${payloadJson(p)}`
+          : "",
+    )
+    .join("\n");
 }
 
 export function createSessionStore(deps: {
@@ -444,18 +465,7 @@ export function createSessionStore(deps: {
       if (!parsed.ok) continue;
       const body = parsed.event;
       const text =
-        body.event_type === "compaction"
-          ? textOf(body.summary)
-          : textOf(body.parts) ||
-            body.parts
-              .map((p) =>
-                p.kind === "function_call"
-                  ? `${p.name}(${payloadJson(p)})`
-                  : p.kind === "function_response"
-                    ? `${p.name} → ${payloadJson(p)}`
-                    : "",
-              )
-              .join("\n");
+        body.event_type === "compaction" ? textOf(body.summary) : sessionHitText(body.parts);
       hits.push({
         id: row.id,
         createdAt: row.created_at,
@@ -466,10 +476,18 @@ export function createSessionStore(deps: {
     return hits;
   }
 
+  /** Deletes the chat's events, and its attachments that no other chat holds, together. */
   async function clear(chatId: string): Promise<number> {
-    const result = await db.deleteFrom("messages").where("chat_id", "=", chatId).executeTakeFirst();
+    const deleted = await db.transaction().execute(async (trx) => {
+      const result = await trx
+        .deleteFrom("messages")
+        .where("chat_id", "=", chatId)
+        .executeTakeFirst();
+      await removeChatAttachments(trx, chatId);
+      return Number(result.numDeletedRows);
+    });
     cache.delete(chatId);
-    return Number(result.numDeletedRows);
+    return deleted;
   }
 
   /** Gives every stored event of one conversation to another; returns how many moved. */

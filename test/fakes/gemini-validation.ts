@@ -26,6 +26,8 @@ interface WireCall {
 }
 
 interface WirePart {
+  /** Decoded size of an inlineData part. */
+  inlineBytes?: number;
   call?: WireCall;
   response?: { name: string; id?: string };
   signature?: string;
@@ -90,6 +92,57 @@ function parseNamed(value: unknown, path: string): { name: string; id?: string }
   return value.id === undefined ? { name: value.name } : { name: value.name, id: value.id };
 }
 
+/** The MIME types Gemini documents for inline data (images, audio, video, documents). */
+export const GEMINI_INLINE_MIME_TYPES = new Set([
+  "image/png",
+  "image/jpeg",
+  "image/webp",
+  "image/heic",
+  "image/heif",
+  "audio/wav",
+  "audio/mp3",
+  "audio/mpeg",
+  "audio/aiff",
+  "audio/aac",
+  "audio/m4a",
+  "audio/ogg",
+  "audio/flac",
+  "video/mp4",
+  "video/mpeg",
+  "video/mov",
+  "video/quicktime",
+  "video/avi",
+  "video/x-flv",
+  "video/mpg",
+  "video/webm",
+  "video/wmv",
+  "video/3gpp",
+  "application/pdf",
+  "text/plain",
+]);
+
+/** Gemini's limit on inline data in one request. */
+export const INLINE_LIMIT_BYTES = 100 * 1024 * 1024;
+
+// Strict standard base64 (what the SDK sends for bytes): whole groups of four, padding at the end.
+const STRICT_BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+const base64Bytes = (data: string): number =>
+  Math.floor((data.length * 3) / 4) - (data.endsWith("==") ? 2 : data.endsWith("=") ? 1 : 0);
+
+function checkInlineData(raw: unknown, path: string): string | undefined {
+  if (!isRecord(raw)) return field(path, "Invalid value, expected a Blob object.");
+  const { mimeType, data } = raw;
+  if (typeof data !== "string" || data === "") return field(`${path}.data`, "Required field.");
+  if (data.length % 4 !== 0 || !STRICT_BASE64.test(data)) {
+    return `Invalid value at '${path}.data' (TYPE_BYTES), Base64 decoding failed.`;
+  }
+  if (typeof mimeType !== "string" || !GEMINI_INLINE_MIME_TYPES.has(mimeType)) {
+    return `Unsupported MIME type: ${String(mimeType)}`;
+  }
+  return undefined;
+}
+
 function parsePart(raw: unknown, path: string): WirePart | string {
   if (!isRecord(raw)) return field(path, "Invalid value, expected a Part object.");
   const present = DATA_FIELDS.filter((key) => raw[key] !== undefined);
@@ -106,6 +159,11 @@ function parsePart(raw: unknown, path: string): WirePart | string {
       return `Invalid value at '${path}.thought_signature' (TYPE_BYTES), Base64 decoding failed for "${String(signature)}"`;
     }
     part.signature = signature;
+  }
+  if (raw.inlineData !== undefined) {
+    const problem = checkInlineData(raw.inlineData, `${path}.inline_data`);
+    if (problem !== undefined) return problem;
+    part.inlineBytes = base64Bytes((raw.inlineData as { data: string }).data);
   }
   if (raw.functionCall !== undefined) {
     const named = parseNamed(raw.functionCall, `${path}.function_call`);
@@ -308,6 +366,13 @@ export function validateRequest(
   if (body.systemInstruction !== undefined) {
     const system = parseContent(body.systemInstruction, "system_instruction");
     if (typeof system === "string") return system;
+  }
+  const inline = contents.reduce(
+    (sum, c) => sum + c.parts.reduce((n, p) => n + (p.inlineBytes ?? 0), 0),
+    0,
+  );
+  if (inline > INLINE_LIMIT_BYTES) {
+    return `Request payload size exceeds the limit: ${INLINE_LIMIT_BYTES} bytes of inline data.`;
   }
   return (
     checkTools(body.tools) ??

@@ -228,6 +228,22 @@ describe("fake Gemini through the real SDK", () => {
     });
   });
 
+  it("checks inline data: base64, the MIME types Gemini reads, the 100 MB limit", async () => {
+    const inline = (mimeType: string, data: string): Content => ({
+      role: "user",
+      parts: [{ inlineData: { mimeType, data } }, { text: "what is it?" }],
+    });
+    await generate([inline("image/png", Buffer.from("png bytes").toString("base64"))]);
+    expect(fake.rejections).toEqual([]);
+    await apiErrorOf(generate([inline("image/png", "not base64!")]));
+    expect(fake.lastError?.message).toContain("Base64 decoding failed");
+    await apiErrorOf(generate([inline("application/zip", "AAAA")]));
+    expect(fake.lastError?.message).toContain("Unsupported MIME type: application/zip");
+    const half = Buffer.alloc(51 * 1024 * 1024).toString("base64");
+    await apiErrorOf(generate([inline("video/mp4", half), inline("video/mp4", half)]));
+    expect(fake.lastError?.message).toContain("exceeds the limit");
+  });
+
   it("routes steps by model and lets a function step answer from the request", async () => {
     fake.scriptFor("summary-model", (request) =>
       text(`summary of ${request.body.contents.length} contents`),

@@ -1,0 +1,95 @@
+import { createHash } from "node:crypto";
+import type { Kysely, Transaction } from "kysely";
+import type { Database } from "../db/schema.js";
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+export type NewAttachment = {
+  bytes: Uint8Array;
+  mimeType: string;
+  fileName?: string;
+};
+
+export type StoredAttachment = { sha256: string; mimeType: string; size: number };
+
+export const sha256Hex = (bytes: Uint8Array): string =>
+  createHash("sha256").update(bytes).digest("hex");
+
+/**
+ * Stores a file for a conversation. Bytes already stored (by any chat) are not written again, and
+ * storing the same file twice is harmless: an update that is run again stores it again.
+ */
+export async function putAttachment(
+  db: Db,
+  chatId: string,
+  file: NewAttachment,
+  now: Date = new Date(),
+): Promise<StoredAttachment> {
+  const sha256 = sha256Hex(file.bytes);
+  const createdAt = now.toISOString();
+  const size = file.bytes.byteLength;
+  await db
+    .insertInto("attachments")
+    .values({
+      sha256,
+      mime_type: file.mimeType,
+      size,
+      data: Buffer.from(file.bytes.buffer, file.bytes.byteOffset, size),
+      created_at: createdAt,
+    })
+    .onConflict((c) => c.column("sha256").doNothing())
+    .execute();
+  await db
+    .insertInto("attachment_uses")
+    .values({ chat_id: chatId, sha256, file_name: file.fileName ?? null, created_at: createdAt })
+    .onConflict((c) => c.columns(["chat_id", "sha256"]).doNothing())
+    .execute();
+  return { sha256, mimeType: file.mimeType, size };
+}
+
+/** The bytes of these attachments, by SHA-256; one missing (cleared meanwhile) is left out. */
+export async function readAttachments(
+  db: Db,
+  hashes: readonly string[],
+): Promise<Map<string, Buffer>> {
+  const found = new Map<string, Buffer>();
+  if (hashes.length === 0) return found;
+  const rows = await db
+    .selectFrom("attachments")
+    .select(["sha256", "data"])
+    .where("sha256", "in", [...new Set(hashes)])
+    .execute();
+  for (const row of rows) found.set(row.sha256, Buffer.from(row.data));
+  return found;
+}
+
+/**
+ * Forgets which attachments this conversation holds, and deletes the bytes no other conversation
+ * holds. Returns how many files' bytes were deleted.
+ */
+export async function removeChatAttachments(db: Db, chatId: string): Promise<number> {
+  const uses = await db
+    .deleteFrom("attachment_uses")
+    .where("chat_id", "=", chatId)
+    .returning("sha256")
+    .execute();
+  if (uses.length === 0) return 0;
+  const result = await db
+    .deleteFrom("attachments")
+    .where(
+      "sha256",
+      "in",
+      uses.map((u) => u.sha256),
+    )
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom("attachment_uses")
+            .select("sha256")
+            .whereRef("attachment_uses.sha256", "=", "attachments.sha256"),
+        ),
+      ),
+    )
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
