@@ -21,8 +21,9 @@ describe("named statements on PostgreSQL", () => {
     await migrateToLatest(handle.db, captureLogger().logger);
   });
   afterAll(async () => {
-    await handle.close();
-    await testDb.dispose();
+    // Set up only when the database could be reached.
+    await handle?.close();
+    await testDb?.dispose();
   });
 
   const prepared = async () =>

@@ -14,8 +14,9 @@ describe.each(DATABASE_KINDS)("prepared queries on %s", (kind) => {
     await migrateToLatest(handle.db, captureLogger().logger);
   });
   afterAll(async () => {
-    await handle.close();
-    await testDb.dispose();
+    // Set up only when the database could be reached.
+    await handle?.close();
+    await testDb?.dispose();
   });
 
   it("runs with new values each time and keeps the values fixed at build time", async () => {

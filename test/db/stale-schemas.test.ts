@@ -1,6 +1,11 @@
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { POSTGRES_URL, STALE_SCHEMA_MS, staleTestSchemas } from "../helpers/databases.js";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import {
+  POSTGRES_URL,
+  requirePostgres,
+  STALE_SCHEMA_MS,
+  staleTestSchemas,
+} from "../helpers/databases.js";
 import dropStaleSchemas from "../helpers/global-setup.js";
 
 const name = (createdAt: number) =>
@@ -12,9 +17,11 @@ describe("test schemas left by interrupted runs", () => {
   const fresh = name(Date.now());
 
   beforeAll(async () => {
+    requirePostgres();
     await client.connect();
   });
   afterAll(async () => {
+    if (inject("postgresProblem")) return;
     await client.query(`drop schema if exists "${fresh}" cascade`);
     await client.end();
   });

@@ -24,7 +24,7 @@ describe("secrets never reach a chat", () => {
     await w.service.exited;
     service = await w.start({ DATABASE_URL: url });
   });
-  afterAll(() => w.close());
+  afterAll(() => w?.close());
 
   it("takes every configured secret out of a Gemini error shown to the user", async () => {
     const secrets = [w.env.GEMINI_API_KEY, w.telegram.token, WEBHOOK_SECRET, DB_PASSWORD];

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
+import { inject } from "vitest";
 import { type DatabaseTarget, parseDatabaseUrl } from "../../src/config.js";
 
 export const DATABASE_KINDS = ["sqlite", "postgres"] as const;
@@ -10,6 +11,27 @@ export type DatabaseKindName = (typeof DATABASE_KINDS)[number];
 /** CI has PostgreSQL on 127.0.0.1:5432 with trust auth and a `test` database. */
 export const POSTGRES_URL =
   process.env.TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+
+/** What to do when the tests' PostgreSQL cannot be reached, in one line. */
+export function postgresUnreachable(error: unknown): string {
+  const url = new URL(POSTGRES_URL);
+  if (url.password) url.password = "***";
+  const code = (error as { code?: string }).code ?? (error as Error).message;
+  return `PostgreSQL for the tests is not reachable at ${url.href} (${code}): start one with trust authentication and a database "test" on 127.0.0.1:5432 (e.g. docker run -d -p 5432:5432 -e POSTGRES_HOST_AUTH_METHOD=trust -e POSTGRES_DB=test postgres:16), or set TEST_POSTGRES_URL to one the tests may create schemas in.`;
+}
+
+/**
+ * Fails a test that needs PostgreSQL with the global set-up's one line when it could not connect,
+ * instead of a bare ECONNREFUSED (and the follow-on errors of hooks that never set up).
+ */
+export function requirePostgres(): void {
+  const problem = inject("postgresProblem");
+  if (!problem) return;
+  const error = new Error(problem);
+  // The line says it all: no stack, which would only point here.
+  error.stack = `Error: ${problem}`;
+  throw error;
+}
 
 /** Test schemas are named t_<pid>_<creation time in base 36>_<random>. */
 const testSchemaName = () =>
@@ -49,6 +71,7 @@ export async function createTestDatabase(kind: DatabaseKindName): Promise<TestDa
       dispose: async () => rmSync(dir, { recursive: true, force: true }),
     };
   }
+  requirePostgres();
   const schema = testSchemaName();
   const admin = new pg.Client({ connectionString: POSTGRES_URL });
   await admin.connect();

@@ -1,17 +1,32 @@
 import pg from "pg";
-import { POSTGRES_URL, STALE_SCHEMA_MS, staleTestSchemas } from "./databases.js";
+import type { TestProject } from "vitest/node";
+import {
+  POSTGRES_URL,
+  postgresUnreachable,
+  STALE_SCHEMA_MS,
+  staleTestSchemas,
+} from "./databases.js";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    /** Why the tests' PostgreSQL cannot be used, in one line; empty when it can. */
+    postgresProblem: string;
+  }
+}
 
 /**
  * Drops the PostgreSQL schemas that earlier, interrupted runs left behind (a run that is killed
  * never reaches its dispose). Only schemas older than STALE_SCHEMA_MS go, so a run going on in
  * parallel keeps its own.
  */
-export default async function setup(): Promise<void> {
+export default async function setup(project?: TestProject): Promise<void> {
   const client = new pg.Client({ connectionString: POSTGRES_URL });
   try {
     await client.connect();
-  } catch {
-    // No PostgreSQL: the tests that need it say so themselves.
+    project?.provide("postgresProblem", "");
+  } catch (error) {
+    // No PostgreSQL: the tests that need it fail with this line (see createTestDatabase).
+    project?.provide("postgresProblem", postgresUnreachable(error));
     return;
   }
   try {

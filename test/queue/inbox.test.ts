@@ -21,8 +21,9 @@ describe.each(DATABASE_KINDS)("inbox on %s", (kind) => {
     await migrateToLatest(handle.db, logger);
   });
   afterAll(async () => {
-    await handle.close();
-    await testDb.dispose();
+    // Set up only when the database could be reached.
+    await handle?.close();
+    await testDb?.dispose();
   });
 
   /** Drains whatever can run now, finishing nothing: what a fresh worker would start. */
