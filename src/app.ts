@@ -7,6 +7,8 @@ import type { Config } from "./config.js";
 import { type DatabaseHandle, openDatabase } from "./db/connect.js";
 import { migrateToLatest } from "./db/migrate.js";
 import type { Logger } from "./logger.js";
+import { instrumentAgent, instrumentModel, observeHooks } from "./metrics/instrument.js";
+import { createMetrics } from "./metrics/metrics.js";
 import { readAttachments } from "./session/attachments.js";
 import { createSessionStore } from "./session/store.js";
 import { createBuiltinTools } from "./tools/builtins.js";
@@ -28,7 +30,10 @@ export async function createApp(
     wrapModel?: (model: ModelClient) => ModelClient;
   } = {},
 ) {
-  const handle = overrides.database ?? openDatabase(config.database, { logger });
+  const metrics = createMetrics();
+  const handle =
+    overrides.database ??
+    openDatabase(config.database, { logger, onQueryError: () => metrics.databaseError() });
   await migrateToLatest(handle.db, logger);
   const store = createSessionStore({ db: handle.db, logger });
   const hooks = new AgentHooks((name, error) =>
@@ -40,7 +45,7 @@ export async function createApp(
     logger,
     ...overrides.gemini,
   });
-  const model = overrides.wrapModel?.(gemini) ?? gemini;
+  const model = instrumentModel(overrides.wrapModel?.(gemini) ?? gemini, metrics);
   if (config.enableShellTool) {
     logger.warn(
       "ENABLE_SHELL_TOOL is on: run_command gives the model a shell with this process's rights, so it can read the bot's token and API key (from /proc), the database and the memory files; run the bot as a user, or in a container, that holds nothing else",
@@ -66,19 +71,27 @@ export async function createApp(
       memoryDir: config.memoryDir,
     },
   });
-  const agent = createAgent({
-    store,
-    readAttachments: (hashes) => readAttachments(handle.db, hashes),
-    model,
-    tools,
+  const agent = instrumentAgent(
+    createAgent({
+      store,
+      readAttachments: (hashes) => readAttachments(handle.db, hashes),
+      model,
+      tools,
+      hooks,
+      logger,
+      compactor,
+      settings: {
+        model: config.geminiModel,
+        maxToolCallsPerTurn: config.maxToolCallsPerTurn,
+        thinkingLevel: config.geminiThinkingLevel,
+      },
+    }),
+    metrics,
+  );
+  observeHooks(
     hooks,
-    logger,
-    compactor,
-    settings: {
-      model: config.geminiModel,
-      maxToolCallsPerTurn: config.maxToolCallsPerTurn,
-      thinkingLevel: config.geminiThinkingLevel,
-    },
-  });
-  return { config, logger, database: handle, store, hooks, agent, compactor, tools };
+    metrics,
+    tools.declarations().map((d) => d.name ?? ""),
+  );
+  return { config, logger, database: handle, store, hooks, agent, compactor, tools, metrics };
 }

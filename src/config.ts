@@ -140,6 +140,10 @@ const envSchema = (requireTelegram: boolean) =>
     MEMORY_DIR: text("./data/memory"),
     WORKSPACE_DIR: text("./data/workspace"),
     ENABLE_SHELL_TOOL: flag("ENABLE_SHELL_TOOL"),
+    METRICS_TOKEN: z
+      .string()
+      .optional()
+      .transform((value) => value?.trim() || undefined),
     INBOX_LEASE_SECONDS: count("INBOX_LEASE_SECONDS", 30, 1),
     INBOX_RETENTION_DAYS: count("INBOX_RETENTION_DAYS", 7, 1),
     LOG_LEVEL: text("info")
@@ -174,6 +178,8 @@ const configSchema = (requireTelegram: boolean) =>
     workspaceDir: e.WORKSPACE_DIR,
     enableShellTool: e.ENABLE_SHELL_TOOL,
     logLevel: e.LOG_LEVEL,
+    /** Set ⇒ GET /metrics requires `Authorization: Bearer <token>`. */
+    metricsToken: e.METRICS_TOKEN,
     /** How long a replica owns a running update before another may take it over (PostgreSQL). */
     inboxLeaseSeconds: e.INBOX_LEASE_SECONDS,
     /** Finished inbox rows older than this are deleted; a redelivered update_id is deduplicated until then. */
@@ -265,7 +271,12 @@ export function loadConfig(
  * nothing outside the process may ever show one of these.
  */
 export function configuredSecrets(config: Config): string[] {
-  const secrets = [config.telegramBotToken, config.geminiApiKey, config.webhook?.secret];
+  const secrets = [
+    config.telegramBotToken,
+    config.geminiApiKey,
+    config.webhook?.secret,
+    config.metricsToken,
+  ];
   if (config.database.kind === "postgres") {
     const { password } = new URL(config.database.connectionString);
     // The URL form is percent-encoded; a message would show the password as typed.

@@ -89,6 +89,11 @@ export async function startService(
   const server = createHttpServer({
     ping: () => app.database.ping(),
     logger,
+    metrics: {
+      token: config.metricsToken,
+      contentType: app.metrics.contentType,
+      render: app.metrics.render,
+    },
     webhook: config.webhook
       ? {
           secret: config.webhook.secret,
@@ -149,6 +154,8 @@ export async function startService(
     settings,
     leaseOf: (updateId) => leases.get(updateId),
     secrets: configuredSecrets(config),
+
+    onApiError: (method, code) => app.metrics.telegramError(method, code),
   });
   // grammY types its signals after the abort-controller polyfill; a standard one works the same.
   const apiSignal = signal as Parameters<typeof bot.init>[0];
@@ -179,6 +186,7 @@ export async function startService(
     now: clock?.now,
   });
   checkStop();
+  app.metrics.watchInbox(() => inbox.backlog());
   const recovered = await inbox.recoverAfterCrash().catch(abandon);
   if (recovered > 0)
     logger.warn({ updates: recovered }, "running again updates interrupted by a restart");

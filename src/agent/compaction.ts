@@ -62,7 +62,7 @@ export function createCompactor(deps: CompactorDeps): Compactor & {
       .map((p) => p.text)
       .join("")
       .trim();
-    return { text, finishReason: result.finishReason ?? result.blockReason };
+    return { text, finishReason: result.finishReason ?? result.blockReason, usage: result.usage };
   }
 
   /**
@@ -92,6 +92,7 @@ export function createCompactor(deps: CompactorDeps): Compactor & {
       };
     }
     const { text, finishReason } = summarised;
+    hooks.emit("modelCall", { chatId, model: settings.model, usage: summarised.usage });
     // A blocked or empty summary is stored as such rather than retried: the same transcript would
     // most likely be refused again, and the context would then grow without bound.
     if (text === "") {

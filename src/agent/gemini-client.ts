@@ -107,7 +107,9 @@ function usageOf(
 ): GenerateResult["usage"] {
   return {
     promptTokens: metadata?.promptTokenCount ?? 0,
+    cachedTokens: metadata?.cachedContentTokenCount ?? 0,
     outputTokens: (metadata?.candidatesTokenCount ?? 0) + (metadata?.thoughtsTokenCount ?? 0),
+    thoughtsTokens: metadata?.thoughtsTokenCount ?? 0,
   };
 }
 

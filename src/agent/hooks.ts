@@ -4,6 +4,8 @@ import type { Usage } from "./model-client.js";
 
 export type AgentHookEvents = {
   modelResponse: { chatId: string; event: SessionEvent; usage: Usage };
+  /** Every Gemini call made for a conversation (turns' and summaries'), with what it used. */
+  modelCall: { chatId: string; model: string; usage: Usage };
   toolCall: { chatId: string; name: string; args: Record<string, unknown> };
   toolResult: {
     chatId: string;
@@ -22,6 +24,11 @@ export type AgentHookEvents = {
     tokensAfter: number;
     durationMs: number;
   };
+  /**
+   * The first words of an answer became visible in the chat (a draft, an edited message, or the
+   * final message), `seconds` after the turn began.
+   */
+  firstVisibleText: { chatId: string; seconds: number };
 };
 
 export type HookName = keyof AgentHookEvents;

@@ -4,8 +4,12 @@ import type { ThinkingLevel } from "../config.js";
 /** Tokens of one model call, or summed over a turn's calls. */
 export type Usage = {
   promptTokens: number;
+  /** Of the prompt, what Gemini served from its cache (billed at a fraction). */
+  cachedTokens: number;
   /** Visible answer plus thinking: both are billed as output. */
   outputTokens: number;
+  /** Of the output, the thinking. */
+  thoughtsTokens: number;
 };
 
 /** Told as a streamed answer arrives. */
@@ -15,6 +19,21 @@ export type StreamObserver = {
   /** An attempt failed after its first chunk: the answer starts over from nothing. */
   onRestart(): void;
 };
+
+export const NO_USAGE: Readonly<Usage> = Object.freeze({
+  promptTokens: 0,
+  cachedTokens: 0,
+  outputTokens: 0,
+  thoughtsTokens: 0,
+});
+
+/** Adds `more` into `total`. */
+export function addUsage(total: Usage, more: Usage): void {
+  total.promptTokens += more.promptTokens;
+  total.cachedTokens += more.cachedTokens;
+  total.outputTokens += more.outputTokens;
+  total.thoughtsTokens += more.thoughtsTokens;
+}
 
 export type GenerateRequest = {
   model: string;

@@ -31,7 +31,13 @@ import {
   toolCallsSinceUserMessage,
 } from "./guardrail.js";
 import type { AgentHooks } from "./hooks.js";
-import type { GenerateResult, ModelClient, Usage } from "./model-client.js";
+import {
+  addUsage,
+  type GenerateResult,
+  type ModelClient,
+  NO_USAGE,
+  type Usage,
+} from "./model-client.js";
 import { dayFormat, systemInstruction, toolBudgetInstruction } from "./prompts.js";
 import { mediaForRequest, type ReadAttachments } from "./request-media.js";
 import { runInOrder } from "./tool-batch.js";
@@ -168,7 +174,7 @@ export function createAgent(deps: AgentDeps) {
 
   async function runTurn(chatId: string, input: TurnInput): Promise<TurnResult> {
     const log = deps.logger.child({ chat_id: chatId, update_id: input.updateId });
-    const usage: Usage = { promptTokens: 0, outputTokens: 0 };
+    const usage: Usage = { ...NO_USAGE };
     let modelCalls = 0;
     let toolCalls = 0;
     const append = async (items: readonly NewSessionEvent[]) => {
@@ -244,8 +250,8 @@ export function createAgent(deps: AgentDeps) {
       const ask = async () => {
         const answer = await model.generate(request);
         modelCalls++;
-        usage.promptTokens += answer.usage.promptTokens;
-        usage.outputTokens += answer.usage.outputTokens;
+        addUsage(usage, answer.usage);
+        hooks.emit("modelCall", { chatId, model: request.model, usage: answer.usage });
         return answer;
       };
       let result = await ask();

@@ -2,7 +2,7 @@ import { mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname } from "node:path";
 import SQLite from "better-sqlite3";
-import { Kysely, PostgresDialect, sql } from "kysely";
+import { Kysely, type KyselyConfig, PostgresDialect, sql } from "kysely";
 import type Pg from "pg";
 import type { DatabaseTarget } from "../config.js";
 import type { Logger } from "../logger.js";
@@ -67,10 +67,22 @@ function openSqliteFile(path: string, logger: Logger | undefined) {
   return { database, checkpointer };
 }
 
-export function openDatabase(
-  target: DatabaseTarget,
-  options: { poolSize?: number; logger?: Logger } = {},
-): DatabaseHandle {
+export type OpenOptions = {
+  poolSize?: number;
+  logger?: Logger;
+  /** Told of every query that fails (metrics); the caller still gets the error. */
+  onQueryError?: (error: unknown) => void;
+};
+
+/** Kysely's query log, used only to hear of failed queries. */
+const errorLog = (onQueryError: OpenOptions["onQueryError"]): KyselyConfig["log"] =>
+  onQueryError &&
+  ((event) => {
+    if (event.level === "error") onQueryError(event.error);
+  });
+
+export function openDatabase(target: DatabaseTarget, options: OpenOptions = {}): DatabaseHandle {
+  const log = errorLog(options.onQueryError);
   if (target.kind === "sqlite") {
     const { database, checkpointer } =
       target.path === ":memory:"
@@ -78,6 +90,7 @@ export function openDatabase(
         : openSqliteFile(target.path, options.logger);
     const db = new Kysely<Database>({
       dialect: new GroupCommitSqliteDialect(database),
+      log,
     });
     return handle(db, "sqlite", checkpointer);
   }
@@ -107,6 +120,7 @@ export function openDatabase(
   });
   const db = new Kysely<Database>({
     dialect: new PostgresDialect({ pool: namedStatementPool(pool) }),
+    log,
   });
   return handle(db, "postgres");
 }

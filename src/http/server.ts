@@ -12,6 +12,12 @@ export type HttpServerDeps = {
   logger: Logger;
   /** Present in webhook mode only. */
   webhook?: { secret: string; ingest: Ingest };
+  metrics: {
+    /** METRICS_TOKEN: when set, GET /metrics needs `Authorization: Bearer <token>`. */
+    token: string | undefined;
+    contentType: string;
+    render(): Promise<string>;
+  };
 };
 
 function send(res: ServerResponse, status: number, body: unknown): void {
@@ -21,6 +27,27 @@ function send(res: ServerResponse, status: number, body: unknown): void {
     "content-length": Buffer.byteLength(json),
   });
   res.end(json);
+}
+
+async function handleMetrics(
+  req: IncomingMessage,
+  res: ServerResponse,
+  metrics: HttpServerDeps["metrics"],
+): Promise<void> {
+  if (metrics.token !== undefined) {
+    const [scheme, token] = (req.headers.authorization ?? "").split(" ", 2);
+    if (scheme?.toLowerCase() !== "bearer" || !sameSecret(token, metrics.token)) {
+      res.setHeader("www-authenticate", 'Bearer realm="metrics"');
+      send(res, 401, { error: "GET /metrics needs Authorization: Bearer <METRICS_TOKEN>" });
+      return;
+    }
+  }
+  const body = await metrics.render();
+  res.writeHead(200, {
+    "content-type": metrics.contentType,
+    "content-length": Buffer.byteLength(body),
+  });
+  res.end(req.method === "HEAD" ? undefined : body);
 }
 
 function sameSecret(given: string | string[] | undefined, expected: string): boolean {
@@ -119,7 +146,7 @@ async function handleWebhook(
   }
 }
 
-/** /healthz in every mode; /telegram/webhook when a webhook is configured. */
+/** /healthz and /metrics in every mode; /telegram/webhook when a webhook is configured. */
 export function createHttpServer(deps: HttpServerDeps): Server {
   return createServer((req, res) => {
     const path = (req.url ?? "/").split("?")[0];
@@ -127,6 +154,8 @@ export function createHttpServer(deps: HttpServerDeps): Server {
       if (path === "/healthz" && (req.method === "GET" || req.method === "HEAD")) {
         const ok = await deps.ping();
         send(res, ok ? 200 : 503, { status: ok ? "ok" : "database unavailable" });
+      } else if (path === "/metrics" && (req.method === "GET" || req.method === "HEAD")) {
+        await handleMetrics(req, res, deps.metrics);
       } else if (path === WEBHOOK_PATH && deps.webhook) {
         if (req.method !== "POST") send(res, 405, { error: "use POST" });
         else await handleWebhook(req, res, deps.webhook, deps.logger);

@@ -322,8 +322,26 @@ export function createInbox(deps: {
     }
   }
 
+  /** Unfinished updates (waiting or running) and the age of the oldest, for /metrics. */
+  async function backlog(): Promise<{ pending: number; oldestPendingAgeSeconds: number }> {
+    const row = await db
+      .selectFrom("inbox as u")
+      .select((eb) => [
+        eb.fn.countAll<number>().as("pending"),
+        eb.fn.min("u.received_at").as("oldest"),
+      ])
+      .where(unfinished("u"))
+      .executeTakeFirstOrThrow();
+    const oldest = row.oldest === null ? undefined : Date.parse(row.oldest);
+    return {
+      pending: Number(row.pending),
+      oldestPendingAgeSeconds: oldest === undefined ? 0 : Math.max(0, (now() - oldest) / 1000),
+    };
+  }
+
   return {
     add,
+    backlog,
     claim,
     renew,
     leaseOf,

@@ -1,5 +1,5 @@
 import { autoRetry } from "@grammyjs/auto-retry";
-import { type ApiClientOptions, Bot } from "grammy";
+import { type ApiClientOptions, Bot, HttpError } from "grammy";
 import type { UserFromGetMe } from "grammy/types";
 import type { AgentHooks } from "../agent/hooks.js";
 import type { Agent } from "../agent/turn.js";
@@ -34,6 +34,8 @@ export type BotDeps = {
   secrets?: readonly string[];
   /** Known bot identity (tests); otherwise `bot.init()` asks Telegram with getMe. */
   botInfo?: UserFromGetMe;
+  /** Told of every failed attempt of an API call: Telegram's error code, or "network". */
+  onApiError?: (method: string, code: string) => void;
 };
 
 // 429s wait Telegram's retry_after, but not for long: a stalled send holds up its chat's inbox.
@@ -56,6 +58,20 @@ export function createBot(deps: BotDeps) {
   });
   bot.api.config.use(scrubOutgoing(deps.secrets ?? []));
   bot.api.config.use(logNetworkFailures(deps.logger, deps.apiRoot));
+  // Before auto-retry, like the log, so that every failed attempt is counted.
+  const onApiError = deps.onApiError;
+  if (onApiError) {
+    bot.api.config.use(async (prev, method, payload, signal) => {
+      try {
+        const result = await prev(method, payload, signal);
+        if (!result.ok) onApiError(method, String(result.error_code));
+        return result;
+      } catch (error) {
+        if (error instanceof HttpError && !signal?.aborted) onApiError(method, "network");
+        throw error;
+      }
+    });
+  }
   bot.api.config.use(
     autoRetry({ maxDelaySeconds: MAX_RETRY_DELAY_SECONDS, maxRetryAttempts: MAX_RETRY_ATTEMPTS }),
   );

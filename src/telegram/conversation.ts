@@ -58,6 +58,7 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
     const session = conversationKeyOf(ctx.msg);
     const threadId = threadOf(ctx);
     const lease = deps.leaseOf?.(ctx.update.update_id);
+    const started = performance.now();
     const stopTyping = delivery.showTyping(chatId, threadId);
     const notices: Promise<void>[] = [];
     const stopNotices = hooks.on("compaction", (e) => {
@@ -92,6 +93,11 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
           sent: (count) => lease.recordDelivered(count),
         },
       );
+      // Without streaming, the answer's first words show when its messages have gone out.
+      hooks.emit("firstVisibleText", {
+        chatId: session,
+        seconds: (performance.now() - started) / 1000,
+      });
     } catch (error) {
       // Anything but Gemini refusing or being away (Telegram or the database failing, a bug) is
       // left to the inbox: it runs the update again later, reusing what was stored, and tells

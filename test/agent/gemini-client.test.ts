@@ -84,7 +84,7 @@ describe("createGeminiClient against the fake Gemini", () => {
     });
     expect(result).toEqual({
       content: { role: "model", parts: [{ text: "hello" }] },
-      usage: { promptTokens: 12, outputTokens: 8 },
+      usage: { promptTokens: 12, cachedTokens: 0, outputTokens: 8, thoughtsTokens: 5 },
       finishReason: "STOP",
     });
     expect(fake.requests[0]?.body).toMatchObject({

@@ -110,6 +110,12 @@ describe("config", () => {
     );
   });
 
+  it("protects /metrics only when METRICS_TOKEN is set to something", () => {
+    expect(loadConfig(minimal).metricsToken).toBeUndefined();
+    expect(loadConfig({ ...minimal, METRICS_TOKEN: "  " }).metricsToken).toBeUndefined();
+    expect(loadConfig({ ...minimal, METRICS_TOKEN: " s3cret " }).metricsToken).toBe("s3cret");
+  });
+
   it("does not need a bot token for the terminal chat", () => {
     expect(
       loadConfig({ GEMINI_API_KEY: "k" }, { requireTelegram: false }).telegramBotToken,

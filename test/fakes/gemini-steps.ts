@@ -25,6 +25,8 @@ export interface RecordedRequest {
 
 export interface UsageOverride {
   promptTokenCount?: number;
+  /** Of the prompt, what Gemini's implicit cache served; never more than promptTokenCount. */
+  cachedContentTokenCount?: number;
   candidatesTokenCount?: number;
   thoughtsTokenCount?: number;
   totalTokenCount?: number;

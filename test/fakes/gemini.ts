@@ -167,8 +167,13 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
     const candidatesTokenCount =
       step.usage?.candidatesTokenCount ?? (blocked ? 0 : estimateTokens(parts));
     const thoughtsTokenCount = step.usage?.thoughtsTokenCount;
+    const cachedContentTokenCount = step.usage?.cachedContentTokenCount;
+    if (cachedContentTokenCount !== undefined && cachedContentTokenCount > promptTokenCount) {
+      throw new Error("fake Gemini: cachedContentTokenCount cannot exceed promptTokenCount");
+    }
     const usageMetadata = {
       promptTokenCount,
+      ...(cachedContentTokenCount ? { cachedContentTokenCount } : {}),
       candidatesTokenCount,
       ...(thoughtsTokenCount === undefined ? {} : { thoughtsTokenCount }),
       totalTokenCount:

@@ -1,0 +1,99 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { call, text } from "../fakes/gemini.js";
+import { eventually, type ServiceWorld, startWorld } from "../helpers/service-process.js";
+
+const TOKEN = "scrape-me-please";
+
+/** The value of one sample line, e.g. `koroku_turns_total{outcome="answered"}`. */
+function sample(body: string, series: string): number | undefined {
+  const line = body.split("\n").find((l) => l.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
+describe("GET /metrics (the real service, webhook mode)", () => {
+  let w: ServiceWorld;
+  const scrape = async () => {
+    const res = await fetch(`${w.service.baseUrl}/metrics`, {
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    expect(res.status).toBe(200);
+    return res.text();
+  };
+
+  beforeAll(async () => {
+    w = await startWorld({ env: { METRICS_TOKEN: TOKEN } });
+  });
+  afterAll(async () => {
+    expect(w.gemini.rejections).toEqual([]);
+    await w.close();
+  });
+
+  it("needs METRICS_TOKEN as a bearer token when it is set", async () => {
+    const url = `${w.service.baseUrl}/metrics`;
+    expect((await fetch(url)).status).toBe(401);
+    expect((await fetch(url, { headers: { authorization: "Bearer wrong" } })).status).toBe(401);
+    expect((await fetch(url, { headers: { authorization: TOKEN } })).status).toBe(401);
+    const res = await fetch(url, { headers: { authorization: `bearer ${TOKEN}` } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toContain("text/plain");
+    const body = await res.text();
+    expect(sample(body, "process_resident_memory_bytes")).toBeGreaterThan(10_000_000);
+    expect(body).toContain("# TYPE koroku_turn_duration_seconds histogram");
+  });
+
+  it("counts a turn, its model calls, tokens by kind, tool calls and the first visible text", async () => {
+    w.gemini.script(
+      {
+        ...call("get_current_time"),
+        usage: { promptTokenCount: 5_000, cachedContentTokenCount: 4_096 },
+      },
+      {
+        ...text("It is late."),
+        usage: {
+          promptTokenCount: 5_100,
+          cachedContentTokenCount: 4_096,
+          candidatesTokenCount: 7,
+          thoughtsTokenCount: 30,
+        },
+      },
+    );
+    await w.say("what time is it?");
+    await eventually(() => w.telegram.sent.find((m) => m.plain_text === "It is late."));
+    const body = await eventually(async () => {
+      const b = await scrape();
+      return sample(b, 'koroku_turns_total{outcome="answered"}') === 1 ? b : undefined;
+    });
+    expect(sample(body, 'koroku_turn_duration_seconds_count{outcome="answered"}')).toBe(1);
+    expect(
+      sample(body, 'koroku_model_call_duration_seconds_count{model="chat-model",outcome="ok"}'),
+    ).toBe(2);
+    expect(sample(body, 'koroku_model_tokens_total{model="chat-model",kind="prompt"}')).toBe(
+      10_100,
+    );
+    expect(sample(body, 'koroku_model_tokens_total{model="chat-model",kind="cached"}')).toBe(8_192);
+    expect(sample(body, 'koroku_model_tokens_total{model="chat-model",kind="thoughts"}')).toBe(30);
+    expect(sample(body, 'koroku_tool_calls_total{tool="get_current_time",outcome="ok"}')).toBe(1);
+    expect(sample(body, "koroku_first_visible_text_seconds_count")).toBe(1);
+    expect(sample(body, "koroku_inbox_pending")).toBe(0);
+  });
+
+  it("shows the inbox's backlog while a turn waits on Gemini", async () => {
+    w.gemini.script({ ...text("slow answer"), delayMs: 1_500 });
+    await w.say("take your time");
+    const body = await eventually(async () => {
+      const b = await scrape();
+      return sample(b, "koroku_inbox_pending") === 1 ? b : undefined;
+    });
+    expect(sample(body, "koroku_inbox_oldest_pending_age_seconds")).toBeGreaterThan(0);
+    await eventually(() => w.telegram.sent.find((m) => m.plain_text === "slow answer"));
+  });
+
+  it("counts Telegram's 429s per attempt", async () => {
+    w.telegram.failNext("sendMessage", { error_code: 429, retry_after: 1 });
+    w.gemini.script(text("after the flood wait"));
+    await w.say("hello again");
+    await eventually(() => w.telegram.sent.find((m) => m.plain_text === "after the flood wait"));
+    const body = await scrape();
+    expect(sample(body, 'koroku_telegram_errors_total{method="sendMessage",code="429"}')).toBe(1);
+  });
+});
