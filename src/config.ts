@@ -4,6 +4,9 @@ import { z } from "zod";
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 export const THINKING_LEVELS = ["minimal", "low", "medium", "high"] as const;
+/** How answers show while they are written (docs/streaming.md). */
+export const STREAMING_MODES = ["auto", "draft", "edit", "off"] as const;
+export type StreamingMode = (typeof STREAMING_MODES)[number];
 export type ThinkingLevel = (typeof THINKING_LEVELS)[number];
 const DEFAULT_SQLITE_PATH = "./data/agent.db";
 const DEFAULT_DATABASE_URL = `sqlite:${DEFAULT_SQLITE_PATH}`;
@@ -144,6 +147,13 @@ const envSchema = (requireTelegram: boolean) =>
       .string()
       .optional()
       .transform((value) => value?.trim() || undefined),
+    STREAMING: text("auto")
+      .transform((mode) => mode.toLowerCase())
+      .pipe(
+        z.enum(STREAMING_MODES, {
+          error: `STREAMING must be one of ${STREAMING_MODES.join(", ")}`,
+        }),
+      ),
     INBOX_LEASE_SECONDS: count("INBOX_LEASE_SECONDS", 30, 1),
     INBOX_RETENTION_DAYS: count("INBOX_RETENTION_DAYS", 7, 1),
     LOG_LEVEL: text("info")
@@ -180,6 +190,7 @@ const configSchema = (requireTelegram: boolean) =>
     logLevel: e.LOG_LEVEL,
     /** Set ⇒ GET /metrics requires `Authorization: Bearer <token>`. */
     metricsToken: e.METRICS_TOKEN,
+    streaming: e.STREAMING,
     /** How long a replica owns a running update before another may take it over (PostgreSQL). */
     inboxLeaseSeconds: e.INBOX_LEASE_SECONDS,
     /** Finished inbox rows older than this are deleted; a redelivered update_id is deduplicated until then. */

@@ -18,6 +18,7 @@ import { tellGaveUp } from "./telegram/conversation.js";
 import { createIngest, type Ingest } from "./telegram/ingest.js";
 import { createPendingTopicNames } from "./telegram/new-topics.js";
 import { startPolling } from "./telegram/polling.js";
+import { createRunningAnswers } from "./telegram/running-answers.js";
 
 // Turns at once over all chats: enough to keep many chats moving while each waits on Gemini,
 // few enough that a burst cannot exhaust the database pool or memory.
@@ -27,7 +28,8 @@ const SHUTDOWN_WAIT_MS = 25_000;
 const LOCK_WAIT_MS = SHUTDOWN_WAIT_MS + 5_000;
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 const CLOCK_RESYNC_MS = 60 * 1000;
-const ALLOWED_UPDATES = ["message"] as const;
+// stopped_message_generation: the stop button of a draft.
+const ALLOWED_UPDATES = ["message", "stopped_message_generation"] as const;
 
 export type Service = {
   /** The HTTP listener's address (PORT=0 picks a free port). */
@@ -137,6 +139,8 @@ export async function startService(
   };
   // Updates running here, each with its lease, for the conversation to check before it writes.
   const leases = new Map<number, Lease>();
+  // Answers being written, for the ingest to stop without waiting behind them in the inbox.
+  const answers = createRunningAnswers();
   const { bot, delivery } = createBot({
     token: config.telegramBotToken,
     apiRoot: config.telegramApiRoot,
@@ -156,6 +160,8 @@ export async function startService(
     secrets: configuredSecrets(config),
 
     onApiError: (method, code) => app.metrics.telegramError(method, code),
+    streaming: config.streaming,
+    answers,
   });
   // grammY types its signals after the abort-controller polyfill; a standard one works the same.
   const apiSignal = signal as Parameters<typeof bot.init>[0];
@@ -221,6 +227,7 @@ export async function startService(
     bot: { id: bot.botInfo.id, username: bot.botInfo.username },
     logger,
     onStored: () => dispatcher.announce(),
+    answers,
   });
 
   let polling: ReturnType<typeof startPolling> | undefined;

@@ -125,6 +125,14 @@ export function routeUpdate(
   return { action: "ignore", why: GROUP_REFUSALS[sender.kind], who: sender.id };
 }
 
+/** `/stop` or `/stop@thisbot` as the message's first word. */
+export function isStopCommand(message: Message, bot: BotIdentity): boolean {
+  const command = message.entities?.find((e) => e.type === "bot_command" && e.offset === 0);
+  if (command === undefined || message.text === undefined) return false;
+  const [name, at] = message.text.slice(0, command.length).toLowerCase().split("@");
+  return name === "/stop" && (at === undefined || at === bot.username.toLowerCase());
+}
+
 export function rejectionHtml(userId: number): string {
   return [
     "Sorry, Koroku is a private assistant and you are not on its list of allowed users.",

@@ -1,8 +1,9 @@
 import { autoRetry } from "@grammyjs/auto-retry";
-import { type ApiClientOptions, Bot, HttpError } from "grammy";
+import { Api, type ApiClientOptions, Bot, HttpError } from "grammy";
 import type { UserFromGetMe } from "grammy/types";
 import type { AgentHooks } from "../agent/hooks.js";
 import type { Agent } from "../agent/turn.js";
+import type { StreamingMode } from "../config.js";
 import type { Logger } from "../logger.js";
 import type { Lease } from "../queue/inbox.js";
 import type { CompactionLimits } from "../session/compaction-plan.js";
@@ -14,6 +15,7 @@ import { conversationComposer } from "./conversation.js";
 import { createDelivery } from "./delivery.js";
 import { logNetworkFailures } from "./network-failures.js";
 import { type PendingTopicNames, topicNamingComposer } from "./new-topics.js";
+import { createRunningAnswers, type RunningAnswers } from "./running-answers.js";
 import { scrubOutgoing } from "./scrub-outgoing.js";
 
 export type BotDeps = {
@@ -36,6 +38,10 @@ export type BotDeps = {
   botInfo?: UserFromGetMe;
   /** Told of every failed attempt of an API call: Telegram's error code, or "network". */
   onApiError?: (method: string, code: string) => void;
+  /** How answers show while they are written. */
+  streaming?: StreamingMode;
+  /** Shared with the ingest, which stops them. */
+  answers?: RunningAnswers;
 };
 
 // 429s wait Telegram's retry_after, but not for long: a stalled send holds up its chat's inbox.
@@ -47,16 +53,19 @@ const MAX_RETRY_ATTEMPTS = 3;
  * fetches updates itself (src/telegram/polling.ts and the webhook feed the inbox).
  */
 export function createBot(deps: BotDeps) {
-  const bot = new Bot(deps.token, {
-    client: {
-      apiRoot: deps.apiRoot,
-      // Node's own fetch (undici) rather than grammY's default node-fetch, like the Gemini SDK's:
-      // one HTTP stack for both. grammY types the option after node-fetch.
-      fetch: fetch as unknown as NonNullable<ApiClientOptions["fetch"]>,
-    },
-    botInfo: deps.botInfo,
-  });
+  const client: ApiClientOptions = {
+    apiRoot: deps.apiRoot,
+    // Node's own fetch (undici) rather than grammY's default node-fetch, like the Gemini SDK's:
+    // one HTTP stack for both. grammY types the option after node-fetch.
+    fetch: fetch as unknown as NonNullable<ApiClientOptions["fetch"]>,
+  };
+  const bot = new Bot(deps.token, { client, botInfo: deps.botInfo });
   bot.api.config.use(scrubOutgoing(deps.secrets ?? []));
+  // Drafts while an answer is written go without auto-retry: one retried after a wait would be
+  // stale, and the next one replaces it anyway.
+  const liveApi = new Api(deps.token, client);
+  liveApi.config.use(scrubOutgoing(deps.secrets ?? []));
+  liveApi.config.use(logNetworkFailures(deps.logger, deps.apiRoot));
   bot.api.config.use(logNetworkFailures(deps.logger, deps.apiRoot));
   // Before auto-retry, like the log, so that every failed attempt is counted.
   const onApiError = deps.onApiError;
@@ -104,6 +113,9 @@ export function createBot(deps: BotDeps) {
       delivery,
       logger: deps.logger,
       leaseOf: deps.leaseOf,
+      liveApi,
+      streaming: deps.streaming ?? "auto",
+      answers: deps.answers ?? createRunningAnswers(),
     }),
   );
   return { bot, delivery };

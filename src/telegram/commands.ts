@@ -8,6 +8,7 @@ import { type HistoryLine, historyLines } from "../session/history-view.js";
 import type { ChatStats, SessionStore } from "../session/store.js";
 import { conversationKey, conversationKeyOf } from "./conversation-key.js";
 import type { Delivery } from "./delivery.js";
+import { NOTHING_TO_STOP } from "./ingest.js";
 import { NEW_TOPIC_NAME, openTopic, type PendingTopicNames } from "./new-topics.js";
 import { escapeHtml } from "./render.js";
 import { threadOf } from "./topics.js";
@@ -23,6 +24,7 @@ export const COMMANDS = [
   { command: "history", description: "Replay the last n turns: /history 5" },
   { command: "status", description: "Model, context size and compaction budget" },
   { command: "compact", description: "Summarise the conversation now" },
+  { command: "stop", description: "Stop the answer being written" },
 ] as const;
 
 const DEFAULT_HISTORY_TURNS = 10;
@@ -106,6 +108,9 @@ export function commandsComposer(deps: CommandDeps): Composer<Context> {
   };
 
   composer.command(["start", "help"], (ctx) => reply(ctx, helpHtml()));
+
+  // The ingest handles /stop as it arrives; one that reaches the bot had nothing left to stop.
+  composer.command("stop", (ctx) => reply(ctx, escapeHtml(NOTHING_TO_STOP)));
 
   composer.command("clear", async (ctx) => {
     await stillHeld(ctx)();

@@ -1,15 +1,18 @@
-import { Composer, type Context } from "grammy";
+import { type Api, Composer, type Context } from "grammy";
 import type { Update } from "grammy/types";
 import { compactionNotice } from "../agent/compaction.js";
 import { GeminiError } from "../agent/gemini-errors.js";
 import type { AgentHooks } from "../agent/hooks.js";
 import type { Agent } from "../agent/turn.js";
+import type { StreamingMode } from "../config.js";
 import type { Logger } from "../logger.js";
 import type { InboxItem, Lease } from "../queue/inbox.js";
 import { conversationKeyOf } from "./conversation-key.js";
 import type { Delivery } from "./delivery.js";
+import { startLiveAnswer } from "./live-answer.js";
 import { modelText } from "./message-context.js";
 import { escapeHtml } from "./render.js";
+import type { RunningAnswers } from "./running-answers.js";
 import { threadOf, threadOfMessage } from "./topics.js";
 
 export const NON_TEXT_REPLY =
@@ -22,6 +25,10 @@ export type ConversationDeps = {
   logger: Logger;
   /** The inbox lease of an update being run, if it came through the inbox. */
   leaseOf?(updateId: number): Lease | undefined;
+  /** For drafts, without auto-retry (see startLiveAnswer). */
+  liveApi: Api;
+  streaming: StreamingMode;
+  answers: RunningAnswers;
 };
 
 export const GAVE_UP =
@@ -75,19 +82,32 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
         ),
       );
     });
+    // The update's id names the draft: a run after a restart continues the same one.
+    const draftId = ctx.update.update_id;
+    const live = startLiveAnswer({
+      api: deps.liveApi,
+      delivery,
+      logger: deps.logger,
+      chatId,
+      threadId,
+      privateChat: ctx.chat.type === "private",
+      mode: deps.streaming,
+      draftId,
+    });
+    const running = deps.answers.start(session, chatId, draftId);
     try {
       const result = await agent.runTurn(session, {
         text: modelText(ctx.msg, ctx.me, ctx.chat.type !== "private"),
         updateId: ctx.update.update_id,
         guard: lease && (() => lease.ensureHeld()),
+        progress: live.progress,
+        stop: running.signal,
       });
       await Promise.all(notices);
       await lease?.ensureHeld();
       // A run that takes over a stored answer sends only what earlier runs did not.
-      await delivery.sendMarkdown(
-        chatId,
+      await live.finish(
         result.text,
-        threadId,
         lease && {
           alreadySent: result.resumed ? lease.delivered : 0,
           sent: (count) => lease.recordDelivered(count),
@@ -99,6 +119,7 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
         seconds: (performance.now() - started) / 1000,
       });
     } catch (error) {
+      await live.close();
       // Anything but Gemini refusing or being away (Telegram or the database failing, a bug) is
       // left to the inbox: it runs the update again later, reusing what was stored, and tells
       // the user only if it gives up.
@@ -110,6 +131,7 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
       await lease?.ensureHeld();
       await delivery.sendHtml(chatId, escapeHtml(geminiFailureText(error)), threadId);
     } finally {
+      running.done();
       stopNotices();
       stopTyping();
     }

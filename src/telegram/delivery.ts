@@ -3,6 +3,7 @@ import type { Logger } from "../logger.js";
 import { htmlToPlainText, renderMarkdown, splitMessage } from "./render.js";
 
 const CANT_PARSE = /can't parse entities/i;
+const NOT_MODIFIED = /message is not modified/i;
 // Telegram shows "typing…" for about 5 seconds after each chat action.
 export const TYPING_INTERVAL_MS = 4_000;
 export const TYPING_DELAY_MS = 300;
@@ -20,37 +21,66 @@ export type DeliveryProgress = {
 const inThread = (threadId: number | undefined) =>
   threadId === undefined ? {} : { message_thread_id: threadId };
 
+const isCantParse = (error: unknown) =>
+  error instanceof GrammyError && error.error_code === 400 && CANT_PARSE.test(error.description);
+
+/**
+ * Telegram HTML split under the length limit, each chunk one message. A lone surrogate (from a
+ * model answer or a stored event) cannot be encoded as UTF-8, so Telegram would refuse the whole
+ * message; U+FFFD in its place keeps every other word. Nothing Telegram would show (an empty code
+ * block, zero-width characters) is said so instead.
+ */
+export function htmlChunks(html: string): string[] {
+  const chunks = splitMessage(html.toWellFormed());
+  if (chunks.length === 0) chunks.push(NO_ANSWER);
+  return chunks;
+}
+
 /** Sends what Koroku has to say, in as many valid messages as it takes. */
 export function createDelivery(deps: { api: Api; logger: Logger }) {
   const { api } = deps;
 
-  async function sendChunk(chatId: number, html: string, threadId?: number): Promise<void> {
+  /** Sends one chunk of HTML; returns the message's id. */
+  async function sendChunk(chatId: number, html: string, threadId?: number): Promise<number> {
     const extra = inThread(threadId);
     try {
-      await api.sendMessage(chatId, html, {
+      const sent = await api.sendMessage(chatId, html, {
         parse_mode: "HTML",
         link_preview_options: { is_disabled: true },
         ...extra,
       });
+      return sent.message_id;
     } catch (error) {
-      if (
-        !(
-          error instanceof GrammyError &&
-          error.error_code === 400 &&
-          CANT_PARSE.test(error.description)
-        )
-      ) {
-        throw error;
-      }
+      if (!isCantParse(error)) throw error;
       // Our renderer should never produce HTML Telegram rejects; if it does, the words still arrive.
       deps.logger.warn(
         { err: error },
         "Telegram rejected the HTML; sending the chunk as plain text",
       );
-      await api.sendMessage(chatId, htmlToPlainText(html), {
+      const sent = await api.sendMessage(chatId, htmlToPlainText(html), {
         link_preview_options: { is_disabled: true },
         ...extra,
       });
+      return sent.message_id;
+    }
+  }
+
+  /** Replaces a message's text with one chunk of HTML; an unchanged text is not an error. */
+  async function editChunk(chatId: number, messageId: number, html: string): Promise<void> {
+    const options = { parse_mode: "HTML", link_preview_options: { is_disabled: true } } as const;
+    try {
+      await api.editMessageText(chatId, messageId, html, options);
+    } catch (error) {
+      if (error instanceof GrammyError && NOT_MODIFIED.test(error.description)) return;
+      if (!isCantParse(error)) throw error;
+      deps.logger.warn({ err: error }, "Telegram rejected the HTML; editing as plain text");
+      await api
+        .editMessageText(chatId, messageId, htmlToPlainText(html), {
+          link_preview_options: { is_disabled: true },
+        })
+        .catch((again: unknown) => {
+          if (!(again instanceof GrammyError && NOT_MODIFIED.test(again.description))) throw again;
+        });
     }
   }
 
@@ -65,11 +95,7 @@ export function createDelivery(deps: { api: Api; logger: Logger }) {
     threadId?: number,
     progress?: DeliveryProgress,
   ): Promise<void> {
-    // A lone surrogate (from a model answer or a stored event) cannot be encoded as UTF-8, so
-    // Telegram would refuse the whole message; U+FFFD in its place keeps every other word.
-    const chunks = splitMessage(html.toWellFormed());
-    // Nothing Telegram would show (an empty code block, zero-width characters): say so instead.
-    if (chunks.length === 0) chunks.push(NO_ANSWER);
+    const chunks = htmlChunks(html);
     for (let i = progress?.alreadySent ?? 0; i < chunks.length; i++) {
       await sendChunk(chatId, chunks[i] as string, threadId);
       if (progress && i < chunks.length - 1) await progress.sent(i + 1);
@@ -116,5 +142,5 @@ export function createDelivery(deps: { api: Api; logger: Logger }) {
     };
   }
 
-  return { sendHtml, sendMarkdown, showTyping };
+  return { sendHtml, sendMarkdown, showTyping, sendChunk, editChunk };
 }

@@ -2,8 +2,11 @@ import type { Update } from "grammy/types";
 import { z } from "zod";
 import type { Logger } from "../logger.js";
 import type { Inbox } from "../queue/inbox.js";
-import { type BotIdentity, rejectionHtml, routeUpdate } from "./access.js";
+import { type BotIdentity, isStopCommand, rejectionHtml, routeUpdate } from "./access.js";
 import type { Delivery } from "./delivery.js";
+import { escapeHtml } from "./render.js";
+import type { RunningAnswers } from "./running-answers.js";
+import { threadOfMessage } from "./topics.js";
 
 const userSchema = z.looseObject({ id: z.number().int(), is_bot: z.boolean() });
 const chatSchema = z.looseObject({ id: z.number().int(), type: z.string() });
@@ -78,7 +81,10 @@ export function checkUpdate(json: unknown): UpdateCheck {
   return { kind: "update", update: parsed.data as unknown as Update };
 }
 
-export type IngestResult = "stored" | "duplicate" | "rejected" | "ignored";
+/** `stopped`: a stop (button or /stop), handled at once and not stored. */
+export type IngestResult = "stored" | "duplicate" | "rejected" | "ignored" | "stopped";
+
+export const NOTHING_TO_STOP = "There is no answer being written to stop.";
 
 /** A user who is not allowed is told so once in this time, however many messages they send. */
 export const REJECTION_QUIET_MS = 60 * 60 * 1000;
@@ -98,6 +104,8 @@ export function createIngest(deps: {
   bot: BotIdentity;
   logger: Logger;
   onStored(): void;
+  /** Answers being written; a stop reaches them from here, ahead of the inbox's order. */
+  answers?: RunningAnswers;
   now?: () => number;
 }): Ingest {
   const allowed = new Set(deps.allowedUserIds);
@@ -114,6 +122,13 @@ export function createIngest(deps: {
     return true;
   };
   return async (update) => {
+    const pressed = update.stopped_message_generation;
+    if (pressed) {
+      // Drafts exist in private chats only, whose id is their user's.
+      if (!allowed.has(pressed.chat.id)) return "ignored";
+      deps.answers?.stopDraft(pressed.chat.id, pressed.draft_id);
+      return "stopped";
+    }
     const route = routeUpdate(update, allowed, deps.bot);
     if (route.action === "ignore") {
       const { message } = update;
@@ -123,6 +138,17 @@ export function createIngest(deps: {
         deps.logger.info({ ...log, sender_id: route.who }, "ignored a message");
       else deps.logger.debug(log, "ignored an update");
       return "ignored";
+    }
+    if (route.action === "run" && update.message && isStopCommand(update.message, deps.bot)) {
+      if (!deps.answers?.stopConversation(route.conversation)) {
+        const { chat } = update.message;
+        deps.delivery
+          .sendHtml(chat.id, escapeHtml(NOTHING_TO_STOP), threadOfMessage(update.message))
+          .catch((error: unknown) =>
+            deps.logger.warn({ err: error }, "could not say there is nothing to stop"),
+          );
+      }
+      return "stopped";
     }
     if (route.action === "reject") {
       const log = { user_id: route.userId, update_id: update.update_id };

@@ -39,6 +39,7 @@ describe("Telegram service end to end (webhook mode, SQLite)", () => {
       "history",
       "status",
       "compact",
+      "stop",
     ]);
     expect(w.telegram.webhook).toMatchObject({
       url: "https://koroku.test/telegram/webhook",

@@ -226,9 +226,9 @@ describe("fake Telegram: other methods and helpers", () => {
   it("answers getMe from the token and true for unmodelled methods", async () => {
     const me = await api.getMe();
     expect(me).toMatchObject({ id: Number(fake.token.split(":")[0]), is_bot: true });
-    await expect(api.deleteMessage(1, 2)).resolves.toBe(true);
-    expect(fake.calls.map((call) => call.method)).toEqual(["getMe", "deleteMessage"]);
-    expect(fake.calls[1]?.body).toEqual({ chat_id: 1, message_id: 2 });
+    await expect(api.setMyDescription("a bot")).resolves.toBe(true);
+    expect(fake.calls.map((call) => call.method)).toEqual(["getMe", "setMyDescription"]);
+    expect(fake.calls[1]?.body).toEqual({ description: "a bot" });
   });
 
   it("rejects an unknown chat action", async () => {
@@ -295,5 +295,52 @@ describe("fake Telegram: topics", () => {
     } finally {
       await threaded.close();
     }
+  });
+});
+
+describe("fake Telegram: drafts, edits and the stop button", () => {
+  it("shows drafts in private chats only, up to 4096 characters, five a second per chat", async () => {
+    expect(
+      await api.sendMessageDraft(42, 7, "<b>Hel</b>", { parse_mode: "HTML", can_stop: true }),
+    ).toBe(true);
+    expect(fake.drafts.map((d) => [d.chat_id, d.draft_id, d.plain_text])).toEqual([[42, 7, "Hel"]]);
+    expect((await grammyError(api.sendMessageDraft(-100123, 7, "x"))).error_code).toBe(400);
+    expect((await grammyError(api.sendMessageDraft(42, 0, "x"))).description).toContain("draft_id");
+    expect(
+      (await grammyError(api.sendMessageDraft(42, 7, "x".repeat(4097)))).description,
+    ).toContain("too long");
+    for (let i = 0; i < 4; i++) await api.sendMessageDraft(42, 7, `x${i}`);
+    const limited = await grammyError(api.sendMessageDraft(42, 7, "one too many"));
+    expect(limited.error_code).toBe(429);
+    expect(limited.parameters.retry_after).toBe(1);
+    // The limit is per chat.
+    expect(await api.sendMessageDraft(43, 7, "another chat")).toBe(true);
+  });
+
+  it("edits a sent message, and says when the new text is the same", async () => {
+    const sent = await api.sendMessage(42, "draft <b>one</b>", { parse_mode: "HTML" });
+    await api.editMessageText(42, sent.message_id, "draft <b>two</b>", { parse_mode: "HTML" });
+    expect(fake.sent.map((m) => m.plain_text)).toEqual(["draft two"]);
+    expect(fake.edits).toHaveLength(1);
+    const same = await grammyError(
+      api.editMessageText(42, sent.message_id, "draft <b>two</b>", { parse_mode: "HTML" }),
+    );
+    expect(same.description).toContain("message is not modified");
+    // Bold no more: the entities changed, so it is an edit.
+    await api.editMessageText(42, sent.message_id, "draft two");
+    expect((await grammyError(api.editMessageText(42, 999, "x"))).description).toContain(
+      "not found",
+    );
+    await api.deleteMessage(42, sent.message_id);
+    expect(fake.sent).toEqual([]);
+  });
+
+  it("sends stopped_message_generation for a private chat's draft", () => {
+    const update = fake.pressStop(42, 7);
+    expect(update.stopped_message_generation).toEqual({
+      chat: { id: 42, type: "private", first_name: "Test User" },
+      draft_id: 7,
+    });
+    expect(() => fake.pressStop(-100123, 7)).toThrow(/private/);
   });
 });

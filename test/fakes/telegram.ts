@@ -115,6 +115,12 @@ export interface FakeTelegram {
   readonly calls: readonly RecordedCall[];
   /** Successful sendMessage and sendRichMessage calls, in order. */
   readonly sent: readonly SentMessage[];
+  /** Successful sendMessageDraft calls, in order. */
+  readonly drafts: readonly DraftShown[];
+  /** Successful editMessageText calls, in order (`sent` holds each message's latest text). */
+  readonly edits: readonly SentMessage[];
+  /** Messages the bot deleted (deleteMessage). */
+  readonly deleted: readonly { chat_id: number; message_id: number }[];
   /** The last setMyCommands list. */
   readonly commands: readonly BotCommand[];
   readonly webhook: WebhookState | undefined;
@@ -127,6 +133,11 @@ export interface FakeTelegram {
   pushUpdate(update: UpdateInput): Update;
   /** Queues a text message from a user (a private chat unless chatId says otherwise). */
   pushText(params: Omit<TextUpdateParams, "updateId" | "messageId">): Update;
+  /**
+   * The user presses a draft's stop button: queues the stopped_message_generation update (for
+   * polling) and returns it (to post to a webhook).
+   */
+  pressStop(chatId: number, draftId: number): Update;
   /** The next `times` calls of `method` fail with this error instead of running. */
   failNext(method: string, failure: ScriptedFailure, times?: number): void;
   /**
@@ -141,19 +152,37 @@ export interface FakeTelegram {
   addForum(chatId: number, options?: { botCanManageTopics?: boolean }): void;
   /** The topics the bot created (createForumTopic), with their current names, by chat. */
   topicsOf(chatId: number): ReadonlyMap<number, string>;
-  /** Drops the recorded calls and messages: a benchmark's thousands would burden this process. */
+  /**
+   * Drops the recorded calls and messages: a benchmark's thousands would burden this process. A
+   * message forgotten can no longer be edited or deleted.
+   */
   forgetCalls(): void;
   close(): Promise<void>;
 }
 
+export interface DraftShown {
+  readonly chat_id: number;
+  readonly draft_id: number;
+  readonly plain_text: string;
+  readonly at: number;
+}
+
+/** Drafts a chat may get per second before Telegram answers 429. */
+export const DRAFTS_PER_SECOND = 5;
+
 export interface FakeTelegramOptions {
   readonly token?: string;
+  /** Drafts one chat may get in any second (Telegram: about 5); more get a 429. */
+  readonly draftsPerSecond?: number;
   /** The bot has topics in private chats (BotFather's threaded mode, Bot API 9.4+). */
   readonly topicsInPrivateChats?: boolean;
 }
 
 export async function startFakeTelegram(options: FakeTelegramOptions = {}): Promise<FakeTelegram> {
-  const fake = new FakeTelegramServer(options.token ?? DEFAULT_FAKE_TOKEN);
+  const fake = new FakeTelegramServer(
+    options.token ?? DEFAULT_FAKE_TOKEN,
+    options.draftsPerSecond ?? DRAFTS_PER_SECOND,
+  );
   if (options.topicsInPrivateChats) {
     fake.bot.has_topics_enabled = true;
     fake.bot.allows_users_to_create_topics = true;
@@ -195,6 +224,9 @@ class FakeTelegramServer implements FakeTelegram {
   readonly bot: UserFromGetMe;
   readonly calls: RecordedCall[] = [];
   readonly sent: SentMessage[] = [];
+  readonly drafts: DraftShown[] = [];
+  readonly edits: SentMessage[] = [];
+  readonly deleted: { chat_id: number; message_id: number }[] = [];
   commands: BotCommand[] = [];
   webhook: WebhookState | undefined;
 
@@ -211,8 +243,13 @@ class FakeTelegramServer implements FakeTelegram {
   private nextUpdateId = 100_000_001;
   private nextMessageId = 1;
   private port = 0;
+  /** When each chat's recent drafts came, for the per-second limit. */
+  private readonly draftTimes = new Map<number, number[]>();
 
-  constructor(readonly token: string) {
+  constructor(
+    readonly token: string,
+    private readonly draftsPerSecond: number,
+  ) {
     this.bot = botFromToken(token);
     this.server = createServer((req, res) => {
       this.handleRequest(req, res).catch((error: unknown) => {
@@ -228,6 +265,9 @@ class FakeTelegramServer implements FakeTelegram {
       createforumtopic: (params) => ok(this.createForumTopic(params)),
       editforumtopic: (params) => ok(this.editForumTopic(params)),
       sendmessage: (params) => ok(this.sendMessage(params)),
+      sendmessagedraft: (params) => ok(this.sendMessageDraft(params)),
+      editmessagetext: (params) => ok(this.editMessageText(params)),
+      deletemessage: (params) => ok(this.deleteMessage(params)),
       sendrichmessage: (params) => ok(this.sendRichMessage(params)),
       sendchataction: (params) => ok(this.sendChatAction(params)),
       setmycommands: (params) => ok(this.setMyCommands(params)),
@@ -472,6 +512,92 @@ class FakeTelegramServer implements FakeTelegram {
     const name = this.readTopicName(params, 0);
     if (name) topics.set(threadId, name);
     return true;
+  }
+
+  /** Private chats only, 0–4096 characters, and no more than draftsPerSecond per chat. */
+  private sendMessageDraft(params: Params): true {
+    const chatId = readChatId(params);
+    const draftId = readInteger(params, "draft_id");
+    if (draftId === undefined || draftId === 0) throw badRequest("draft_id must be non-zero");
+    if (chatFor(chatId).type !== "private") {
+      throw badRequest("message drafts can be sent only to private chats");
+    }
+    this.readThread(params, chatId);
+    const text = typeof params.text === "string" ? params.text : "";
+    const parsed = parseText(
+      text,
+      typeof params.parse_mode === "string" ? params.parse_mode : undefined,
+    );
+    if (parsed.text.length > TELEGRAM_TEXT_LIMIT) throw badRequest("message is too long");
+    const now = Date.now();
+    const recent = (this.draftTimes.get(chatId) ?? []).filter((at) => now - at < 1_000);
+    if (recent.length >= this.draftsPerSecond) {
+      this.draftTimes.set(chatId, recent);
+      throw new ApiError(429, "Too Many Requests: retry after 1", 1);
+    }
+    recent.push(now);
+    this.draftTimes.set(chatId, recent);
+    this.drafts.push({ chat_id: chatId, draft_id: draftId, plain_text: parsed.text, at: now });
+    return true;
+  }
+
+  private findSent(params: Params): { index: number; chatId: number; messageId: number } {
+    const chatId = readChatId(params);
+    const messageId = readInteger(params, "message_id");
+    const index = this.sent.findIndex((m) => m.chat_id === chatId && m.message_id === messageId);
+    if (messageId === undefined || index < 0)
+      throw badRequest(
+        params.text === undefined ? "message to delete not found" : "message to edit not found",
+      );
+    return { index, chatId, messageId };
+  }
+
+  private editMessageText(params: Params): Message {
+    const { index } = this.findSent(params);
+    const before = this.sent[index] as SentMessage;
+    const text = typeof params.text === "string" ? params.text : "";
+    const parseMode = typeof params.parse_mode === "string" ? params.parse_mode : undefined;
+    const parsed = parseText(text, parseMode);
+    if (/^[\s\u200b-\u200f\u2060\ufeff\u3164\u115f\u1160\uffa0]*$/.test(parsed.text)) {
+      throw badRequest("message text is empty");
+    }
+    if (parsed.text.length > TELEGRAM_TEXT_LIMIT) throw badRequest("MESSAGE_TOO_LONG");
+    const entities = parsed.entities.length > 0 ? { entities: parsed.entities } : {};
+    if (
+      parsed.text === before.plain_text &&
+      JSON.stringify(parsed.entities) === JSON.stringify(before.message.entities ?? [])
+    ) {
+      throw badRequest(
+        "message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message",
+      );
+    }
+    const { entities: _old, ...rest } = before.message;
+    const message: Message = { ...rest, text: parsed.text, ...entities, edit_date: unixNow() };
+    const after: SentMessage = {
+      ...before,
+      text,
+      parse_mode: parseMode,
+      plain_text: parsed.text,
+      body: params,
+      message,
+    };
+    this.sent[index] = after;
+    this.edits.push(after);
+    return message;
+  }
+
+  private deleteMessage(params: Params): true {
+    const { index, chatId, messageId } = this.findSent(params);
+    this.sent.splice(index, 1);
+    this.deleted.push({ chat_id: chatId, message_id: messageId });
+    return true;
+  }
+
+  pressStop(chatId: number, draftId: number): Update {
+    const chat = chatFor(chatId);
+    if (chat.type !== "private")
+      throw new Error("fake Telegram: drafts exist in private chats only");
+    return this.pushUpdate({ stopped_message_generation: { chat, draft_id: draftId } });
   }
 
   private sendMessage(params: Params): Message {
