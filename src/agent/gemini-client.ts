@@ -12,10 +12,12 @@ import type { Logger } from "pino";
 import {
   describeFailure,
   type Failure,
+  GeminiAnswerTooLargeError,
   GeminiRefusedError,
   GeminiUnavailableError,
 } from "./gemini-errors.js";
 import type { GenerateRequest, GenerateResult, ModelClient } from "./model-client.js";
+import { capResponseBytes, MAX_MODEL_RESPONSE_BYTES, tooLargeIn } from "./response-cap.js";
 import { StreamAssembly } from "./stream-assembly.js";
 import { thinkingConfigFor } from "./thinking.js";
 
@@ -48,6 +50,8 @@ export interface GeminiClientDeps {
   timeoutMs?: number;
   retry?: Partial<RetryPolicy>;
   sleep?: (ms: number) => Promise<void>;
+  /** Cap on one response's bytes (MAX_MODEL_RESPONSE_BYTES); tests lower it. */
+  maxResponseBytes?: number;
   /** Jitter source in [0, 1); injectable so tests can pin the backoff. */
   random?: () => number;
 }
@@ -162,8 +166,12 @@ export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
       ai: new GoogleGenAI({
         apiKey: deps.apiKey,
         vertexai: false,
-        // Node's own fetch (the SDK's default): it streams bodies, which SSE needs.
-        ...(deps.baseUrl ? { httpOptions: { baseUrl: deps.baseUrl } } : {}),
+        // Node's own fetch (the SDK's default): it streams bodies, which SSE needs. Capped, so
+        // that no answer can fill the memory before it is refused.
+        httpOptions: {
+          ...(deps.baseUrl ? { baseUrl: deps.baseUrl } : {}),
+          fetch: capResponseBytes(fetch, deps.maxResponseBytes ?? MAX_MODEL_RESPONSE_BYTES),
+        },
       }),
       apiError: ApiError,
     })));
@@ -252,6 +260,14 @@ export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
         spentMs += Date.now() - started;
         const midStream = thrown instanceof MidStreamFailure;
         const error = midStream ? thrown.failure : thrown;
+        const tooLarge = tooLargeIn(error);
+        if (tooLarge) {
+          deps.logger.warn(
+            { model: request.model, max_bytes: tooLarge.maxBytes },
+            "Gemini's answer was too large; dropped",
+          );
+          throw new GeminiAnswerTooLargeError("Gemini's response", tooLarge.maxBytes);
+        }
         const failure = describeFailure(error, deps.apiKey, apiError);
         const log = {
           model: request.model,

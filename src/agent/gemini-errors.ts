@@ -59,6 +59,25 @@ export class GeminiUnsupportedAnswerError extends GeminiError {
   }
 }
 
+/**
+ * Gemini (or a proxy in front of it) sent more than Koroku keeps: nothing of it is stored, and
+ * asking the same again would likely send as much again, so the user is told at once.
+ */
+export class GeminiAnswerTooLargeError extends GeminiError {
+  constructor(what: string, maxBytes: number) {
+    const limit =
+      maxBytes >= 1024 * 1024
+        ? `${Math.round(maxBytes / (1024 * 1024))} MB`
+        : `${Math.round(maxBytes / 1024)} KB`;
+    super(
+      "refused",
+      `Gemini's answer was larger than the ${limit} I can keep, so I dropped it. Please ask for something smaller (for instance, a file in parts).`,
+      `${what} was larger than ${maxBytes} bytes`,
+    );
+    this.name = "GeminiAnswerTooLargeError";
+  }
+}
+
 /** What the retry loop needs to know about one failed attempt. */
 export interface Failure {
   retryable: boolean;

@@ -12,6 +12,8 @@ import {
 } from "../session/events.js";
 import {
   type ChatContext,
+  EventTooLargeError,
+  MAX_EVENT_BYTES,
   type NewSessionEvent,
   type SessionStore,
   type StoredSession,
@@ -21,7 +23,7 @@ import type { ToolRegistry } from "../tools/registry.js";
 import type { CompactionOutcome } from "./compaction.js";
 import { contentsFor } from "./contents.js";
 import { judgeAnswer, MALFORMED_TWICE } from "./finish-reasons.js";
-import { GeminiUnsupportedAnswerError } from "./gemini-errors.js";
+import { GeminiAnswerTooLargeError, GeminiUnsupportedAnswerError } from "./gemini-errors.js";
 import {
   BUDGET_EXHAUSTED,
   planCalls,
@@ -118,6 +120,7 @@ export type TurnResult = {
 // After the budget is spent the model gets no tools; if it still answers with calls, a couple of
 // refusals let it recover before we end the turn ourselves.
 const EXTRA_ROUNDS_AFTER_BUDGET = 2;
+const TOO_LARGE_OUTPUT = `the tool's output was larger than the ${MAX_EVENT_BYTES / (1024 * 1024)} MB a stored event may hold, so it was dropped`;
 
 export type Agent = ReturnType<typeof createAgent>;
 
@@ -279,7 +282,14 @@ export function createAgent(deps: AgentDeps) {
         context,
         // No prompt has 0 tokens: 0 means Gemini sent no count, and the store must not take it
         // for a measurement of the context (it would hide the context from the token budget).
-        await append([{ event, promptTokens: result.usage.promptTokens || undefined }]),
+        await append([{ event, promptTokens: result.usage.promptTokens || undefined }]).catch(
+          (error: unknown) => {
+            if (error instanceof EventTooLargeError) {
+              throw new GeminiAnswerTooLargeError("Gemini's answer as an event", MAX_EVENT_BYTES);
+            }
+            throw error;
+          },
+        ),
       );
       hooks.emit("modelResponse", { chatId, event, usage: { ...usage } });
 
@@ -313,15 +323,26 @@ export function createAgent(deps: AgentDeps) {
         else responses.push(repeatRefusal("index" in step ? responses[step.index] : step.earlier));
         if (step.kind === "repeat") log.warn({ tool: calls[i]?.name }, "refused a repeated call");
       }
-      const parts = calls.map((call, i) => responsePart(call, responses[i] ?? {}));
       const executed = plan.filter((step) => step.kind !== "budget").length;
       toolCalls += executed;
-      context = withAppended(
-        context,
-        await append([
-          { event: { v: 1, event_type: "session", role: "user", parts }, toolCalls: executed },
-        ]),
-      );
+      const responsesEvent = (outputs: readonly Record<string, unknown>[]) => [
+        {
+          event: {
+            v: 1 as const,
+            event_type: "session" as const,
+            role: "user" as const,
+            parts: calls.map((call, i) => responsePart(call, outputs[i] ?? {})),
+          },
+          toolCalls: executed,
+        },
+      ];
+      const stored = await append(responsesEvent(responses)).catch((error: unknown) => {
+        if (!(error instanceof EventTooLargeError)) throw error;
+        // The calls were made; the model is told their outputs were too large to keep.
+        log.warn({ bytes: error.bytes }, "tool responses too large to store; replaced by an error");
+        return append(responsesEvent(responses.map(() => ({ error: TOO_LARGE_OUTPUT }))));
+      });
+      context = withAppended(context, stored);
       if (!offerTools && ++roundsWithoutTools > EXTRA_ROUNDS_AFTER_BUDGET) {
         log.warn("model kept calling tools after its budget was spent; ending the turn");
         const text = `I stopped after ${used} tool calls, my limit for one message. Tell me whether to continue.`;

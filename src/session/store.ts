@@ -23,6 +23,21 @@ import {
 } from "./events.js";
 import { mediaLine } from "./media-text.js";
 
+/**
+ * The most bytes one stored event may take (its JSON). Every event is loaded with its
+ * conversation's context and sent to Gemini again on each turn, so one huge event would slow every
+ * later turn, /history and search; 4 MB is far above any honest answer or tool response.
+ */
+export const MAX_EVENT_BYTES = 4 * 1024 * 1024;
+
+/** An event past MAX_EVENT_BYTES: refused, nothing stored. */
+export class EventTooLargeError extends Error {
+  constructor(readonly bytes: number) {
+    super(`the event is ${bytes} bytes, more than the ${MAX_EVENT_BYTES} a stored event may hold`);
+    this.name = "EventTooLargeError";
+  }
+}
+
 export type StoredSession = {
   id: number;
   kind: "session";
@@ -202,12 +217,15 @@ export function createSessionStore(deps: {
 
   function rowFor(chatId: string, body: SessionEvent | CompactionEvent): NewMessageRow {
     const event = eventSchema.parse(body);
+    const json = JSON.stringify(event);
+    const bytes = Buffer.byteLength(json);
+    if (bytes > MAX_EVENT_BYTES) throw new EventTooLargeError(bytes);
     const text = eventText(event);
     return {
       chat_id: chatId,
       kind: event.event_type === "compaction" ? "compaction" : "session",
       role: event.event_type === "session" ? event.role : null,
-      event_json: JSON.stringify(event),
+      event_json: json,
       is_user_message: event.event_type === "session" && isRealUserMessage(event) ? 1 : 0,
       estimated_tokens: text.estimatedTokens,
       search_text: text.searchText,

@@ -2,7 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
 import { migrateToLatest } from "../../src/db/migrate.js";
 import type { CompactionEvent, SessionEvent } from "../../src/session/events.js";
-import { contextTokens, createSessionStore, type SessionStore } from "../../src/session/store.js";
+import {
+  contextTokens,
+  createSessionStore,
+  EventTooLargeError,
+  MAX_EVENT_BYTES,
+  type SessionStore,
+} from "../../src/session/store.js";
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../helpers/databases.js";
 import { captureLogger } from "../helpers/logs.js";
 
@@ -77,6 +83,16 @@ describe.each(DATABASE_KINDS)("session store on %s", (kind) => {
     expect(context.events[0]?.updateId).toBe(42);
     expect(context.events[1]?.promptTokens).toBe(120);
     expect(context.events[0]?.id).toBeLessThan(context.events[1]?.id as number);
+  });
+
+  it("refuses an event larger than MAX_EVENT_BYTES and stores nothing of its append", async () => {
+    const chat = newChat();
+    const huge = callEvent("write_file", { content: "é".repeat(MAX_EVENT_BYTES / 2) });
+    await expect(
+      store.append(chat, [{ event: user("before") }, { event: huge }]),
+    ).rejects.toBeInstanceOf(EventTooLargeError);
+    await store.append(chat, [{ event: callEvent("write_file", { content: "é".repeat(1000) }) }]);
+    expect((await store.loadContext(chat)).events).toHaveLength(1);
   });
 
   it("stores a function-call event and its responses in one atomic append", async () => {
