@@ -3,6 +3,7 @@ import * as createMessagesAndInbox from "./20261130000100_create_messages_and_in
 import * as inboxDelivered from "./20261201000100_inbox_delivered.js";
 import * as pendingTopicNames from "./20261202011500_pending_topic_names.js";
 import * as attachments from "./20261202020000_attachments.js";
+import * as scheduledTasks from "./20261202030000_scheduled_tasks.js";
 
 /** Every migration, by name; names sort in the order they must run. Add new files here. */
 export const migrations: Record<string, Migration> = {
@@ -10,4 +11,5 @@ export const migrations: Record<string, Migration> = {
   "20261201000100_inbox_delivered": inboxDelivered,
   "20261202011500_pending_topic_names": pendingTopicNames,
   "20261202020000_attachments": attachments,
+  "20261202030000_scheduled_tasks": scheduledTasks,
 };

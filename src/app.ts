@@ -11,6 +11,8 @@ import { instrumentAgent, instrumentModel, observeHooks } from "./metrics/instru
 import { createMetrics } from "./metrics/metrics.js";
 import { readAttachments } from "./session/attachments.js";
 import { createSessionStore } from "./session/store.js";
+import { createTaskStore } from "./tasks/store.js";
+import { createTaskTools } from "./tasks/tools.js";
 import { createBuiltinTools } from "./tools/builtins.js";
 import { createToolRegistry } from "./tools/registry.js";
 
@@ -51,12 +53,15 @@ export async function createApp(
       "ENABLE_SHELL_TOOL is on: run_command gives the model a shell with this process's rights, so it can read the bot's token and API key (from /proc), the database and the memory files; run the bot as a user, or in a container, that holds nothing else",
     );
   }
+  const tasks = createTaskStore({ db: handle.db, kind: handle.kind });
   const tools = createToolRegistry(
     createBuiltinTools({
       workspaceDir: config.workspaceDir,
       memoryDir: config.memoryDir,
       enableShell: config.enableShellTool,
       search: (chatId, query, limit) => store.search(chatId, query, limit),
+      timeZone: config.timeZone,
+      extra: createTaskTools({ tasks, timeZone: config.timeZone, now: Date.now }),
     }),
   );
   const compactor = createCompactor({
@@ -85,6 +90,7 @@ export async function createApp(
         maxToolCallsPerTurn: config.maxToolCallsPerTurn,
         thinkingLevel: config.geminiThinkingLevel,
       },
+      timeZone: config.timeZone,
     }),
     metrics,
   );
@@ -93,5 +99,5 @@ export async function createApp(
     metrics,
     tools.declarations().map((d) => d.name ?? ""),
   );
-  return { config, logger, database: handle, store, hooks, agent, compactor, tools, metrics };
+  return { config, logger, database: handle, store, hooks, agent, compactor, tools, metrics, tasks };
 }

@@ -88,6 +88,16 @@ const text = (fallback: string) =>
     .optional()
     .transform((value) => value?.trim() || fallback);
 
+/** A TIME_ZONE typo must stop start-up, not fail every scheduled task later. */
+function isKnownTimeZone(zone: string): boolean {
+  try {
+    new Intl.DateTimeFormat("en", { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 const nonEmpty = (name: string, hint: string) =>
   z
     .string({ error: `${name} is not set: ${hint}` })
@@ -156,6 +166,9 @@ const envSchema = (requireTelegram: boolean) =>
       ),
     INBOX_LEASE_SECONDS: count("INBOX_LEASE_SECONDS", 30, 1),
     INBOX_RETENTION_DAYS: count("INBOX_RETENTION_DAYS", 7, 1),
+    TIME_ZONE: text(Intl.DateTimeFormat().resolvedOptions().timeZone).refine(isKnownTimeZone, {
+      error: "TIME_ZONE must be an IANA time zone such as Europe/Berlin or America/New_York",
+    }),
     LOG_LEVEL: text("info")
       .transform((level) => level.toLowerCase())
       .pipe(z.enum(LOG_LEVELS, { error: `LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}` })),
@@ -195,6 +208,8 @@ const configSchema = (requireTelegram: boolean) =>
     inboxLeaseSeconds: e.INBOX_LEASE_SECONDS,
     /** Finished inbox rows older than this are deleted; a redelivered update_id is deduplicated until then. */
     inboxRetentionDays: e.INBOX_RETENTION_DAYS,
+    /** IANA zone of the system instruction, the clock tool and scheduled tasks. */
+    timeZone: e.TIME_ZONE,
   }));
 
 /** Rules that tie two variables together; checked on the raw values so they are reported even when other variables are invalid. */

@@ -75,13 +75,53 @@ export interface AttachmentUsesTable {
   created_at: string;
 }
 
+export type TaskStatus = "active" | "done" | "cancelled" | "disabled";
+/** `remind` sends the instruction as it is; `run` gives it to the model as a turn. */
+export type TaskMode = "remind" | "run";
+
+export interface TasksTable {
+  id: Generated<number>;
+  /** The conversation key the task belongs to and runs in (src/telegram/ derives it). */
+  conversation: string;
+  /** Where its answers go: the chat, and the forum topic of the conversation if it has one. */
+  chat_id: string;
+  thread_id: number | null;
+  instruction: string;
+  mode: TaskMode;
+  /** The repetition as the model asked for it, for lists; null for a one-shot task. */
+  repeat_text: string | null;
+  /** A 5-field cron expression read in `time_zone`, or an interval from `anchor_at`. */
+  cron: string | null;
+  interval_ms: number | null;
+  anchor_at: number | null;
+  time_zone: string;
+  /** Epoch ms of the next run still to queue; null once the task is no longer active. */
+  next_run_at: number | null;
+  status: TaskStatus;
+  /** Why a task was disabled (its conversation was cleared, its chat blocked the bot). */
+  status_reason: string | null;
+  runs: ColumnType<number, number | undefined, number>;
+  created_at: string;
+}
+
+/** One row per queued run: the unique (task_id, due_at) pair is what keeps a run from queueing twice. */
+export interface TaskRunsTable {
+  id: Generated<number>;
+  task_id: number;
+  due_at: number;
+  queued_at: string;
+}
+
 export interface Database {
   messages: MessagesTable;
   inbox: InboxTable;
   pending_topic_names: PendingTopicNamesTable;
   attachments: AttachmentsTable;
   attachment_uses: AttachmentUsesTable;
+  tasks: TasksTable;
+  task_runs: TaskRunsTable;
 }
 
 export type MessageRow = Selectable<MessagesTable>;
 export type NewMessageRow = Insertable<MessagesTable>;
+export type TaskRow = Selectable<TasksTable>;

@@ -13,18 +13,23 @@ export interface BuiltinToolDeps {
   /** ENABLE_SHELL_TOOL: without it the model never learns run_command exists. */
   enableShell: boolean;
   search: SearchHistory;
+  /** IANA zone the clock tool reports local time in (TIME_ZONE). */
+  timeZone?: string;
+  /** Tools of other concerns (scheduled tasks) offered beside these. */
+  extra?: readonly Tool[];
   now?: () => Date;
 }
 
 export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
   const { workspaceDir } = deps;
   const tools: Tool[] = [
-    createGetCurrentTimeTool({ now: deps.now ?? (() => new Date()) }),
+    createGetCurrentTimeTool({ now: deps.now ?? (() => new Date()), timeZone: deps.timeZone }),
     createListFilesTool({ workspaceDir }),
     createReadFileTool({ workspaceDir }),
     createWriteFileTool({ workspaceDir }),
     createReadMemoryTool({ memoryDir: deps.memoryDir }),
     createSearchHistoryTool({ search: deps.search }),
+    ...(deps.extra ?? []),
   ];
   if (deps.enableShell) tools.push(createRunCommandTool({ workspaceDir }));
   return tools;

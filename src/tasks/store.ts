@@ -1,0 +1,240 @@
+import type { Kysely } from "kysely";
+import { z } from "zod";
+import type { DatabaseKind } from "../db/connect.js";
+import type { Database, TaskMode, TaskRow, TaskStatus } from "../db/schema.js";
+import { nextOccurrence, type Recurrence } from "./schedule.js";
+
+export type Task = {
+  id: number;
+  conversation: string;
+  chatId: number;
+  threadId: number | undefined;
+  instruction: string;
+  mode: TaskMode;
+  /** The repetition as asked for ("weekdays"), for lists; undefined for a one-shot task. */
+  repeatText: string | undefined;
+  recurrence: Recurrence | undefined;
+  timeZone: string;
+  nextRunAt: number | undefined;
+  status: TaskStatus;
+  runs: number;
+};
+
+export type NewTask = Omit<Task, "id" | "status" | "runs" | "nextRunAt"> & { nextRunAt: number };
+
+/**
+ * A queued run's inbox row has an update_id below every Telegram update_id (they are positive),
+ * ordered by the run's id: among a chat's waiting work, due tasks go first, in the order they
+ * were queued. Safe integers all: the base leaves 2^52 runs.
+ */
+export const SCHEDULED_UPDATE_BASE = -(2 ** 52);
+
+/** What the inbox holds for a queued run (its row carries no Telegram update). */
+export const scheduledRunSchema = z.object({
+  update_id: z.number().int(),
+  scheduled_task: z.object({
+    task_id: z.number().int(),
+    run_id: z.number().int(),
+    due_at: z.number().int(),
+  }),
+});
+export type ScheduledRun = z.infer<typeof scheduledRunSchema>;
+
+/** The queued run an inbox item stands for, or undefined for a Telegram update. */
+export function scheduledRunOf(update: unknown): ScheduledRun | undefined {
+  const parsed = scheduledRunSchema.safeParse(update);
+  return parsed.success ? parsed.data : undefined;
+}
+
+function recurrenceOf(row: TaskRow): Recurrence | undefined {
+  if (row.cron !== null) return { kind: "cron", expression: row.cron };
+  if (row.interval_ms !== null && row.anchor_at !== null) {
+    return { kind: "interval", everyMs: row.interval_ms, anchorMs: row.anchor_at };
+  }
+  return undefined;
+}
+
+function toTask(row: TaskRow): Task {
+  return {
+    id: row.id,
+    conversation: row.conversation,
+    chatId: Number(row.chat_id),
+    threadId: row.thread_id ?? undefined,
+    instruction: row.instruction,
+    mode: row.mode,
+    repeatText: row.repeat_text ?? undefined,
+    recurrence: recurrenceOf(row),
+    timeZone: row.time_zone,
+    nextRunAt: row.next_run_at ?? undefined,
+    status: row.status,
+    runs: row.runs,
+  };
+}
+
+export type TaskStore = ReturnType<typeof createTaskStore>;
+
+/** Scheduled tasks in the database, and the queueing of their due runs into the inbox. */
+export function createTaskStore(deps: {
+  db: Kysely<Database>;
+  kind: DatabaseKind;
+  /** The inbox's clock (the database server's, on PostgreSQL). */
+  now?: () => number;
+}) {
+  const { db } = deps;
+  const now = deps.now ?? Date.now;
+  const stamp = () => new Date(now()).toISOString();
+
+  async function add(task: NewTask): Promise<Task> {
+    const { recurrence } = task;
+    const row = await db
+      .insertInto("tasks")
+      .values({
+        conversation: task.conversation,
+        chat_id: String(task.chatId),
+        thread_id: task.threadId ?? null,
+        instruction: task.instruction,
+        mode: task.mode,
+        repeat_text: task.repeatText ?? null,
+        cron: recurrence?.kind === "cron" ? recurrence.expression : null,
+        interval_ms: recurrence?.kind === "interval" ? recurrence.everyMs : null,
+        anchor_at: recurrence?.kind === "interval" ? recurrence.anchorMs : null,
+        time_zone: task.timeZone,
+        next_run_at: task.nextRunAt,
+        status: "active",
+        created_at: stamp(),
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return toTask(row);
+  }
+
+  async function countActive(conversation: string): Promise<number> {
+    const { count } = await db
+      .selectFrom("tasks")
+      .select((eb) => eb.fn.countAll<number>().as("count"))
+      .where("conversation", "=", conversation)
+      .where("status", "=", "active")
+      .executeTakeFirstOrThrow();
+    return Number(count);
+  }
+
+  /** A conversation's active tasks, the next to run first. */
+  async function listActive(conversation: string): Promise<Task[]> {
+    const rows = await db
+      .selectFrom("tasks")
+      .selectAll()
+      .where("conversation", "=", conversation)
+      .where("status", "=", "active")
+      .orderBy("next_run_at")
+      .orderBy("id")
+      .execute();
+    return rows.map(toTask);
+  }
+
+  async function get(id: number): Promise<Task | undefined> {
+    const row = await db.selectFrom("tasks").selectAll().where("id", "=", id).executeTakeFirst();
+    return row && toTask(row);
+  }
+
+  /** Ends active tasks of a conversation (all, or the one with `id`); returns those it ended. */
+  async function end(
+    conversation: string,
+    status: "cancelled" | "disabled",
+    reason: string | null,
+    id?: number,
+  ): Promise<Task[]> {
+    const rows = await db
+      .updateTable("tasks")
+      .set({ status, status_reason: reason, next_run_at: null })
+      .where("conversation", "=", conversation)
+      .where("status", "=", "active")
+      .$if(id !== undefined, (q) => q.where("id", "=", id as number))
+      .returningAll()
+      .execute();
+    return rows.map(toTask);
+  }
+
+  /** Cancels one of a conversation's active tasks; undefined when it has no such task. */
+  async function cancel(conversation: string, id: number): Promise<Task | undefined> {
+    return (await end(conversation, "cancelled", null, id))[0];
+  }
+
+  /** Disables every active task of a conversation (it was cleared); returns how many. */
+  async function disableConversation(conversation: string, reason: string): Promise<number> {
+    return (await end(conversation, "disabled", reason)).length;
+  }
+
+  /** Disables one task (its chat blocked the bot), whatever its status was. */
+  async function disable(id: number, reason: string): Promise<void> {
+    await db
+      .updateTable("tasks")
+      .set({ status: "disabled", status_reason: reason, next_run_at: null })
+      .where("id", "=", id)
+      .execute();
+  }
+
+  /**
+   * Queues the runs that are due: for each due task, in one transaction, a task_runs row (unique
+   * per task and due time), the inbox row that runs it, and the task's next run, which is the
+   * first occurrence after now, so that a service that was down queues one late run per task, not
+   * one per missed occurrence. On PostgreSQL replicas queue at the same time: each locks the tasks
+   * it queues and skips those another is queueing. Returns how many runs it queued.
+   */
+  async function queueDue(limit = 100): Promise<number> {
+    return db.transaction().execute(async (trx) => {
+      const at = now();
+      const due = await trx
+        .selectFrom("tasks")
+        .selectAll()
+        .where("status", "=", "active")
+        .where("next_run_at", "<=", at)
+        .orderBy("next_run_at")
+        .limit(limit)
+        .$if(deps.kind === "postgres", (q) => q.forUpdate().skipLocked())
+        .execute();
+      let queued = 0;
+      for (const row of due) {
+        const dueAt = row.next_run_at as number;
+        const run = await trx
+          .insertInto("task_runs")
+          .values({ task_id: row.id, due_at: dueAt, queued_at: new Date(at).toISOString() })
+          .onConflict((oc) => oc.columns(["task_id", "due_at"]).doNothing())
+          .returning("id")
+          .executeTakeFirst();
+        if (run) {
+          const updateId = SCHEDULED_UPDATE_BASE + run.id;
+          const update: ScheduledRun = {
+            update_id: updateId,
+            scheduled_task: { task_id: row.id, run_id: run.id, due_at: dueAt },
+          };
+          await trx
+            .insertInto("inbox")
+            .values({
+              update_id: updateId,
+              chat_id: row.chat_id,
+              update_json: JSON.stringify(update),
+              status: "pending",
+              received_at: new Date(at).toISOString(),
+            })
+            .execute();
+          queued++;
+        }
+        const recurrence = recurrenceOf(row);
+        const next = recurrence && nextOccurrence(recurrence, Math.max(at, dueAt), row.time_zone);
+        await trx
+          .updateTable("tasks")
+          .set({
+            next_run_at: next ?? null,
+            status: next === undefined ? "done" : "active",
+            runs: row.runs + (run ? 1 : 0),
+          })
+          .where("id", "=", row.id)
+          .where("next_run_at", "=", dueAt)
+          .execute();
+      }
+      return queued;
+    });
+  }
+
+  return { add, countActive, listActive, get, cancel, disableConversation, disable, queueDue };
+}

@@ -1,0 +1,223 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
+import { migrateToLatest } from "../../src/db/migrate.js";
+import {
+  createTaskStore,
+  SCHEDULED_UPDATE_BASE,
+  scheduledRunOf,
+  type TaskStore,
+} from "../../src/tasks/store.js";
+import { createTaskTools, DEFAULT_TASK_LIMITS } from "../../src/tasks/tools.js";
+import { createInbox } from "../../src/telegram/inbox.js";
+import { createToolRegistry, type ToolRegistry } from "../../src/tools/registry.js";
+import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../helpers/databases.js";
+import { captureLogger } from "../helpers/logs.js";
+
+const ZONE = "Europe/Berlin";
+// Wednesday 2 December 2026, 14:10 in Berlin.
+const START = Date.parse("2026-12-02T13:10:00Z");
+const HOUR = 3_600_000;
+
+describe.each(DATABASE_KINDS)("scheduled task tools on %s", (kind) => {
+  let testDb: TestDatabase;
+  let handle: DatabaseHandle;
+  let tasks: TaskStore;
+  let registry: ToolRegistry;
+  let clock = START;
+  let conversation = 0;
+  /** A conversation of its own for each test: the tests share one database. */
+  let ctx = { chatId: "" };
+
+  beforeAll(async () => {
+    testDb = await createTestDatabase(kind);
+    handle = openDatabase(testDb.target);
+    await migrateToLatest(handle.db, captureLogger().logger);
+    tasks = createTaskStore({ db: handle.db, kind, now: () => clock });
+    registry = createToolRegistry(
+      createTaskTools({
+        tasks,
+        timeZone: ZONE,
+        now: () => clock,
+        limits: { ...DEFAULT_TASK_LIMITS, maxTasks: 3 },
+      }),
+    );
+  });
+  afterAll(async () => {
+    await handle.close();
+    await testDb.dispose();
+  });
+  beforeEach(async () => {
+    // The scheduler queues every conversation's due tasks: earlier tests' must not join in.
+    await handle.db
+      .updateTable("tasks")
+      .set({ status: "cancelled", next_run_at: null })
+      .where("status", "=", "active")
+      .execute();
+    clock = START;
+    conversation++;
+    ctx = { chatId: `-100${conversation}:7` };
+  });
+
+  const call = (name: string, args: unknown) => registry.execute(name, args, ctx);
+  async function output(name: string, args: unknown): Promise<Record<string, unknown>> {
+    const outcome = await call(name, args);
+    if (!outcome.ok) throw new Error(`expected ${name} to work: ${outcome.response.error}`);
+    return outcome.response.output as Record<string, unknown>;
+  }
+  async function error(name: string, args: unknown): Promise<string> {
+    const outcome = await call(name, args);
+    if (outcome.ok) throw new Error(`expected ${name} to fail`);
+    return outcome.response.error;
+  }
+
+  it("schedules a one-shot reminder and answers its exact next run in the zone", async () => {
+    const out = await output("schedule_task", {
+      when: "tomorrow 9:00",
+      instruction: "Call the bank",
+      mode: "remind",
+    });
+    expect(out).toEqual({
+      scheduled: {
+        id: expect.any(Number),
+        instruction: "Call the bank",
+        mode: "remind",
+        repeat: "once",
+        next_run: "2026-12-03T09:00:00+01:00",
+        next_run_local: "Thu 3 Dec 2026, 09:00 (Europe/Berlin)",
+      },
+    });
+    const [task] = await tasks.listActive(ctx.chatId);
+    expect(task).toMatchObject({ chatId: Number(`-100${conversation}`), threadId: 7 });
+  });
+
+  it("schedules a recurring run from `when`'s time of day and says the run after", async () => {
+    const out = await output("schedule_task", {
+      when: "2026-12-07T08:00",
+      repeat: "weekly on mon",
+      instruction: "Summarise notes.txt",
+    });
+    expect(out).toMatchObject({
+      scheduled: {
+        mode: "run",
+        repeat: "weekly on mon (cron 0 8 * * 1)",
+        next_run_local: "Mon 7 Dec 2026, 08:00 (Europe/Berlin)",
+      },
+      run_after_that: "Mon 14 Dec 2026, 08:00 (Europe/Berlin)",
+    });
+  });
+
+  it("starts a cron task at its first match after now", async () => {
+    const out = await output("schedule_task", {
+      when: "now",
+      repeat: "0 9 * * 1-5",
+      instruction: "Check the weather",
+    });
+    expect(out).toMatchObject({
+      scheduled: { next_run_local: "Thu 3 Dec 2026, 09:00 (Europe/Berlin)" },
+    });
+  });
+
+  it("refuses a time in the past, an unreadable one, and a too-frequent repetition", async () => {
+    expect(await error("schedule_task", { when: "2026-12-01T09:00", instruction: "x" })).toMatch(
+      /Tue 1 Dec 2026, 09:00 \(Europe\/Berlin\) has passed \(it is now Wed 2 Dec 2026, 14:10/,
+    );
+    expect(await error("schedule_task", { when: "soonish", instruction: "x" })).toMatch(
+      /Cannot read the time "soonish"\. Accepted forms:/,
+    );
+    expect(
+      await error("schedule_task", { when: "now", repeat: "every 5 minutes", instruction: "x" }),
+    ).toMatch(/more often than every 15 minutes/);
+    expect(
+      await error("schedule_task", { when: "now", repeat: "*/10 * * * *", instruction: "x" }),
+    ).toMatch(/more often than every 15 minutes/);
+    expect(await tasks.listActive(ctx.chatId)).toEqual([]);
+  });
+
+  it("allows a set number of active tasks per conversation; a cancelled one frees its place", async () => {
+    const ids: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const out = await output("schedule_task", { when: `in ${i + 1} hours`, instruction: "x" });
+      ids.push((out.scheduled as { id: number }).id);
+    }
+    expect(await error("schedule_task", { when: "in 5 hours", instruction: "x" })).toMatch(
+      /already has 3 scheduled tasks, the most allowed: cancel one/,
+    );
+    expect(await output("cancel_task", { id: ids[1] })).toEqual({
+      cancelled: { id: ids[1], instruction: "x" },
+    });
+    expect(await error("cancel_task", { id: ids[1] })).toMatch(/no scheduled task/);
+    await output("schedule_task", { when: "in 5 hours", instruction: "y" });
+  });
+
+  it("lists only this conversation's active tasks, the next first", async () => {
+    await output("schedule_task", { when: "in 3 hours", instruction: "later" });
+    await output("schedule_task", { when: "in 1 hour", instruction: "sooner" });
+    const other = await registry.execute(
+      "schedule_task",
+      { when: "in 2 hours", instruction: "elsewhere" },
+      { chatId: "42" },
+    );
+    expect(other.ok).toBe(true);
+    const { tasks: listed } = await output("list_tasks", {});
+    expect((listed as { instruction: string }[]).map((t) => t.instruction)).toEqual([
+      "sooner",
+      "later",
+    ]);
+    // Another conversation cannot cancel this one's tasks.
+    const [mine] = listed as { id: number }[];
+    expect((await registry.execute("cancel_task", { id: mine?.id }, { chatId: "42" })).ok).toBe(
+      false,
+    );
+  });
+
+  it("refuses a conversation that is not a Telegram chat (the terminal)", async () => {
+    const outcome = await registry.execute(
+      "schedule_task",
+      { when: "in 1 hour", instruction: "x" },
+      { chatId: "terminal" },
+    );
+    expect(outcome).toMatchObject({ ok: false, response: { error: /only in the Telegram bot/ } });
+  });
+
+  it("queues a due run into the inbox once, and a recurring task's next run after now", async () => {
+    await output("schedule_task", { when: "15:00", repeat: "every 2 hours", instruction: "x" });
+    clock = START + 10 * HOUR; // 00:10: the 15:00, 17:00, … 23:00 runs were all missed.
+    expect(await tasks.queueDue()).toBe(1);
+    expect(await tasks.queueDue()).toBe(0);
+    const [task] = await tasks.listActive(ctx.chatId);
+    expect(task?.nextRunAt).toBe(Date.parse("2026-12-03T00:00:00Z"));
+    expect(task?.runs).toBe(1);
+    const inbox = createInbox({
+      db: handle.db,
+      kind,
+      workerId: "w",
+      leaseMs: 30_000,
+      now: () => clock,
+    });
+    const item = await inbox.claim();
+    expect(item?.chatId).toBe(`-100${conversation}`);
+    expect(item?.updateId).toBeLessThan(SCHEDULED_UPDATE_BASE + 1_000_000);
+    expect(scheduledRunOf(item?.update)?.scheduled_task).toEqual({
+      task_id: task?.id,
+      run_id: expect.any(Number),
+      due_at: Date.parse("2026-12-02T14:00:00Z"),
+    });
+    if (item) await inbox.finish(item);
+  });
+
+  it("ends a one-shot task once its run is queued", async () => {
+    await output("schedule_task", { when: "in 1 hour", instruction: "x", mode: "remind" });
+    clock = START + 2 * HOUR;
+    expect(await tasks.queueDue()).toBe(1);
+    expect(await tasks.listActive(ctx.chatId)).toEqual([]);
+    const inbox = createInbox({
+      db: handle.db,
+      kind,
+      workerId: "w",
+      leaseMs: 30_000,
+      now: () => clock,
+    });
+    const item = await inbox.claim();
+    if (item) await inbox.finish(item);
+  });
+});
