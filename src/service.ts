@@ -12,6 +12,8 @@ import { Dispatcher } from "./queue/dispatcher.js";
 import { createInbox, type Lease } from "./queue/inbox.js";
 import { startInboxPruner } from "./queue/inbox-pruner.js";
 import { moveMemory } from "./session/memory-files.js";
+import { startScheduler } from "./tasks/scheduler.js";
+import { scheduledRunOf } from "./tasks/store.js";
 import { createBot } from "./telegram/bot.js";
 import { COMMANDS } from "./telegram/commands.js";
 import { tellGaveUp } from "./telegram/conversation.js";
@@ -19,6 +21,7 @@ import { createIngest, type Ingest } from "./telegram/ingest.js";
 import { createPendingTopicNames } from "./telegram/new-topics.js";
 import { startPolling } from "./telegram/polling.js";
 import { createRunningAnswers } from "./telegram/running-answers.js";
+import { createScheduledRunner } from "./telegram/scheduled-run.js";
 
 // Turns at once over all chats: enough to keep many chats moving while each waits on Gemini,
 // few enough that a burst cannot exhaust the database pool or memory.
@@ -28,6 +31,8 @@ const SHUTDOWN_WAIT_MS = 25_000;
 const LOCK_WAIT_MS = SHUTDOWN_WAIT_MS + 5_000;
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 const CLOCK_RESYNC_MS = 60 * 1000;
+// Due tasks are looked for this often: reminders are set to the minute.
+const SCHEDULER_INTERVAL_MS = 5_000;
 // stopped_message_generation: the stop button of a draft.
 const ALLOWED_UPDATES = ["message", "stopped_message_generation"] as const;
 
@@ -196,9 +201,18 @@ export async function startService(
   const recovered = await inbox.recoverAfterCrash().catch(abandon);
   if (recovered > 0)
     logger.warn({ updates: recovered }, "running again updates interrupted by a restart");
+  const scheduled = createScheduledRunner({
+    tasks: app.tasks,
+    agent: app.agent,
+    delivery,
+    logger,
+    now: clock?.now,
+  });
   const dispatcher = new Dispatcher({
     inbox,
     handle: async (item, lease) => {
+      const run = scheduledRunOf(item.update);
+      if (run) return scheduled.run(item, lease, run);
       leases.set(item.updateId, lease);
       try {
         await bot.handleUpdate(item.update as Update);
@@ -218,7 +232,10 @@ export async function startService(
       const seconds = cause instanceof GrammyError ? cause.parameters.retry_after : undefined;
       return seconds === undefined ? undefined : seconds * 1000;
     },
-    onGiveUp: (item) => tellGaveUp(delivery, item),
+    onGiveUp: (item) => {
+      const run = scheduledRunOf(item.update);
+      return run ? scheduled.tellGaveUp(run) : tellGaveUp(delivery, item);
+    },
   });
   ingest = createIngest({
     inbox,
@@ -251,6 +268,13 @@ export async function startService(
     abandon(error);
   }
   dispatcher.start();
+  const scheduler = startScheduler({
+    tasks: app.tasks,
+    intervalMs: SCHEDULER_INTERVAL_MS,
+    logger,
+    onQueued: () => dispatcher.announce(),
+    now: clock?.now,
+  });
   const pruner = startInboxPruner({
     inbox,
     retentionMs: config.inboxRetentionDays * 24 * 60 * 60 * 1000,
@@ -278,6 +302,7 @@ export async function startService(
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       await polling?.stop();
+      await scheduler.stop();
       const drained = await dispatcher.stop(SHUTDOWN_WAIT_MS);
       if (!drained)
         logger.warn("some turns were still running; they will run again after the restart");

@@ -19,6 +19,8 @@ export function systemInstruction(today: string, timeZone: string): string {
     "You remember everything: summaries of past conversations are kept in your memory files (read_memory),",
     "and search_history searches everything ever said in this chat, including parts that were summarised.",
     "You can read and write files in your workspace with list_files, read_file and write_file.",
+    "schedule_task sets reminders and tasks that run later in this chat (list_tasks, cancel_task manage them);",
+    "a message marked [Scheduled task …] or [Scheduled reminder …] is such a run, not something the user just typed.",
     "Write in Markdown when formatting helps; keep answers short enough to read on a phone.",
   ].join("\n");
 }

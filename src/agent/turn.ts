@@ -89,6 +89,13 @@ export type TurnInput = {
    * starts, and what was written so far is stored as the answer, marked as stopped.
    */
   stop?: AbortSignal;
+  /** Marks the input as a scheduled task's, not something the user typed. */
+  origin?: "scheduled_task";
+  /**
+   * The answer, decided without the model (a plain reminder): it is stored as the model's turn
+   * and returned, and no model is called.
+   */
+  answer?: string;
 };
 
 export type TurnProgress = {
@@ -157,7 +164,8 @@ export function createAgent(deps: AgentDeps) {
     // Gemini's advice: media before the words about them.
     const parts: EventPart[] = [...media];
     if (input.text !== "" || media.length === 0) parts.push({ kind: "text", text: input.text });
-    return { v: 1, event_type: "session", role: "user", parts };
+    const event: SessionEvent = { v: 1, event_type: "session", role: "user", parts };
+    return input.origin ? { ...event, origin: input.origin } : event;
   }
 
   /** An earlier run of this update stored the user message (and maybe the answer) before dying. */
@@ -205,11 +213,17 @@ export function createAgent(deps: AgentDeps) {
         await append([{ event: userEvent(input), updateId: input.updateId }]),
       );
     }
-
     const end = (text: string): TurnResult => {
       hooks.emit("turnEnd", { chatId, text, usage, modelCalls, toolCalls });
       return { text, usage, modelCalls, toolCalls, resumed: resumed !== undefined };
     };
+    if (input.answer !== undefined) {
+      const text = input.answer;
+      await append([
+        { event: { v: 1, event_type: "session", role: "model", parts: [{ kind: "text", text }] } },
+      ]);
+      return end(text);
+    }
     const endStopped = async (written: string): Promise<TurnResult> => {
       const event = stoppedEvent(written);
       await append([{ event }]);

@@ -1,5 +1,6 @@
 import type { Logger } from "../logger.js";
 import type { Inbox } from "./inbox.js";
+import { startPeriodic } from "./periodic.js";
 
 export type InboxPruner = {
   /** Prunes now (or joins a prune already running). */
@@ -22,9 +23,7 @@ export function startInboxPruner(deps: {
 }): InboxPruner {
   const { inbox, retentionMs, logger } = deps;
   const now = deps.now ?? Date.now;
-  let running: Promise<void> | undefined;
-
-  async function pruneOnce(): Promise<void> {
+  const job = startPeriodic(async () => {
     const before = new Date(now() - retentionMs).toISOString();
     try {
       const deleted = await inbox.prune(before);
@@ -32,23 +31,6 @@ export function startInboxPruner(deps: {
     } catch (error) {
       logger.warn({ err: error }, "could not prune the inbox; trying again at the next interval");
     }
-  }
-
-  function prune(): Promise<void> {
-    running ??= pruneOnce().finally(() => {
-      running = undefined;
-    });
-    return running;
-  }
-
-  void prune();
-  const timer = setInterval(prune, deps.intervalMs);
-  timer.unref();
-  return {
-    prune,
-    async stop() {
-      clearInterval(timer);
-      await running;
-    },
-  };
+  }, deps.intervalMs);
+  return { prune: job.run, stop: job.stop };
 }

@@ -4,7 +4,7 @@ import { mediaLine } from "./media-text.js";
 import type { StoredEvent } from "./store.js";
 
 export type HistoryLine =
-  | { kind: "user" | "assistant" | "summary"; text: string }
+  | { kind: "user" | "task" | "assistant" | "summary"; text: string }
   | { kind: "tool"; ok: boolean; name: string; args: string };
 
 const MAX_ARGS_CHARS = 200;
@@ -26,7 +26,8 @@ export function historyLines(events: readonly StoredEvent[]): HistoryLine[] {
       continue;
     }
     const { event } = stored;
-    const kind = event.role === "user" ? "user" : "assistant";
+    const kind =
+      event.role === "model" ? "assistant" : event.origin === "scheduled_task" ? "task" : "user";
     let text = textOf(event.parts).trim();
     for (const part of event.parts) {
       if (part.kind !== "media") continue;
@@ -54,6 +55,8 @@ export function historyLineText(line: HistoryLine): string {
   switch (line.kind) {
     case "user":
       return `You: ${line.text}`;
+    case "task":
+      return `Scheduled task: ${line.text}`;
     case "assistant":
       return `Koroku: ${line.text}`;
     case "summary":

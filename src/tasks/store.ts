@@ -77,7 +77,7 @@ export type TaskStore = ReturnType<typeof createTaskStore>;
 export function createTaskStore(deps: {
   db: Kysely<Database>;
   kind: DatabaseKind;
-  /** The inbox's clock (the database server's, on PostgreSQL). */
+  /** Stamps rows' creation times. */
   now?: () => number;
 }) {
   const { db } = deps;
@@ -180,9 +180,8 @@ export function createTaskStore(deps: {
    * one per missed occurrence. On PostgreSQL replicas queue at the same time: each locks the tasks
    * it queues and skips those another is queueing. Returns how many runs it queued.
    */
-  async function queueDue(limit = 100): Promise<number> {
+  async function queueDue(at: number, limit = 100): Promise<number> {
     return db.transaction().execute(async (trx) => {
-      const at = now();
       const due = await trx
         .selectFrom("tasks")
         .selectAll()

@@ -48,6 +48,8 @@ function historyLineHtml(line: HistoryLine): string {
   switch (line.kind) {
     case "user":
       return `<b>You:</b> ${escapeHtml(clip(line.text))}`;
+    case "task":
+      return `⏰ <b>Scheduled task:</b> ${escapeHtml(clip(line.text))}`;
     case "assistant":
       return `<b>Koroku:</b> ${escapeHtml(clip(line.text))}`;
     case "summary":

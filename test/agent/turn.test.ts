@@ -53,6 +53,9 @@ describe("agent turn loop", () => {
       "write_file",
       "read_memory",
       "search_history",
+      "schedule_task",
+      "list_tasks",
+      "cancel_task",
     ]);
     const context = await h.app.store.loadContext("c1");
     expect(context.events.map((e) => e.event.role)).toEqual(["user", "model"]);

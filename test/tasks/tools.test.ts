@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
 import { migrateToLatest } from "../../src/db/migrate.js";
+import { createInbox } from "../../src/queue/inbox.js";
 import {
   createTaskStore,
   SCHEDULED_UPDATE_BASE,
@@ -8,7 +9,6 @@ import {
   type TaskStore,
 } from "../../src/tasks/store.js";
 import { createTaskTools, DEFAULT_TASK_LIMITS } from "../../src/tasks/tools.js";
-import { createInbox } from "../../src/telegram/inbox.js";
 import { createToolRegistry, type ToolRegistry } from "../../src/tools/registry.js";
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../helpers/databases.js";
 import { captureLogger } from "../helpers/logs.js";
@@ -182,8 +182,8 @@ describe.each(DATABASE_KINDS)("scheduled task tools on %s", (kind) => {
   it("queues a due run into the inbox once, and a recurring task's next run after now", async () => {
     await output("schedule_task", { when: "15:00", repeat: "every 2 hours", instruction: "x" });
     clock = START + 10 * HOUR; // 00:10: the 15:00, 17:00, … 23:00 runs were all missed.
-    expect(await tasks.queueDue()).toBe(1);
-    expect(await tasks.queueDue()).toBe(0);
+    expect(await tasks.queueDue(clock)).toBe(1);
+    expect(await tasks.queueDue(clock)).toBe(0);
     const [task] = await tasks.listActive(ctx.chatId);
     expect(task?.nextRunAt).toBe(Date.parse("2026-12-03T00:00:00Z"));
     expect(task?.runs).toBe(1);
@@ -208,7 +208,7 @@ describe.each(DATABASE_KINDS)("scheduled task tools on %s", (kind) => {
   it("ends a one-shot task once its run is queued", async () => {
     await output("schedule_task", { when: "in 1 hour", instruction: "x", mode: "remind" });
     clock = START + 2 * HOUR;
-    expect(await tasks.queueDue()).toBe(1);
+    expect(await tasks.queueDue(clock)).toBe(1);
     expect(await tasks.listActive(ctx.chatId)).toEqual([]);
     const inbox = createInbox({
       db: handle.db,
