@@ -33,8 +33,9 @@ const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 const CLOCK_RESYNC_MS = 60 * 1000;
 // Due tasks are looked for this often: reminders are set to the minute.
 const SCHEDULER_INTERVAL_MS = 5_000;
-// stopped_message_generation: the stop button of a draft.
-const ALLOWED_UPDATES = ["message", "stopped_message_generation"] as const;
+// stopped_message_generation: the stop button of a draft; callback_query: the cancel buttons of
+// /tasks.
+const ALLOWED_UPDATES = ["message", "stopped_message_generation", "callback_query"] as const;
 
 export type Service = {
   /** The HTTP listener's address (PORT=0 picks a free port). */
@@ -157,7 +158,10 @@ export async function startService(
     moveConversation: async (from, to) => ({
       events: await app.store.move(from, to),
       memoryFiles: await moveMemory(config.memoryDir, from, to),
+      // A basic group has no topics: the new key is the supergroup's chat id.
+      tasks: await app.tasks.move(from, { conversation: to, chatId: Number(to) }),
     }),
+    tasks: app.tasks,
     compact: (chatId, guard) => app.compactor.compact(chatId, { guard }),
     logger,
     settings,

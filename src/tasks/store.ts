@@ -164,6 +164,16 @@ export function createTaskStore(deps: {
     return (await end(conversation, "disabled", reason)).length;
   }
 
+  /** A conversation's tasks follow it to its new key (a group that became a supergroup). */
+  async function move(from: string, to: { conversation: string; chatId: number }): Promise<number> {
+    const result = await db
+      .updateTable("tasks")
+      .set({ conversation: to.conversation, chat_id: String(to.chatId) })
+      .where("conversation", "=", from)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows);
+  }
+
   /** Disables one task (its chat blocked the bot), whatever its status was. */
   async function disable(id: number, reason: string): Promise<void> {
     await db
@@ -210,7 +220,8 @@ export function createTaskStore(deps: {
             .insertInto("inbox")
             .values({
               update_id: updateId,
-              chat_id: row.chat_id,
+              // The inbox runs one conversation's work in order: the run waits for its messages.
+              chat_id: row.conversation,
               update_json: JSON.stringify(update),
               status: "pending",
               received_at: new Date(at).toISOString(),
@@ -235,5 +246,15 @@ export function createTaskStore(deps: {
     });
   }
 
-  return { add, countActive, listActive, get, cancel, disableConversation, disable, queueDue };
+  return {
+    add,
+    countActive,
+    listActive,
+    get,
+    cancel,
+    disableConversation,
+    disable,
+    move,
+    queueDue,
+  };
 }

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { parseConversationKey } from "../telegram/conversation-key.js";
 import { defineTool, type Tool } from "../tools/registry.js";
 import {
   describeRecurrence,
@@ -34,18 +35,6 @@ export const DEFAULT_TASK_LIMITS: TaskLimits = {
 
 /** A `when` this little in the past ("now", a slow turn) still runs, at once. */
 const PAST_GRACE_MS = 60_000;
-
-/** The chat and forum topic of a conversation key, `<chat_id>` or `<chat_id>:<thread_id>`. */
-export function conversationTarget(
-  conversation: string,
-): { chatId: number; threadId: number | undefined } | undefined {
-  const match = /^(-?\d+)(?::(\d+))?$/.exec(conversation);
-  if (!match) return undefined;
-  return {
-    chatId: Number(match[1]),
-    threadId: match[2] === undefined ? undefined : Number(match[2]),
-  };
-}
 
 function fail(message: string): never {
   throw new ScheduleError(message);
@@ -119,7 +108,7 @@ export function createTaskTools(deps: {
       mode: z.enum(["remind", "run"]).default("run"),
     }),
     async run(args, ctx) {
-      const target = conversationTarget(ctx.chatId);
+      const target = parseConversationKey(ctx.chatId);
       if (!target) fail("Scheduled tasks run only in the Telegram bot, not in this chat.");
       const active = await tasks.countActive(ctx.chatId);
       if (active >= limits.maxTasks) {

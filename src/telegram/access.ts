@@ -104,6 +104,22 @@ export function routeUpdate(
   allowed: ReadonlySet<number>,
   bot: BotIdentity,
 ): UpdateRoute {
+  const query = update.callback_query;
+  if (query) {
+    // A button of the bot's own message (/tasks): pressed by an allowed user, it runs in the
+    // conversation of that message. A stranger's press is not answered: buttons are not addressed
+    // to them.
+    const pressed = query.message;
+    if (!pressed) return { action: "ignore", why: "a button of a message too old to read" };
+    if (!allowed.has(query.from.id)) {
+      return {
+        action: "ignore",
+        why: "a button pressed by a user not allowed",
+        who: query.from.id,
+      };
+    }
+    return { action: "run", conversation: conversationKeyOf(pressed) };
+  }
   const message = update.message;
   if (!message) return { action: "ignore", why: "not a message" };
   if (isMigration(message)) return { action: "run", conversation: conversationKeyOf(message) };

@@ -8,6 +8,7 @@ import type { Logger } from "../logger.js";
 import type { Lease } from "../queue/inbox.js";
 import type { CompactionLimits } from "../session/compaction-plan.js";
 import type { SessionStore } from "../session/store.js";
+import type { TaskStore } from "../tasks/store.js";
 import { senderOf } from "./access.js";
 import { chatMigrationComposer, type MoveConversation } from "./chat-migration.js";
 import { type CommandDeps, commandsComposer } from "./commands.js";
@@ -17,6 +18,7 @@ import { logNetworkFailures } from "./network-failures.js";
 import { type PendingTopicNames, topicNamingComposer } from "./new-topics.js";
 import { createRunningAnswers, type RunningAnswers } from "./running-answers.js";
 import { scrubOutgoing } from "./scrub-outgoing.js";
+import { tasksComposer } from "./tasks-command.js";
 
 export type BotDeps = {
   token: string;
@@ -27,6 +29,7 @@ export type BotDeps = {
   store: SessionStore;
   pendingTopicNames: PendingTopicNames;
   moveConversation: MoveConversation;
+  tasks: TaskStore;
   compact: CommandDeps["compact"];
   logger: Logger;
   settings: CompactionLimits & { model: string };
@@ -91,7 +94,8 @@ export function createBot(deps: BotDeps) {
   bot.use(chatMigrationComposer({ moveConversation: deps.moveConversation, logger: deps.logger }));
   // The inbox only admits allowed senders; checking again here keeps the bot safe on its own.
   bot.use((ctx, next) => {
-    const sender = ctx.msg && senderOf(ctx.msg);
+    // A button's message is the bot's own; who pressed it is the query's sender.
+    const sender = ctx.callbackQuery ? ctx.callbackQuery.from : ctx.msg && senderOf(ctx.msg);
     return sender && allowed.has(sender.id) ? next() : undefined;
   });
   bot.use(
@@ -102,9 +106,11 @@ export function createBot(deps: BotDeps) {
       settings: deps.settings,
       leaseOf: deps.leaseOf,
       pendingTopicNames: deps.pendingTopicNames,
+      tasks: deps.tasks,
       logger: deps.logger,
     }),
   );
+  bot.use(tasksComposer({ tasks: deps.tasks, delivery, leaseOf: deps.leaseOf }));
   bot.use(topicNamingComposer({ pending: deps.pendingTopicNames, logger: deps.logger }));
   bot.use(
     conversationComposer({

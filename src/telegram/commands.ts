@@ -6,6 +6,7 @@ import type { CompactionLimits } from "../session/compaction-plan.js";
 import { truncate } from "../session/event-text.js";
 import { type HistoryLine, historyLines } from "../session/history-view.js";
 import type { ChatStats, SessionStore } from "../session/store.js";
+import type { TaskStore } from "../tasks/store.js";
 import { conversationKey, conversationKeyOf } from "./conversation-key.js";
 import type { Delivery } from "./delivery.js";
 import { NOTHING_TO_STOP } from "./ingest.js";
@@ -25,6 +26,7 @@ export const COMMANDS = [
   { command: "status", description: "Model, context size and compaction budget" },
   { command: "compact", description: "Summarise the conversation now" },
   { command: "stop", description: "Stop the answer being written" },
+  { command: "tasks", description: "Scheduled tasks and reminders, to cancel one" },
 ] as const;
 
 const DEFAULT_HISTORY_TURNS = 10;
@@ -88,11 +90,13 @@ export type CommandDeps = {
   /** The inbox lease of an update being run (see ConversationDeps). */
   leaseOf?(updateId: number): Lease | undefined;
   pendingTopicNames: PendingTopicNames;
+  /** A cleared conversation's scheduled tasks end with it. */
+  tasks: Pick<TaskStore, "disableConversation">;
   logger: Logger;
 };
 
-const clearedHtml = (removed: number) =>
-  `🧹 Cleared this conversation (${removed} stored event${removed === 1 ? "" : "s"}). The memory files with earlier summaries are kept.`;
+const clearedHtml = (removed: number, tasks: number) =>
+  `🧹 Cleared this conversation (${removed} stored event${removed === 1 ? "" : "s"}). The memory files with earlier summaries are kept.${tasks > 0 ? ` Its ${tasks} scheduled task${tasks === 1 ? " was" : "s were"} cancelled.` : ""}`;
 
 /** The slash commands: answered from the database, without a model call (except /compact). */
 export function commandsComposer(deps: CommandDeps): Composer<Context> {
@@ -109,6 +113,20 @@ export function commandsComposer(deps: CommandDeps): Composer<Context> {
     };
   };
 
+  /** Wipes a conversation, and disables its scheduled tasks: they would run in an empty one. */
+  async function clear(ctx: Context): Promise<string> {
+    const conversation = conversationKeyOf(ctx.msg as NonNullable<Context["msg"]>);
+    const removed = await store.clear(conversation);
+    const disabled = await deps.tasks.disableConversation(conversation, "conversation cleared");
+    if (disabled > 0) {
+      deps.logger.info(
+        { conversation, tasks: disabled },
+        "disabled the scheduled tasks of a cleared conversation",
+      );
+    }
+    return clearedHtml(removed, disabled);
+  }
+
   composer.command(["start", "help"], (ctx) => reply(ctx, helpHtml()));
 
   // The ingest handles /stop as it arrives; one that reaches the bot had nothing left to stop.
@@ -116,7 +134,7 @@ export function commandsComposer(deps: CommandDeps): Composer<Context> {
 
   composer.command("clear", async (ctx) => {
     await stillHeld(ctx)();
-    await reply(ctx, clearedHtml(await store.clear(conversationKeyOf(ctx.msg))));
+    await reply(ctx, await clear(ctx));
   });
 
   // A new topic where the chat has topics and the bot may open one; elsewhere, what /clear does.
@@ -124,7 +142,7 @@ export function commandsComposer(deps: CommandDeps): Composer<Context> {
     await stillHeld(ctx)();
     const threadId = await openTopic(ctx, deps.logger);
     if (threadId === undefined) {
-      await reply(ctx, clearedHtml(await store.clear(conversationKeyOf(ctx.msg))));
+      await reply(ctx, await clear(ctx));
       return;
     }
     await deps.pendingTopicNames.remember(conversationKey({ chatId: ctx.chat.id, threadId }));

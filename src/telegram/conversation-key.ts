@@ -17,6 +17,16 @@ export function conversationKey(ref: ConversationRef): string {
   return ref.threadId === undefined ? String(ref.chatId) : `${ref.chatId}:${ref.threadId}`;
 }
 
+/** The chat and topic of a key; undefined for a key no Telegram chat has (the terminal's). */
+export function parseConversationKey(key: string): ConversationRef | undefined {
+  const match = /^(-?\d+)(?::(\d+))?$/.exec(key);
+  if (!match) return undefined;
+  return {
+    chatId: Number(match[1]),
+    threadId: match[2] === undefined ? undefined : Number(match[2]),
+  };
+}
+
 export function conversationOf(
   message: Pick<Message, "chat" | "is_topic_message" | "message_thread_id">,
 ): ConversationRef {

@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type {
   BotCommand,
   ForumTopic,
+  InlineKeyboardMarkup,
   Message,
   Update,
   UserFromGetMe,
@@ -270,6 +271,7 @@ class FakeTelegramServer implements FakeTelegram {
       deletemessage: (params) => ok(this.deleteMessage(params)),
       sendrichmessage: (params) => ok(this.sendRichMessage(params)),
       sendchataction: (params) => ok(this.sendChatAction(params)),
+      answercallbackquery: (params) => ok(answerCallbackQuery(params)),
       setmycommands: (params) => ok(this.setMyCommands(params)),
       getmycommands: () => ok(this.commands),
       deletemycommands: () => ok(this.setCommands([])),
@@ -611,6 +613,7 @@ class FakeTelegramServer implements FakeTelegram {
       throw badRequest("message text is empty");
     }
     if (parsed.text.length > TELEGRAM_TEXT_LIMIT) throw badRequest("message is too long");
+    const markup = readInlineKeyboard(params);
     const message: Message = {
       message_id: this.nextMessageId++,
       from: botAsUser(this.bot),
@@ -619,6 +622,7 @@ class FakeTelegramServer implements FakeTelegram {
       ...(threadId === undefined ? {} : { message_thread_id: threadId, is_topic_message: true }),
       text: parsed.text,
       ...(parsed.entities.length > 0 ? { entities: parsed.entities } : {}),
+      ...(markup === undefined ? {} : { reply_markup: markup }),
     };
     this.sent.push({
       message_id: message.message_id,
@@ -860,6 +864,39 @@ function readInteger(params: Params, name: string): number | undefined {
     throw badRequest(`field "${name}" must be an Integer`);
   }
   return number;
+}
+
+/**
+ * An inline keyboard as Telegram checks it: rows of buttons, each with a text and, here, the
+ * callback_data of 1-64 bytes that Koroku's buttons carry (other button kinds are not modelled).
+ */
+function readInlineKeyboard(params: Params): InlineKeyboardMarkup | undefined {
+  const markup = params.reply_markup;
+  if (markup === undefined) return undefined;
+  const rows = isRecord(markup) ? markup.inline_keyboard : undefined;
+  if (!Array.isArray(rows) || !rows.every(Array.isArray)) {
+    throw badRequest("can't parse reply keyboard markup JSON object");
+  }
+  for (const button of rows.flat() as unknown[]) {
+    if (!isRecord(button) || typeof button.text !== "string" || button.text === "") {
+      throw badRequest("text buttons are unallowed in the inline keyboard");
+    }
+    const data = button.callback_data;
+    if (typeof data !== "string") throw badRequest("inline keyboard button kind not modelled");
+    const bytes = Buffer.byteLength(data);
+    if (bytes < 1 || bytes > 64) throw badRequest("BUTTON_DATA_INVALID");
+  }
+  return markup as unknown as InlineKeyboardMarkup;
+}
+
+function answerCallbackQuery(params: Params): true {
+  if (typeof params.callback_query_id !== "string" || params.callback_query_id === "") {
+    throw badRequest("query is too old and response timeout expired or query ID is invalid");
+  }
+  if (typeof params.text === "string" && params.text.length > 200) {
+    throw badRequest("MESSAGE_TOO_LONG");
+  }
+  return true;
 }
 
 function readChatId(params: Params): number {

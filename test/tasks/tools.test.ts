@@ -170,6 +170,13 @@ describe.each(DATABASE_KINDS)("scheduled task tools on %s", (kind) => {
     );
   });
 
+  it("moves a conversation's tasks to its new key when its group becomes a supergroup", async () => {
+    await output("schedule_task", { when: "in 1 hour", instruction: "x" });
+    expect(await tasks.move(ctx.chatId, { conversation: "-1009999", chatId: -1009999 })).toBe(1);
+    expect(await tasks.listActive(ctx.chatId)).toEqual([]);
+    expect(await tasks.listActive("-1009999")).toMatchObject([{ chatId: -1009999 }]);
+  });
+
   it("refuses a conversation that is not a Telegram chat (the terminal)", async () => {
     const outcome = await registry.execute(
       "schedule_task",
@@ -195,7 +202,7 @@ describe.each(DATABASE_KINDS)("scheduled task tools on %s", (kind) => {
       now: () => clock,
     });
     const item = await inbox.claim();
-    expect(item?.chatId).toBe(`-100${conversation}`);
+    expect(item?.chatId).toBe(`-100${conversation}:7`);
     expect(item?.updateId).toBeLessThan(SCHEDULED_UPDATE_BASE + 1_000_000);
     expect(scheduledRunOf(item?.update)?.scheduled_task).toEqual({
       task_id: task?.id,
