@@ -99,5 +99,16 @@ export async function createApp(
     metrics,
     tools.declarations().map((d) => d.name ?? ""),
   );
-  return { config, logger, database: handle, store, hooks, agent, compactor, tools, metrics, tasks };
+  return {
+    config,
+    logger,
+    database: handle,
+    store,
+    hooks,
+    agent,
+    compactor,
+    tools,
+    metrics,
+    tasks,
+  };
 }

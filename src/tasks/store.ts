@@ -46,6 +46,26 @@ export function scheduledRunOf(update: unknown): ScheduledRun | undefined {
   return parsed.success ? parsed.data : undefined;
 }
 
+/** Named, not `*`: a statement the database parsed once fails when a later migration adds a column. */
+const TASK_COLUMNS = [
+  "id",
+  "conversation",
+  "chat_id",
+  "thread_id",
+  "instruction",
+  "mode",
+  "repeat_text",
+  "cron",
+  "interval_ms",
+  "anchor_at",
+  "time_zone",
+  "next_run_at",
+  "status",
+  "status_reason",
+  "runs",
+  "created_at",
+] as const satisfies readonly (keyof TaskRow)[];
+
 function recurrenceOf(row: TaskRow): Recurrence | undefined {
   if (row.cron !== null) return { kind: "cron", expression: row.cron };
   if (row.interval_ms !== null && row.anchor_at !== null) {
@@ -103,7 +123,7 @@ export function createTaskStore(deps: {
         status: "active",
         created_at: stamp(),
       })
-      .returningAll()
+      .returning(TASK_COLUMNS)
       .executeTakeFirstOrThrow();
     return toTask(row);
   }
@@ -122,7 +142,7 @@ export function createTaskStore(deps: {
   async function listActive(conversation: string): Promise<Task[]> {
     const rows = await db
       .selectFrom("tasks")
-      .selectAll()
+      .select(TASK_COLUMNS)
       .where("conversation", "=", conversation)
       .where("status", "=", "active")
       .orderBy("next_run_at")
@@ -132,7 +152,11 @@ export function createTaskStore(deps: {
   }
 
   async function get(id: number): Promise<Task | undefined> {
-    const row = await db.selectFrom("tasks").selectAll().where("id", "=", id).executeTakeFirst();
+    const row = await db
+      .selectFrom("tasks")
+      .select(TASK_COLUMNS)
+      .where("id", "=", id)
+      .executeTakeFirst();
     return row && toTask(row);
   }
 
@@ -149,7 +173,7 @@ export function createTaskStore(deps: {
       .where("conversation", "=", conversation)
       .where("status", "=", "active")
       .$if(id !== undefined, (q) => q.where("id", "=", id as number))
-      .returningAll()
+      .returning(TASK_COLUMNS)
       .execute();
     return rows.map(toTask);
   }
@@ -194,7 +218,7 @@ export function createTaskStore(deps: {
     return db.transaction().execute(async (trx) => {
       const due = await trx
         .selectFrom("tasks")
-        .selectAll()
+        .select(TASK_COLUMNS)
         .where("status", "=", "active")
         .where("next_run_at", "<=", at)
         .orderBy("next_run_at")

@@ -40,6 +40,7 @@ describe("Telegram service end to end (webhook mode, SQLite)", () => {
       "status",
       "compact",
       "stop",
+      "tasks",
     ]);
     expect(w.telegram.webhook).toMatchObject({
       url: "https://koroku.test/telegram/webhook",
