@@ -152,6 +152,7 @@ const envSchema = (requireTelegram: boolean) =>
     COMPACTION_MAX_TOKENS: count("COMPACTION_MAX_TOKENS", 200_000, 0),
     MEMORY_DIR: text("./data/memory"),
     WORKSPACE_DIR: text("./data/workspace"),
+    MEDIA_MAX_BYTES: count("MEDIA_MAX_BYTES", 20 * 1024 * 1024, 1),
     ENABLE_SHELL_TOOL: flag("ENABLE_SHELL_TOOL"),
     METRICS_TOKEN: z
       .string()
@@ -199,6 +200,8 @@ const configSchema = (requireTelegram: boolean) =>
     compactionMaxTokens: e.COMPACTION_MAX_TOKENS,
     memoryDir: e.MEMORY_DIR,
     workspaceDir: e.WORKSPACE_DIR,
+    /** Largest file taken from a user (Telegram's cloud Bot API lets bots fetch 20 MB). */
+    mediaMaxBytes: e.MEDIA_MAX_BYTES,
     enableShellTool: e.ENABLE_SHELL_TOOL,
     logLevel: e.LOG_LEVEL,
     /** Set ⇒ GET /metrics requires `Authorization: Bearer <token>`. */

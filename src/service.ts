@@ -11,6 +11,7 @@ import type { Logger } from "./logger.js";
 import { Dispatcher } from "./queue/dispatcher.js";
 import { createInbox, type Lease } from "./queue/inbox.js";
 import { startInboxPruner } from "./queue/inbox-pruner.js";
+import { putAttachment } from "./session/attachments.js";
 import { moveMemory } from "./session/memory-files.js";
 import { startScheduler } from "./tasks/scheduler.js";
 import { scheduledRunOf } from "./tasks/store.js";
@@ -167,10 +168,14 @@ export async function startService(
     settings,
     leaseOf: (updateId) => leases.get(updateId),
     secrets: configuredSecrets(config),
-
     onApiError: (method, code) => app.metrics.telegramError(method, code),
     streaming: config.streaming,
     answers,
+    media: {
+      save: (conversation, file) => putAttachment(app.database.db, conversation, file),
+      maxBytes: config.mediaMaxBytes,
+      workspaceDir: config.workspaceDir,
+    },
   });
   // grammY types its signals after the abort-controller polyfill; a standard one works the same.
   const apiSignal = signal as Parameters<typeof bot.init>[0];

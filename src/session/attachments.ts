@@ -93,3 +93,23 @@ export async function removeChatAttachments(db: Db, chatId: string): Promise<num
     .executeTakeFirst();
   return Number(result.numDeletedRows);
 }
+
+/** A conversation's attachments follow it to its new key (a group that became a supergroup). */
+export async function moveChatAttachments(db: Db, from: string, to: string): Promise<void> {
+  // A file both keys hold already stays held once, by the new key.
+  await db
+    .deleteFrom("attachment_uses")
+    .where("chat_id", "=", from)
+    .where("sha256", "in", (eb) =>
+      eb
+        .selectFrom("attachment_uses as other")
+        .select("other.sha256")
+        .where("other.chat_id", "=", to),
+    )
+    .execute();
+  await db
+    .updateTable("attachment_uses")
+    .set({ chat_id: to })
+    .where("chat_id", "=", from)
+    .execute();
+}

@@ -2,7 +2,7 @@ import { type Kysely, sql } from "kysely";
 import { prepareQuery } from "../db/prepared.js";
 import type { Database, MessageRow, NewMessageRow } from "../db/schema.js";
 import type { Logger } from "../logger.js";
-import { removeChatAttachments } from "./attachments.js";
+import { moveChatAttachments, removeChatAttachments } from "./attachments.js";
 import {
   type CacheEntry,
   ContextCache,
@@ -510,11 +510,15 @@ export function createSessionStore(deps: {
 
   /** Gives every stored event of one conversation to another; returns how many moved. */
   async function move(from: string, to: string): Promise<number> {
-    const result = await db
-      .updateTable("messages")
-      .set({ chat_id: to })
-      .where("chat_id", "=", from)
-      .executeTakeFirst();
+    const result = await db.transaction().execute(async (trx) => {
+      const moved = await trx
+        .updateTable("messages")
+        .set({ chat_id: to })
+        .where("chat_id", "=", from)
+        .executeTakeFirst();
+      await moveChatAttachments(trx, from, to);
+      return moved;
+    });
     cache.delete(from);
     cache.delete(to);
     return Number(result.numUpdatedRows);

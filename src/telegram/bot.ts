@@ -12,8 +12,9 @@ import type { TaskStore } from "../tasks/store.js";
 import { senderOf } from "./access.js";
 import { chatMigrationComposer, type MoveConversation } from "./chat-migration.js";
 import { type CommandDeps, commandsComposer } from "./commands.js";
-import { conversationComposer } from "./conversation.js";
+import { type ConversationMedia, conversationComposer } from "./conversation.js";
 import { createDelivery } from "./delivery.js";
+import { createFileDownloader } from "./files.js";
 import { logNetworkFailures } from "./network-failures.js";
 import { type PendingTopicNames, topicNamingComposer } from "./new-topics.js";
 import { createRunningAnswers, type RunningAnswers } from "./running-answers.js";
@@ -37,6 +38,8 @@ export type BotDeps = {
   leaseOf?(updateId: number): Lease | undefined;
   /** Taken out of everything sent to Telegram (see scrub-outgoing.ts). */
   secrets?: readonly string[];
+  /** Where files users send go, and how large they may be (see ConversationMedia). */
+  media: Omit<ConversationMedia, "download">;
   /** Known bot identity (tests); otherwise `bot.init()` asks Telegram with getMe. */
   botInfo?: UserFromGetMe;
   /** Told of every failed attempt of an API call: Telegram's error code, or "network". */
@@ -122,6 +125,14 @@ export function createBot(deps: BotDeps) {
       liveApi,
       streaming: deps.streaming ?? "auto",
       answers: deps.answers ?? createRunningAnswers(),
+      media: {
+        ...deps.media,
+        download: createFileDownloader({
+          api: bot.api,
+          apiRoot: deps.apiRoot,
+          maxBytes: deps.media.maxBytes,
+        }),
+      },
     }),
   );
   return { bot, delivery };

@@ -1,22 +1,25 @@
 import { type Api, Composer, type Context } from "grammy";
-import type { Update } from "grammy/types";
+import type { Message, Update } from "grammy/types";
 import { compactionNotice } from "../agent/compaction.js";
 import { GeminiError } from "../agent/gemini-errors.js";
 import type { AgentHooks } from "../agent/hooks.js";
 import type { Agent } from "../agent/turn.js";
 import type { StreamingMode } from "../config.js";
 import type { Logger } from "../logger.js";
+import { sniff } from "../media/sniff.js";
+import { safeFileName, saveToWorkspace } from "../media/workspace-inbox.js";
 import type { InboxItem, Lease } from "../queue/inbox.js";
+import type { NewAttachment, StoredAttachment } from "../session/attachments.js";
+import type { MediaPart } from "../session/events.js";
 import { conversationKeyOf } from "./conversation-key.js";
 import type { Delivery } from "./delivery.js";
+import { type DownloadFile, FileTooBigError, FileUnavailableError, tooBigText } from "./files.js";
+import { inboundOf, type WantedFile } from "./inbound.js";
 import { startLiveAnswer } from "./live-answer.js";
 import { modelText } from "./message-context.js";
 import { escapeHtml } from "./render.js";
 import type { RunningAnswers } from "./running-answers.js";
 import { threadOf, threadOfMessage } from "./topics.js";
-
-export const NON_TEXT_REPLY =
-  "I can only read text messages for now: photos, voice messages, stickers and files are not supported yet. Please type your message.";
 
 export type ConversationDeps = {
   agent: Agent;
@@ -29,6 +32,7 @@ export type ConversationDeps = {
   liveApi: Api;
   streaming: StreamingMode;
   answers: RunningAnswers;
+  media: ConversationMedia;
 };
 
 export const GAVE_UP =
@@ -55,14 +59,37 @@ export function geminiFailureText(error: GeminiError): string {
   return error.userMessage;
 }
 
-/** Text messages become agent turns; anything else gets told what the bot can read. */
-export function conversationComposer(deps: ConversationDeps): Composer<Context> {
-  const { agent, hooks, delivery } = deps;
-  const composer = new Composer<Context>();
+export type ConversationMedia = {
+  download: DownloadFile;
+  /** Stores a file's bytes for the conversation (content-addressed; storing twice is harmless). */
+  save(conversation: string, file: NewAttachment): Promise<StoredAttachment>;
+  /** Largest file taken (MEDIA_MAX_BYTES). */
+  maxBytes: number;
+  workspaceDir: string;
+};
 
-  composer.on("message:text", async (ctx) => {
-    const chatId = ctx.chat.id;
-    const session = conversationKeyOf(ctx.msg);
+const CANNOT_READ =
+  "I cannot read this kind of message. Text, photos, voice notes, audio, video, stickers, documents, locations, contacts and polls I can.";
+
+const PROBLEMS: Record<"empty" | "damaged" | "not text", (label: string) => string> = {
+  empty: (label) => `Your ${label} is empty (0 bytes), so there is nothing for me to read.`,
+  damaged: (label) =>
+    `Your ${label} looks damaged or is not what its type says, so I could not read it. Please send it again, or export it afresh.`,
+  "not text": (label) =>
+    `Your ${label} is not plain text (UTF-8), so I could not read it. Send it as a PDF, or as text.`,
+};
+
+/** Text messages, media and the rest become agent turns; what cannot be read is said so. */
+export function conversationComposer(deps: ConversationDeps): Composer<Context> {
+  const { agent, hooks, delivery, media } = deps;
+  const composer = new Composer<Context>();
+  const reply = (ctx: Context, text: string) =>
+    delivery.sendHtml(ctx.chat?.id as number, escapeHtml(text), threadOf(ctx));
+
+  async function runAndAnswer(ctx: Context, words: string, parts: readonly MediaPart[] = []) {
+    const message = ctx.msg as Message;
+    const chatId = message.chat.id;
+    const session = conversationKeyOf(message);
     const threadId = threadOf(ctx);
     const lease = deps.leaseOf?.(ctx.update.update_id);
     const started = performance.now();
@@ -90,14 +117,15 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
       logger: deps.logger,
       chatId,
       threadId,
-      privateChat: ctx.chat.type === "private",
+      privateChat: message.chat.type === "private",
       mode: deps.streaming,
       draftId,
     });
     const running = deps.answers.start(session, chatId, draftId);
     try {
       const result = await agent.runTurn(session, {
-        text: modelText(ctx.msg, ctx.me, ctx.chat.type !== "private"),
+        text: modelText(message, ctx.me, message.chat.type !== "private", words),
+        media: parts,
         updateId: ctx.update.update_id,
         guard: lease && (() => lease.ensureHeld()),
         progress: live.progress,
@@ -135,11 +163,72 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
       stopNotices();
       stopTyping();
     }
-  });
+  }
 
-  composer.on("message", (ctx) =>
-    delivery.sendHtml(ctx.chat.id, escapeHtml(NON_TEXT_REPLY), threadOf(ctx)),
-  );
+  /**
+   * Fetches, checks and stores a message's file, and saves a document into the workspace too.
+   * Returns the media part and a note for the model, or what the user is told instead. A
+   * transient failure (the network, Telegram's 5xx, the database) is thrown for the inbox to retry.
+   */
+  async function fetchFile(
+    conversation: string,
+    file: WantedFile,
+  ): Promise<{ part: MediaPart; note?: string } | { reply: string; unavailable?: true }> {
+    let bytes: Buffer;
+    try {
+      bytes = await media.download(file.fileId, file.size);
+    } catch (error) {
+      if (error instanceof FileTooBigError) return { reply: tooBigText(error, file.label) };
+      if (error instanceof FileUnavailableError) {
+        deps.logger.warn({ err: error, chat_id: conversation }, "Telegram could not give a file");
+        return {
+          reply: `I could not fetch your ${file.label} from Telegram (${error.reason}). Please send it again.`,
+          unavailable: true,
+        };
+      }
+      throw error;
+    }
+    const sniffed = sniff(bytes, file.mimeType);
+    if (!sniffed.ok) return { reply: PROBLEMS[sniffed.problem](file.label) };
+    const stored = await media.save(conversation, {
+      bytes,
+      mimeType: sniffed.mimeType,
+      fileName: file.name,
+    });
+    const part: MediaPart = {
+      kind: "media",
+      media: file.media,
+      ...stored,
+      // Absent rather than undefined: stored events keep no empty keys.
+      ...(file.name === undefined ? {} : { name: file.name }),
+      ...(file.duration === undefined ? {} : { duration: file.duration }),
+    };
+    if (file.media !== "document") return { part };
+    const name = safeFileName(file.name, `document-${stored.sha256.slice(0, 12)}`);
+    const saved = await saveToWorkspace(media.workspaceDir, name, bytes);
+    return { part, note: `[Saved in the workspace as ${saved}]` };
+  }
+
+  composer.on("message:text", (ctx) => runAndAnswer(ctx, ctx.msg.text));
+
+  composer.on("message", async (ctx) => {
+    const inbound = inboundOf(ctx.msg, media.maxBytes);
+    const caption = ctx.msg.caption ?? "";
+    if (!inbound) return reply(ctx, CANNOT_READ);
+    if (inbound.kind === "refuse") return reply(ctx, inbound.reply);
+    if (inbound.kind === "text") return runAndAnswer(ctx, joinLines(inbound.text, caption));
+    const fetched = await fetchFile(conversationKeyOf(ctx.msg), inbound.file);
+    if ("reply" in fetched) {
+      // A sticker Telegram cannot give any more (its set deleted) is still its emoji.
+      if (fetched.unavailable && inbound.instead) {
+        return runAndAnswer(ctx, joinLines(inbound.instead, caption));
+      }
+      return reply(ctx, fetched.reply);
+    }
+    return runAndAnswer(ctx, joinLines(fetched.note ?? "", caption), [fetched.part]);
+  });
 
   return composer;
 }
+
+const joinLines = (...lines: string[]) => lines.filter((l) => l !== "").join("\n");

@@ -70,13 +70,15 @@ export function withoutMention(text: string, username: string): string {
 }
 
 /**
- * The user turn the model reads for a Telegram text message: who speaks (in groups), where a
+ * The user turn the model reads for a Telegram message: who speaks (in groups), where a
  * forward comes from, which bot it came through, what it replies to, then the words.
  */
 export function modelText(
-  message: Message & { text: string },
+  message: Message,
   bot: BotIdentity,
   group: boolean,
+  /** The words: a text message's text, a caption, or a line describing a location or poll. */
+  words: string = message.text ?? "",
 ): string {
   const lines: string[] = [];
   if (message.forward_origin) {
@@ -87,8 +89,9 @@ export function modelText(
   if (message.via_bot) lines.push(`[Sent via @${message.via_bot.username ?? message.via_bot.id}]`);
   const reply = replyLine(message, bot);
   if (reply) lines.push(reply);
-  const text = message.text.toWellFormed();
-  lines.push(group ? withoutMention(text, bot.username) : text);
+  const text = words.toWellFormed();
+  const said = group ? withoutMention(text, bot.username) : text;
+  if (said !== "") lines.push(said);
   const body = lines.join("\n");
   if (!group) return body;
   // An anonymous administrator speaks as the group (from is GroupAnonymousBot), a channel as itself.

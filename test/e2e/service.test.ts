@@ -201,7 +201,7 @@ describe("Telegram service end to end (webhook mode, SQLite)", () => {
     await waitForText(u, (t) => t === "echo: again");
   });
 
-  it("answers photos and stickers with what it can read", async () => {
+  it("answers a photo Telegram cannot give with what went wrong", async () => {
     const u = user();
     const id = w.nextUpdateId();
     const res = await w.post({
@@ -215,7 +215,7 @@ describe("Telegram service end to end (webhook mode, SQLite)", () => {
       },
     });
     expect(res.status).toBe(200);
-    await waitForText(u, (t) => t.startsWith("I can only read text messages"));
+    await waitForText(u, (t) => t.startsWith("I could not fetch your photo from Telegram"));
     const edited = await w.post({
       update_id: w.nextUpdateId(),
       edited_message: { message_id: 1, date: 1, chat: { id: u, type: "private" }, text: "x" },

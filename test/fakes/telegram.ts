@@ -1,4 +1,6 @@
+import { writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { isAbsolute, join } from "node:path";
 import type {
   BotCommand,
   ForumTopic,
@@ -154,6 +156,16 @@ export interface FakeTelegram {
   /** The topics the bot created (createForumTopic), with their current names, by chat. */
   topicsOf(chatId: number): ReadonlyMap<number, string>;
   /**
+   * Makes a file the bot can fetch with getFile and download under `/file/bot<token>/<path>`, as
+   * a user's photo or document would be. With `localDir` (a local Bot API server in --local
+   * mode) getFile answers with an absolute path under it, where the file is written instead.
+   */
+  addFile(bytes: Uint8Array, options?: { localDir?: string }): FileRef;
+  /** Downloads of files the fake served, by file_path. */
+  readonly downloads: readonly string[];
+  /** The next `times` file downloads fail with this HTTP status (a flaky file server). */
+  failNextDownload(status: number, times?: number): void;
+  /**
    * Drops the recorded calls and messages: a benchmark's thousands would burden this process. A
    * message forgotten can no longer be edited or deleted.
    */
@@ -170,6 +182,15 @@ export interface DraftShown {
 
 /** Drafts a chat may get per second before Telegram answers 429. */
 export const DRAFTS_PER_SECOND = 5;
+
+/** Telegram's limit on files a bot may download through the cloud Bot API. */
+export const TELEGRAM_DOWNLOAD_LIMIT = 20 * 1024 * 1024;
+
+export interface FileRef {
+  readonly file_id: string;
+  readonly file_unique_id: string;
+  readonly file_size: number;
+}
 
 export interface FakeTelegramOptions {
   readonly token?: string;
@@ -230,6 +251,10 @@ class FakeTelegramServer implements FakeTelegram {
   readonly deleted: { chat_id: number; message_id: number }[] = [];
   commands: BotCommand[] = [];
   webhook: WebhookState | undefined;
+  readonly downloads: string[] = [];
+  private readonly files = new Map<string, { bytes: Uint8Array; path: string; size: number }>();
+  private nextFileId = 1;
+  private downloadFailures: number[] = [];
 
   private readonly server: Server;
   private readonly handlers: ReadonlyMap<string, Handler>;
@@ -279,6 +304,7 @@ class FakeTelegramServer implements FakeTelegram {
       deletewebhook: (params) => ok(this.deleteWebhook(params)),
       getwebhookinfo: () => ok(this.webhookInfo()),
       getupdates: (params, signal) => this.getUpdates(params, signal),
+      getfile: (params) => ok(this.getFile(params)),
     };
     this.handlers = new Map(Object.entries(handlers));
   }
@@ -364,6 +390,26 @@ class FakeTelegramServer implements FakeTelegram {
     return this.topics.get(chatId) ?? new Map();
   }
 
+  addFile(bytes: Uint8Array, options: { localDir?: string } = {}): FileRef {
+    const n = this.nextFileId++;
+    const ref = {
+      file_id: `AgACAgIAAx0Cfake${n}`,
+      file_unique_id: `AQADfake${n}`,
+      file_size: bytes.byteLength,
+    };
+    let path = `documents/file_${n}`;
+    if (options.localDir) {
+      path = join(options.localDir, `file_${n}`);
+      writeFileSync(path, bytes);
+    }
+    this.files.set(ref.file_id, { bytes, path, size: bytes.byteLength });
+    return ref;
+  }
+
+  failNextDownload(status: number, times = 1): void {
+    this.downloadFailures.push(...Array.from({ length: times }, () => status));
+  }
+
   forgetCalls(): void {
     this.calls.length = 0;
     this.sent.length = 0;
@@ -383,8 +429,51 @@ class FakeTelegramServer implements FakeTelegram {
     await closed;
   }
 
+  private getFile(params: Params) {
+    const fileId = params.file_id;
+    if (typeof fileId !== "string" || fileId === "") throw badRequest("file_id is empty");
+    const file = this.files.get(fileId);
+    if (!file) throw badRequest("invalid file_id");
+    // A local Bot API server serves any size; the cloud one refuses what is over its limit.
+    const local = isAbsolute(file.path);
+    if (!local && file.size > TELEGRAM_DOWNLOAD_LIMIT) throw badRequest("file is too big");
+    return {
+      file_id: fileId,
+      file_unique_id: `AQAD${fileId}`,
+      file_size: file.size,
+      file_path: file.path,
+    };
+  }
+
+  /** GET /file/bot<token>/<file_path>, the way Telegram serves files it gave a path for. */
+  private serveFile(token: string, path: string, res: ServerResponse): void {
+    const file = [...this.files.values()].find((f) => f.path === path);
+    if (token !== this.token || !file || isAbsolute(file.path)) {
+      res.writeHead(404, { "content-type": "application/json" });
+      res.end(JSON.stringify({ ok: false, error_code: 404, description: "Not Found" }));
+      return;
+    }
+    const failure = this.downloadFailures.shift();
+    if (failure !== undefined) {
+      res.writeHead(failure);
+      res.end();
+      return;
+    }
+    this.downloads.push(path);
+    res.writeHead(200, {
+      "content-type": "application/octet-stream",
+      "content-length": String(file.bytes.byteLength),
+    });
+    res.end(file.bytes);
+  }
+
   private async handleRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? "/", this.apiRoot);
+    const download = /^\/file\/bot([^/]+)\/(.+)$/.exec(url.pathname);
+    if (download && req.method === "GET") {
+      this.serveFile(download[1] as string, decodeURIComponent(download[2] as string), res);
+      return;
+    }
     const route = /^\/bot([^/]+)\/([A-Za-z]+)$/.exec(url.pathname);
     if (!route) {
       respond(res, { ok: false, error_code: 404, description: "Not Found" });

@@ -1,6 +1,7 @@
 import { BotError } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createInbox, type Lease, LeaseLostError } from "../../src/queue/inbox.js";
+import { putAttachment } from "../../src/session/attachments.js";
 import { createBot } from "../../src/telegram/bot.js";
 import { createPendingTopicNames } from "../../src/telegram/new-topics.js";
 import { text } from "../fakes/gemini.js";
@@ -34,6 +35,11 @@ async function handle(
     settings: { model: CHAT_MODEL, maxEvents: 30, maxTokens: 0 },
     leaseOf,
     botInfo: telegram.bot,
+    media: {
+      save: (conversation, file) => putAttachment(h.app.database.db, conversation, file),
+      maxBytes: 20 * 1024 * 1024,
+      workspaceDir: h.dirs.workspace,
+    },
   });
   const update = buildTextUpdate({ updateId, messageId: updateId, text, userId: USER });
   const error = await bot.handleUpdate(update).then(

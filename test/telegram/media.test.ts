@@ -1,0 +1,316 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { BotError } from "grammy";
+import type { Message, Update } from "grammy/types";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { putAttachment, sha256Hex } from "../../src/session/attachments.js";
+import { historyLines } from "../../src/session/history-view.js";
+import { createBot } from "../../src/telegram/bot.js";
+import { createPendingTopicNames } from "../../src/telegram/new-topics.js";
+import { type RecordedRequest, text } from "../fakes/gemini.js";
+import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
+import { DATABASE_KINDS } from "../helpers/databases.js";
+import { CHAT_MODEL, type Harness, startHarness } from "../helpers/harness.js";
+
+const USER = 6160;
+const MAX_BYTES = 64 * 1024;
+
+/** A small but whole JPEG / PNG / PDF: what the content checks want to see. */
+const jpeg = (seed: number, size = 2_000) =>
+  Buffer.concat([
+    Buffer.from([0xff, 0xd8, 0xff, 0xe0]),
+    Buffer.alloc(size, seed),
+    Buffer.from([0xff, 0xd9]),
+  ]);
+const png = () =>
+  Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    Buffer.alloc(100, 1),
+    Buffer.from("IEND\xaeB`\x82", "latin1"),
+  ]);
+const pdf = () => Buffer.from("%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n", "latin1");
+const ogg = () => Buffer.concat([Buffer.from("OggS"), Buffer.alloc(3_000, 9)]);
+
+const inlineOf = (r: RecordedRequest | undefined) =>
+  (r?.body.contents.at(-1)?.parts ?? []).flatMap((p) => (p.inlineData ? [p.inlineData] : []));
+const wordsOf = (r: RecordedRequest | undefined) =>
+  (r?.body.contents.at(-1)?.parts ?? []).map((p) => p.text ?? "").join("");
+
+describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
+  let h: Harness;
+  let telegram: FakeTelegram;
+  let updateId = 0;
+  let local: string;
+  let bot: ReturnType<typeof createBot>["bot"];
+
+  beforeAll(async () => {
+    h = await startHarness({ kind });
+    telegram = await startFakeTelegram();
+    local = mkdtempSync(join(tmpdir(), "koroku-local-bot-api-"));
+    bot = createBot({
+      token: telegram.token,
+      apiRoot: telegram.apiRoot,
+      allowedUserIds: [USER],
+      agent: h.app.agent,
+      hooks: h.app.hooks,
+      store: h.app.store,
+      pendingTopicNames: createPendingTopicNames({ db: h.app.database.db }),
+      moveConversation: async () => ({ events: 0, memoryFiles: 0 }),
+      compact: (chatId, guard) => h.app.compactor.compact(chatId, { guard }),
+      logger: h.app.logger,
+      settings: { model: CHAT_MODEL, maxEvents: 0, maxTokens: 0 },
+      botInfo: telegram.bot,
+      media: {
+        save: (conversation, file) => putAttachment(h.app.database.db, conversation, file),
+        maxBytes: MAX_BYTES,
+        workspaceDir: h.dirs.workspace,
+      },
+    }).bot;
+  });
+  afterEach(() => {
+    expect(h.fake.rejections).toEqual([]);
+  });
+  afterAll(async () => {
+    await telegram.close();
+    await h.close();
+    rmSync(local, { recursive: true, force: true });
+  });
+
+  /** Runs a message from the user in their private chat `chat` and returns what was sent back. */
+  async function send(chat: number, content: Partial<Message>): Promise<string[]> {
+    const id = ++updateId;
+    const before = telegram.sent.length;
+    const update = {
+      update_id: id,
+      message: {
+        message_id: id,
+        date: Math.floor(Date.now() / 1000),
+        chat: { id: chat, type: "private", first_name: "T" },
+        from: { id: USER, is_bot: false, first_name: "T" },
+        ...content,
+      },
+    } as Update;
+    await bot.handleUpdate(update).catch((error: unknown) => {
+      throw error instanceof BotError ? error.error : error;
+    });
+    return telegram.sent.slice(before).map((m) => m.plain_text);
+  }
+
+  const photoSizes = (...files: { file_id: string; file_unique_id: string; file_size: number }[]) =>
+    files.map((f, i) => ({ ...f, width: 90 * (i + 1), height: 90 * (i + 1) }));
+
+  it("reads the largest photo that fits, with its caption, and stores the same photo once", async () => {
+    const small = telegram.addFile(jpeg(1, 500));
+    const large = telegram.addFile(jpeg(2, 20_000));
+    const huge = { file_id: "too-big", file_unique_id: "u", file_size: MAX_BYTES + 1 };
+    h.fake.script(text("a red square"), text("the same square"));
+    const sizes = photoSizes(small, large, huge);
+    expect(await send(USER, { photo: sizes, caption: "what is it?" })).toEqual(["a red square"]);
+    const request = h.fake.requests.at(-1);
+    expect(inlineOf(request)).toEqual([
+      { mimeType: "image/jpeg", data: jpeg(2, 20_000).toString("base64") },
+    ]);
+    expect(wordsOf(request)).toBe("what is it?");
+    await send(USER, { photo: sizes });
+    const stored = await h.app.database.db
+      .selectFrom("attachments")
+      .select("sha256")
+      .where("sha256", "=", sha256Hex(jpeg(2, 20_000)))
+      .execute();
+    expect(stored).toHaveLength(1);
+    const lines = historyLines(await h.app.store.lastTurns(String(USER), 2));
+    expect(lines.map((l) => ("text" in l ? l.text : l.name))).toEqual([
+      "📷 photo «what is it?»",
+      "a red square",
+      "📷 photo",
+      "the same square",
+    ]);
+  });
+
+  it("reads voice notes, audio, video, video notes and animations as Gemini's types", async () => {
+    const chat = USER + 1;
+    h.fake.setDefault(text("heard"));
+    const voice = telegram.addFile(ogg());
+    await send(chat, { voice: { ...voice, duration: 3, mime_type: "audio/ogg" } });
+    expect(inlineOf(h.fake.requests.at(-1))[0]?.mimeType).toBe("audio/ogg");
+    const mp3 = telegram.addFile(Buffer.alloc(500, 3));
+    await send(chat, {
+      audio: { ...mp3, duration: 60, mime_type: "audio/x-m4a", file_name: "talk.m4a" },
+    });
+    expect(inlineOf(h.fake.requests.at(-1))[0]?.mimeType).toBe("audio/m4a");
+    const mp4 = telegram.addFile(Buffer.alloc(800, 4));
+    await send(chat, { video_note: { ...mp4, length: 240, duration: 5 } });
+    expect(inlineOf(h.fake.requests.at(-1))[0]?.mimeType).toBe("video/mp4");
+    const gif = telegram.addFile(Buffer.alloc(900, 5));
+    const animation = { ...gif, width: 1, height: 1, duration: 2, mime_type: "video/mp4" };
+    await send(chat, { animation, document: { ...gif, mime_type: "video/mp4" } });
+    expect(inlineOf(h.fake.requests.at(-1))[0]?.mimeType).toBe("video/mp4");
+    const lines = historyLines(await h.app.store.lastTurns(String(chat), 10));
+    expect(lines.flatMap((l) => (l.kind === "user" ? [l.text] : []))).toEqual([
+      "🎤 0:03",
+      "🎵 audio talk.m4a 1:00",
+      "📹 video note 0:05",
+      "🎞 animation 0:02",
+    ]);
+    h.fake.setDefault(text("ok"));
+  });
+
+  it("reads PDFs, images sent as files and code files, and saves them in the workspace", async () => {
+    const chat = USER + 2;
+    h.fake.setDefault(text("read it"));
+    const report = telegram.addFile(pdf());
+    await send(chat, {
+      document: { ...report, file_name: "../../etc/report.pdf", mime_type: "application/pdf" },
+    });
+    expect(inlineOf(h.fake.requests.at(-1))[0]?.mimeType).toBe("application/pdf");
+    expect(wordsOf(h.fake.requests.at(-1))).toBe("[Saved in the workspace as inbox/report.pdf]");
+    expect(readFileSync(join(h.dirs.workspace, "inbox", "report.pdf"))).toEqual(pdf());
+    // The same name again is a new file beside it, never an overwrite.
+    await send(chat, { document: { ...report, file_name: "report.pdf" } });
+    expect(existsSync(join(h.dirs.workspace, "inbox", "report-2.pdf"))).toBe(true);
+    const code = telegram.addFile(Buffer.from("print('hi')\n"));
+    await send(chat, {
+      document: { ...code, file_name: "hello.py", mime_type: "application/octet-stream" },
+    });
+    expect(inlineOf(h.fake.requests.at(-1))[0]).toEqual({
+      mimeType: "text/plain",
+      data: Buffer.from("print('hi')\n").toString("base64"),
+    });
+    // A PNG its sender called a JPEG goes to Gemini as what it is.
+    const lying = telegram.addFile(png());
+    await send(chat, { document: { ...lying, file_name: "shot.jpg", mime_type: "image/jpeg" } });
+    expect(inlineOf(h.fake.requests.at(-1))[0]?.mimeType).toBe("image/png");
+    h.fake.setDefault(text("ok"));
+  });
+
+  it("tells plainly what it cannot read, naming the file, and calls no model", async () => {
+    const chat = USER + 3;
+    const calls = h.fake.requests.length;
+    const zip = telegram.addFile(Buffer.from("PK\x03\x04rest", "latin1"));
+    const [refusal] = await send(chat, {
+      document: { ...zip, file_name: "backup.zip", mime_type: "application/zip" },
+    });
+    expect(refusal).toMatch(/^I cannot read “backup\.zip” \(application\/zip\)/);
+    const empty = telegram.addFile(Buffer.alloc(0));
+    expect(await send(chat, { photo: photoSizes(empty) })).toEqual([
+      "Your photo is empty (0 bytes), so there is nothing for me to read.",
+    ]);
+    const cut = telegram.addFile(jpeg(1).subarray(0, 1_000));
+    const [damaged] = await send(chat, { photo: photoSizes(cut) });
+    expect(damaged).toMatch(/^Your photo looks damaged/);
+    const broken = telegram.addFile(Buffer.from("%PDF-1.4 no end", "latin1"));
+    const [pdfReply] = await send(chat, { document: { ...broken, file_name: "cut.pdf" } });
+    expect(pdfReply).toMatch(/^Your document “cut\.pdf” looks damaged/);
+    const binary = telegram.addFile(Buffer.from([0xc3, 0x28, 0xff]));
+    const [notText] = await send(chat, { document: { ...binary, file_name: "notes.txt" } });
+    expect(notText).toMatch(/is not plain text/);
+    expect(h.fake.requests.length).toBe(calls);
+    expect(await h.app.store.lastTurns(String(chat), 10)).toEqual([]);
+  });
+
+  it("answers a file over the limit with the limit and what to do, without fetching it", async () => {
+    const chat = USER + 4;
+    const big = { file_id: "big", file_unique_id: "big", file_size: MAX_BYTES + 10 };
+    const [reply] = await send(chat, { document: { ...big, file_name: "movie.mkv.pdf" } });
+    expect(reply).toMatch(/larger than the 64 KB I can take/);
+    expect(reply).toMatch(/send it smaller/);
+    expect(reply).toMatch(/MEDIA_MAX_BYTES/);
+    expect(telegram.calls.filter((c) => c.body.file_id === "big")).toEqual([]);
+    // Telegram itself refuses files over 20 MB: said the same way, once.
+    telegram.failNext("getFile", { error_code: 400, description: "Bad Request: file is too big" });
+    const unsized = telegram.addFile(jpeg(3));
+    const [refused] = await send(chat, {
+      photo: [{ ...unsized, file_size: undefined, width: 1, height: 1 }] as never,
+    });
+    expect(refused).toMatch(/^Your photo is larger than/);
+  });
+
+  it("leaves a transient download failure to the inbox, then stores the message once", async () => {
+    const chat = USER + 5;
+    const photo = telegram.addFile(jpeg(9));
+    telegram.failNextDownload(502);
+    await expect(send(chat, { photo: photoSizes(photo) })).rejects.toThrow();
+    expect(await h.app.store.lastTurns(String(chat), 5)).toEqual([]);
+    const again = updateId;
+    updateId = again - 1;
+    h.fake.script(text("got it"));
+    expect(await send(chat, { photo: photoSizes(photo) })).toEqual(["got it"]);
+    const events = (await h.app.store.loadContext(String(chat))).events;
+    expect(events.map((e) => e.event.role)).toEqual(["user", "model"]);
+  });
+
+  it("reads a file a local Bot API server gives by absolute path", async () => {
+    const chat = USER + 6;
+    const photo = telegram.addFile(jpeg(4), { localDir: local });
+    h.fake.script(text("local"));
+    expect(await send(chat, { photo: photoSizes(photo) })).toEqual(["local"]);
+    expect(inlineOf(h.fake.requests.at(-1))[0]?.data).toBe(jpeg(4).toString("base64"));
+  });
+
+  it("gives stickers, locations, venues, contacts, polls and dice to the model as words", async () => {
+    const chat = USER + 7;
+    h.fake.setDefault((r) => text(`echo ${wordsOf(r)}`));
+    const sticker = (extra: object) => ({
+      file_id: "gone",
+      file_unique_id: "g",
+      width: 512,
+      height: 512,
+      type: "regular" as const,
+      is_animated: false,
+      is_video: false,
+      emoji: "😺",
+      set_name: "deleted_set",
+      ...extra,
+    });
+    expect(await send(chat, { sticker: sticker({ is_animated: true }) })).toEqual([
+      "echo [Sticker 😺]",
+    ]);
+    // A static sticker whose set is gone cannot be fetched: its emoji still reaches the model.
+    expect(await send(chat, { sticker: sticker({}) })).toEqual(["echo [Sticker 😺]"]);
+    const webp = Buffer.concat([
+      Buffer.from("RIFF"),
+      Buffer.from([8, 0, 0, 0]),
+      Buffer.from("WEBPVP8 "),
+    ]);
+    const stored = telegram.addFile(webp);
+    await send(chat, { sticker: sticker({ ...stored }) });
+    expect(inlineOf(h.fake.requests.at(-1))[0]?.mimeType).toBe("image/webp");
+    const said = async (content: Partial<Message>) => (await send(chat, content))[0];
+    expect(await said({ location: { latitude: 52.52, longitude: 13.405 } })).toBe(
+      "echo [Location: 52.520000, 13.405000]",
+    );
+    expect(
+      await said({
+        venue: {
+          location: { latitude: 1, longitude: 2 },
+          title: "Café",
+          address: "Main St 1",
+        },
+        location: { latitude: 1, longitude: 2 },
+      }),
+    ).toBe("echo [Venue: Café, Main St 1 (1.000000, 2.000000)]");
+    expect(
+      await said({ contact: { phone_number: "+49 30 1234", first_name: "Mira", last_name: "K" } }),
+    ).toBe("echo [Contact: Mira K, +49 30 1234]");
+    expect(
+      await said({
+        poll: {
+          id: "p",
+          question: "Lunch?",
+          options: [
+            { text: "Pizza", voter_count: 0 },
+            { text: "Soup", voter_count: 0 },
+          ],
+          total_voter_count: 0,
+          is_closed: false,
+          is_anonymous: true,
+          type: "regular",
+          allows_multiple_answers: false,
+        } as never,
+      }),
+    ).toBe("echo [Poll: Lunch? — options: Pizza / Soup]");
+    expect(await said({ dice: { emoji: "🎲", value: 4 } })).toBe("echo [Dice 🎲 rolled: 4]");
+    h.fake.setDefault(text("ok"));
+  });
+});
