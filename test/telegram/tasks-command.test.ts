@@ -1,5 +1,6 @@
 import type { Message, Update } from "grammy/types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { putAttachment } from "../../src/session/attachments.js";
 import type { NewTask } from "../../src/tasks/store.js";
 import { routeUpdate } from "../../src/telegram/access.js";
 import { createBot } from "../../src/telegram/bot.js";
@@ -36,6 +37,11 @@ describe("/tasks", () => {
       logger: h.app.logger,
       settings: { model: CHAT_MODEL, maxEvents: 30, maxTokens: 0 },
       botInfo: telegram.bot,
+      media: {
+        save: (conversation, file) => putAttachment(h.app.database.db, conversation, file),
+        maxBytes: 20 * 1024 * 1024,
+        workspaceDir: h.dirs.workspace,
+      },
     }));
   });
   afterAll(async () => {
