@@ -1,7 +1,7 @@
 import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { IncomingMessage } from "node:http";
-import { startFakeGemini } from "../test/fakes/gemini.js";
-import { startFakeTelegram } from "../test/fakes/telegram.js";
+import { type FakeGemini, type FakeGeminiOptions, startFakeGemini } from "../test/fakes/gemini.js";
+import { type FakeTelegram, startFakeTelegram } from "../test/fakes/telegram.js";
 
 /** A Bot API call the fake Telegram received, reported when its body has arrived. */
 export type TelegramArrival = {
@@ -37,6 +37,9 @@ export type Fakes = {
   nextArrival(method: string, timeoutMs: number): Promise<TelegramArrival>;
   /** What the fakes saw since the previous call. */
   stats(): FakesStats;
+  /** The fakes themselves; their records are kept only with `keepRecords`. */
+  telegram: FakeTelegram;
+  gemini: FakeGemini;
   close(): Promise<void>;
 };
 
@@ -73,8 +76,13 @@ function readBody(raw: string): { chatId: number | undefined; text: string | und
 
 const portOf = (baseUrl: string) => Number(new URL(baseUrl).port);
 
-export async function startFakes(): Promise<Fakes> {
-  const [telegram, gemini] = await Promise.all([startFakeTelegram(), startFakeGemini()]);
+export async function startFakes(
+  options: { gemini?: FakeGeminiOptions; keepRecords?: boolean } = {},
+): Promise<Fakes> {
+  const [telegram, gemini] = await Promise.all([
+    startFakeTelegram(),
+    startFakeGemini(options.gemini),
+  ]);
   const telegramPort = portOf(telegram.apiRoot);
   const geminiPort = portOf(gemini.baseUrl);
   const listeners = new Set<(arrival: TelegramArrival) => void>();
@@ -90,7 +98,7 @@ export async function startFakes(): Promise<Fakes> {
     request.once("end", () => {
       if (method.toLowerCase() === "sendmessage") sendMessages++;
       // Nothing reads the fake's records back; thousands of turns of them would burden the GC.
-      telegram.forgetCalls();
+      if (!options.keepRecords) telegram.forgetCalls();
       const arrival = { method, at, ...readBody(Buffer.concat(chunks).toString("utf8")) };
       for (const listener of listeners) listener(arrival);
     });
@@ -116,7 +124,7 @@ export async function startFakes(): Promise<Fakes> {
     geminiMs.push(performance.now() - started);
     // The fake keeps every request body for tests to inspect; over thousands of turns that is
     // every history ever sent, which would make the GC part of the measurement.
-    gemini.requests.length = 0;
+    if (!options.keepRecords) gemini.requests.length = 0;
   };
   subscribe(REQUEST_START, onRequestStart);
   subscribe(RESPONSE_FINISH, onResponseFinish);
@@ -129,6 +137,8 @@ export async function startFakes(): Promise<Fakes> {
   };
 
   return {
+    telegram,
+    gemini,
     telegramApiRoot: telegram.apiRoot,
     telegramToken: telegram.token,
     geminiBaseUrl: gemini.baseUrl,

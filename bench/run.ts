@@ -7,6 +7,7 @@ import { e2eBenchmark } from "./e2e.js";
 import { memoryBenchmark } from "./memory.js";
 import { startupBenchmark } from "./startup.js";
 import { storageBenchmark } from "./storage.js";
+import { streamingBenchmark } from "./streaming.js";
 
 export type BenchRow = {
   benchmark: string;
@@ -38,6 +39,7 @@ const benchmarks: ReadonlyMap<string, Benchmark> = new Map([
   ["compaction", () => compactionBenchmark({ progress })],
   ["e2e", () => e2eBenchmark({ databases, postgresUrl: POSTGRES_URL, progress, cpuProfileDir })],
   ["memory", () => memoryBenchmark({ databases, postgresUrl: POSTGRES_URL, progress })],
+  ["streaming", () => streamingBenchmark({ progress })],
   ["startup", () => startupBenchmark({ databases, postgresUrl: POSTGRES_URL, progress })],
 ]);
 

@@ -26,7 +26,7 @@ import { createScheduledRunner } from "./telegram/scheduled-run.js";
 
 // Turns at once over all chats: enough to keep many chats moving while each waits on Gemini,
 // few enough that a burst cannot exhaust the database pool or memory.
-const CONCURRENCY = 32;
+const CONCURRENCY = 64;
 const SHUTDOWN_WAIT_MS = 25_000;
 // Long enough for a service that is shutting down on the same SQLite file to finish.
 const LOCK_WAIT_MS = SHUTDOWN_WAIT_MS + 5_000;

@@ -66,7 +66,8 @@ export function startLiveAnswer(deps: LiveAnswerDeps): LiveAnswer {
     return deps.mode === "draft" ? undefined : { kind: "edit", messages: [], chunks: [] };
   }
 
-  let wanted: string | undefined;
+  /** What to show next, rendered only when it is sent: most chunks are replaced before then. */
+  let wanted: (() => string) | undefined;
   let lastShown = "";
   let busy: Promise<void> | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -75,7 +76,7 @@ export function startLiveAnswer(deps: LiveAnswerDeps): LiveAnswer {
   const requests = new AbortController();
   const signal = requests.signal as unknown as Parameters<Api["sendMessageDraft"]>[4];
 
-  function show(html: string): void {
+  function show(html: () => string): void {
     if (closed || shown === undefined) return;
     wanted = html;
     pump();
@@ -91,7 +92,7 @@ export function startLiveAnswer(deps: LiveAnswerDeps): LiveAnswer {
       }, wait);
       return;
     }
-    const html = wanted;
+    const html = wanted();
     wanted = undefined;
     if (html === lastShown && shown?.kind === "edit") return;
     nextAt = Date.now() + interval();
@@ -147,7 +148,7 @@ export function startLiveAnswer(deps: LiveAnswerDeps): LiveAnswer {
   let refresh: NodeJS.Timeout | undefined;
   function scheduleRefresh(): void {
     clearTimeout(refresh);
-    refresh = setTimeout(() => show(lastShown), DRAFT_REFRESH_MS);
+    refresh = setTimeout(() => show(() => lastShown), DRAFT_REFRESH_MS);
     refresh.unref();
   }
 
@@ -169,7 +170,8 @@ export function startLiveAnswer(deps: LiveAnswerDeps): LiveAnswer {
       );
       shown = edits();
       nextAt = 0;
-      wanted ??= lastShown;
+      const again = lastShown;
+      wanted ??= () => again;
       lastShown = "";
       return;
     }
@@ -189,15 +191,16 @@ export function startLiveAnswer(deps: LiveAnswerDeps): LiveAnswer {
   const progress: TurnProgress = {
     text(text) {
       round = text;
-      show(renderMarkdown(text));
+      show(() => renderMarkdown(text));
     },
     restart() {
       round = "";
-      show("");
+      show(() => "");
     },
     tool(name, args) {
       const status = `<i>${escapeHtml(toolStatus(name, args))}</i>`;
-      show(round.trim() === "" ? status : `${renderMarkdown(round)}\n\n${status}`);
+      const before = round;
+      show(() => (before.trim() === "" ? status : `${renderMarkdown(before)}\n\n${status}`));
     },
   };
 

@@ -19,6 +19,8 @@ export interface RecordedRequest {
   at: number;
   /** Sent to `:streamGenerateContent?alt=sse` rather than `:generateContent`. */
   stream: boolean;
+  /** Date.now() when a streamed answer's last chunk went out. */
+  streamEndedAt?: number;
   /** Set when the fake's validation refused the request (it also lands in `rejections`). */
   rejection?: string;
 }

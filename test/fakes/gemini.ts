@@ -214,6 +214,7 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
         res.write(`data: ${JSON.stringify(chunk)}\r\n\r\n`, () => resolve()),
       );
     }
+    request.streamEndedAt = Date.now();
     res.end();
   };
 
