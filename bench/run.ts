@@ -5,6 +5,7 @@ import { compactionBenchmark } from "./compaction.js";
 import { BENCH_DATABASES, parseBenchDatabases } from "./databases.js";
 import { e2eBenchmark } from "./e2e.js";
 import { memoryBenchmark } from "./memory.js";
+import { searchBenchmark } from "./search.js";
 import { startupBenchmark } from "./startup.js";
 import { storageBenchmark } from "./storage.js";
 import { streamingBenchmark } from "./streaming.js";
@@ -36,6 +37,7 @@ const cpuProfileDir = process.env.BENCH_CPU_PROFILE_DIR;
 /** Every benchmark `npm run bench` runs, in order. */
 const benchmarks: ReadonlyMap<string, Benchmark> = new Map([
   ["storage", () => storageBenchmark({ databases, postgresUrl: POSTGRES_URL, progress })],
+  ["search", () => searchBenchmark({ databases, postgresUrl: POSTGRES_URL, progress })],
   ["compaction", () => compactionBenchmark({ progress })],
   ["e2e", () => e2eBenchmark({ databases, postgresUrl: POSTGRES_URL, progress, cpuProfileDir })],
   ["memory", () => memoryBenchmark({ databases, postgresUrl: POSTGRES_URL, progress })],

@@ -4,6 +4,7 @@ import * as inboxDelivered from "./20261201000100_inbox_delivered.js";
 import * as pendingTopicNames from "./20261202011500_pending_topic_names.js";
 import * as attachments from "./20261202020000_attachments.js";
 import * as scheduledTasks from "./20261202030000_scheduled_tasks.js";
+import * as fullTextSearch from "./20261202033000_full_text_search.js";
 
 /** Every migration, by name; names sort in the order they must run. Add new files here. */
 export const migrations: Record<string, Migration> = {
@@ -12,4 +13,5 @@ export const migrations: Record<string, Migration> = {
   "20261202011500_pending_topic_names": pendingTopicNames,
   "20261202020000_attachments": attachments,
   "20261202030000_scheduled_tasks": scheduledTasks,
+  "20261202033000_full_text_search": fullTextSearch,
 };

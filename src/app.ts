@@ -59,7 +59,7 @@ export async function createApp(
       workspaceDir: config.workspaceDir,
       memoryDir: config.memoryDir,
       enableShell: config.enableShellTool,
-      search: (chatId, query, limit) => store.search(chatId, query, limit),
+      search: (chatId, query, options) => store.search(chatId, query, options),
       timeZone: config.timeZone,
       extra: createTaskTools({ tasks, timeZone: config.timeZone, now: Date.now }),
     }),

@@ -21,7 +21,11 @@ export interface MessagesTable {
   prompt_tokens: number | null;
   /** Rough size of this event in tokens (characters / 4), for the budget between two measurements. */
   estimated_tokens: number;
-  /** Lower-cased plain text of the event, searched by search_history. */
+  /**
+   * Plain text of the event (src/session/event-text.ts), which search_history finds and quotes.
+   * Indexed by the database: SQLite's FTS5 table messages_fts, PostgreSQL's generated
+   * `search_tsv` column (neither is typed here: only src/session/search.ts reads them, in SQL).
+   */
   search_text: string;
   /** The Telegram update this event answers, when it came from one. */
   update_id: number | null;

@@ -56,7 +56,8 @@ export function eventText(body: StoredEventBody): EventText {
   }
   return {
     estimatedTokens: Math.ceil(chars / 4),
-    // PostgreSQL text cannot hold NUL; a search never needs it.
-    searchText: pieces.join("\n").toLowerCase().replaceAll("\0", "\uFFFD"),
+    // PostgreSQL text cannot hold NUL; a search never needs it. Case stays: the full-text
+    // indexes ignore it, and search results show this text.
+    searchText: pieces.join("\n").replaceAll("\0", "\uFFFD"),
   };
 }

@@ -1,4 +1,4 @@
-import { type Kysely, sql } from "kysely";
+import type { Kysely } from "kysely";
 import { prepareQuery } from "../db/prepared.js";
 import type { Database, MessageRow, NewMessageRow } from "../db/schema.js";
 import type { Logger } from "../logger.js";
@@ -13,15 +13,12 @@ import {
 import { eventText } from "./event-text.js";
 import {
   type CompactionEvent,
-  type EventPart,
   eventSchema,
   isRealUserMessage,
   parseStoredEvent,
-  payloadJson,
   type SessionEvent,
-  textOf,
 } from "./events.js";
-import { mediaLine } from "./media-text.js";
+import { createHistorySearch } from "./search.js";
 
 /**
  * The most bytes one stored event may take (its JSON). Every event is loaded with its
@@ -81,8 +78,6 @@ export type NewCompaction = {
   coversFromId: number;
   coversToId: number;
 };
-
-export type SearchHit = { id: number; createdAt: string; role: string; text: string };
 
 export type ChatStats = { events: number; tokens: number; compactions: number };
 
@@ -146,24 +141,6 @@ export function contextSize(context: ChatContext): { events: number; tokens: num
 /** The context after events were stored at its end. */
 export function withAppended(context: ChatContext, stored: readonly StoredSession[]): ChatContext {
   return { summary: context.summary, events: [...context.events, ...stored] };
-}
-
-/** What a search hit shows of an event: its files and words, else its tool calls and results. */
-function sessionHitText(parts: readonly EventPart[]): string {
-  const said = [
-    ...parts.flatMap((p) => (p.kind === "media" ? [mediaLine(p)] : [])),
-    textOf(parts),
-  ].filter(Boolean);
-  if (said.length > 0) return said.join("\n");
-  return parts
-    .map((p) =>
-      p.kind === "function_call"
-        ? `${p.name}(${payloadJson(p)})`
-        : p.kind === "function_response"
-          ? `${p.name} → ${payloadJson(p)}`
-          : "",
-    )
-    .join("\n");
 }
 
 export function createSessionStore(deps: {
@@ -459,41 +436,6 @@ export function createSessionStore(deps: {
     return rows.map(toStored).filter((e): e is StoredEvent => e !== undefined);
   }
 
-  /** Every word of the query must appear (case-insensitive); newest matches first. */
-  async function search(chatId: string, query: string, limit: number): Promise<SearchHit[]> {
-    const words = query
-      .toLowerCase()
-      .replaceAll("\0", "\uFFFD")
-      .split(/\s+/)
-      .filter(Boolean)
-      .slice(0, 10);
-    if (words.length === 0) return [];
-    const escapeLike = (w: string) => w.replace(/[\\%_]/g, (c) => `\\${c}`);
-    let q = db
-      .selectFrom("messages")
-      .select(["id", "kind", "role", "event_json", "created_at", "chat_id"])
-      .where("chat_id", "=", chatId);
-    for (const word of words) {
-      q = q.where(sql<boolean>`search_text like ${`%${escapeLike(word)}%`} escape '\\'`);
-    }
-    const rows = await q.orderBy("id", "desc").limit(limit).execute();
-    const hits: SearchHit[] = [];
-    for (const row of rows) {
-      const parsed = parseStoredEvent(row.event_json);
-      if (!parsed.ok) continue;
-      const body = parsed.event;
-      const text =
-        body.event_type === "compaction" ? textOf(body.summary) : sessionHitText(body.parts);
-      hits.push({
-        id: row.id,
-        createdAt: row.created_at,
-        role: body.event_type === "compaction" ? "summary" : (row.role ?? "user"),
-        text,
-      });
-    }
-    return hits;
-  }
-
   /** Deletes the chat's events, and its attachments that no other chat holds, together. */
   async function clear(chatId: string): Promise<number> {
     const deleted = await db.transaction().execute(async (trx) => {
@@ -535,5 +477,14 @@ export function createSessionStore(deps: {
     return { ...contextSize(context), compactions: Number(compactions) };
   }
 
-  return { loadContext, append, appendCompaction, lastTurns, search, clear, move, stats };
+  return {
+    loadContext,
+    append,
+    appendCompaction,
+    lastTurns,
+    search: createHistorySearch({ db }),
+    clear,
+    move,
+    stats,
+  };
 }

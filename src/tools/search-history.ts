@@ -1,15 +1,44 @@
 import { z } from "zod";
-import { SEARCH_HISTORY_TOOL, truncate } from "../session/event-text.js";
-import type { SearchHit } from "../session/store.js";
+import { SEARCH_HISTORY_TOOL } from "../session/event-text.js";
+import type { SearchHit, SearchOptions } from "../session/search.js";
 import { defineTool } from "./registry.js";
 
-/** Full-text search over one chat's stored history; the session store provides it. */
-export type SearchHistory = (chatId: string, query: string, limit: number) => Promise<SearchHit[]>;
+/** Full-text search over one conversation's stored history; the session store provides it. */
+export type SearchHistory = (
+  chatId: string,
+  query: string,
+  options: SearchOptions,
+) => Promise<SearchHit[]>;
 
-export const MATCH_TEXT_MAX_CHARS = 500;
+const DAY = /^\d{4}-\d{2}-\d{2}$/;
+
+/**
+ * A date (a whole day, in UTC) or an ISO date-time. `until` a day means to the end of that day.
+ */
+const instant = (bound: "since" | "until") =>
+  z
+    .string()
+    .trim()
+    .refine(
+      (value) => (DAY.test(value) || value.includes("T")) && !Number.isNaN(Date.parse(value)),
+      {
+        message: "expected a date (2026-11-30) or an ISO date-time (2026-11-30T14:00:00Z)",
+      },
+    )
+    .transform((value) => {
+      const at = new Date(value);
+      if (bound === "until" && DAY.test(value)) at.setUTCDate(at.getUTCDate() + 1);
+      return at.toISOString();
+    });
 
 const schema = z.object({
-  query: z.string().trim().min(1).describe("Words to look for in this chat's past messages"),
+  query: z
+    .string()
+    .trim()
+    .min(1)
+    .describe(
+      'Words to look for, all of which must appear (whole words, any case); "exact phrase" in double quotes; word* for any word that starts so (zebra* finds zebras)',
+    ),
   limit: z
     .number()
     .int()
@@ -17,23 +46,37 @@ const schema = z.object({
     .max(50)
     .optional()
     .describe("How many matches to return, 1 to 50 (default 10)"),
+  since: instant("since")
+    .optional()
+    .describe("Only messages from this date (YYYY-MM-DD, UTC) or ISO date-time on"),
+  until: instant("until")
+    .optional()
+    .describe(
+      "Only messages up to this date (YYYY-MM-DD, inclusive, UTC) or before this ISO date-time",
+    ),
 });
 
 export function createSearchHistoryTool(deps: { search: SearchHistory }) {
   return defineTool({
     name: SEARCH_HISTORY_TOOL,
     description:
-      "Full-text search over this chat's whole stored history, including parts already " +
-      "compacted into summaries. Returns matching messages with their id, time and role.",
+      "Ranked full-text search over this conversation's whole stored history, including parts " +
+      "already compacted into summaries, tool calls and results. Best matches first (an exact " +
+      "phrase above scattered words), newer first among equals; each with its id, time, role and " +
+      "a short snippet around the hit.",
     schema,
     async run(args, ctx) {
-      const found = await deps.search(ctx.chatId, args.query, args.limit ?? 10);
+      const found = await deps.search(ctx.chatId, args.query, {
+        limit: args.limit ?? 10,
+        since: args.since,
+        until: args.until,
+      });
       return {
-        matches: found.map(({ id, createdAt, role, text }) => ({
+        matches: found.map(({ id, createdAt, role, snippet }) => ({
           id,
           createdAt,
           role,
-          text: truncate(text, MATCH_TEXT_MAX_CHARS),
+          snippet,
         })),
       };
     },

@@ -29,7 +29,7 @@ describe("derived texts of an event", () => {
       JSON.stringify({ output: big }).length;
     expect(estimatedTokens).toBe(Math.ceil(chars / 4));
     const lines = searchText.split("\n");
-    expect(lines.slice(0, 2)).toEqual(["hello\uFFFDworld", 'read_file {"path":"a.md"}']);
+    expect(lines.slice(0, 2)).toEqual(["Hello\uFFFDWorld", 'read_file {"path":"A.md"}']);
     expect(lines[2]).toHaveLength("read_file ".length + 2_000);
     expect(searchText).not.toContain("private");
   });
@@ -44,7 +44,7 @@ describe("derived texts of an event", () => {
         { kind: "function_call", name: SEARCH_HISTORY_TOOL, args: { query: "bike" } },
       ],
     });
-    expect(searchText).toBe("let me look.");
+    expect(searchText).toBe("Let me look.");
     expect(estimatedTokens).toBe(
       Math.ceil(
         ("Let me look.".length + SEARCH_HISTORY_TOOL.length + '{"query":"bike"}'.length) / 4,
@@ -60,7 +60,7 @@ describe("derived texts of an event", () => {
         summary: [{ kind: "text", text: "Ab" }],
         summarized_events: 4,
       }),
-    ).toEqual({ estimatedTokens: 1, searchText: "ab" });
+    ).toEqual({ estimatedTokens: 1, searchText: "Ab" });
   });
 
   it("truncates with an ellipsis and never splits a surrogate pair", () => {

@@ -217,9 +217,9 @@ describe.each(DATABASE_KINDS)("session store on %s", (kind) => {
     await store.append(a, [{ event: user("secret banana plan") }]);
     await store.append(b, [{ event: user("apple") }]);
     expect((await store.loadContext(b)).events.map((e) => e.event)).toEqual([user("apple")]);
-    expect(await store.search(b, "banana", 10)).toEqual([]);
+    expect(await store.search(b, "banana", { limit: 10 })).toEqual([]);
     expect((await store.lastTurns(b, 10)).map((e) => e.event)).toEqual([user("apple")]);
-    expect((await store.search(a, "BANANA plan", 10)).map((h) => h.text)).toEqual([
+    expect((await store.search(a, "BANANA plan", { limit: 10 })).map((h) => h.snippet)).toEqual([
       "secret banana plan",
     ]);
   });
@@ -251,12 +251,12 @@ describe.each(DATABASE_KINDS)("session store on %s", (kind) => {
       coversFromId: old[0]?.id as number,
       coversToId: old[2]?.id as number,
     });
-    const hits = await store.search(chat, "zebra", 10);
-    expect(hits.map((h) => h.role)).toEqual(["summary", "model", "user"]);
-    expect(hits[1]?.text).toContain("notes/zebra.txt");
-    expect(await store.search(chat, "zebra 100%", 10)).toEqual([]);
-    expect(await store.search(chat, "   ", 10)).toEqual([]);
-    expect(await store.search(chat, "zebra", 1)).toHaveLength(1);
+    const hits = await store.search(chat, "zebra", { limit: 10 });
+    expect(hits.map((h) => h.role).sort()).toEqual(["model", "summary", "user"]);
+    expect(hits.find((h) => h.role === "model")?.snippet).toContain("notes/zebra.txt");
+    expect(await store.search(chat, "zebra 100%", { limit: 10 })).toEqual([]);
+    expect(await store.search(chat, "   ", { limit: 10 })).toEqual([]);
+    expect(await store.search(chat, "zebra", { limit: 1 })).toHaveLength(1);
   });
 
   it("leaves searches out of what is searched, so a search does not find itself", async () => {
@@ -269,7 +269,9 @@ describe.each(DATABASE_KINDS)("session store on %s", (kind) => {
         toolCalls: 1,
       },
     ]);
-    expect((await store.search(chat, "bike", 10)).map((h) => h.text)).toEqual(["my bike is blue"]);
+    expect((await store.search(chat, "bike", { limit: 10 })).map((h) => h.snippet)).toEqual([
+      "my bike is blue",
+    ]);
   });
 
   it("clears one chat and reports stats", async () => {

@@ -1,51 +1,60 @@
 import { describe, expect, it } from "vitest";
-import type { SearchHit } from "../../src/session/store.js";
+import type { SearchHit, SearchOptions } from "../../src/session/search.js";
 import { createToolRegistry } from "../../src/tools/registry.js";
-import { createSearchHistoryTool, MATCH_TEXT_MAX_CHARS } from "../../src/tools/search-history.js";
+import { createSearchHistoryTool } from "../../src/tools/search-history.js";
 import { errorOf, outputOf } from "./temp-dir.js";
 
 function setup(found: SearchHit[]) {
-  const calls: Array<[string, string, number]> = [];
+  const calls: Array<[string, string, SearchOptions]> = [];
   const registry = createToolRegistry([
     createSearchHistoryTool({
-      search: async (chatId, query, limit) => {
-        calls.push([chatId, query, limit]);
+      search: async (chatId, query, options) => {
+        calls.push([chatId, query, options]);
         return found;
       },
     }),
   ]);
-  const search = (args: unknown) => registry.execute("search_history", args, { chatId: "-77" });
+  const search = (args: unknown) => registry.execute("search_history", args, { chatId: "-77:5" });
   return { calls, search };
 }
 
-const match = (text: string): SearchHit => ({
+const match = (snippet: string): SearchHit => ({
   id: 3,
   createdAt: "2025-03-05T10:00:00.000Z",
   role: "user",
-  text,
+  snippet,
 });
 
 describe("search_history", () => {
-  it("searches this chat with the default limit of 10", async () => {
+  it("searches this conversation with the default limit of 10", async () => {
     const { calls, search } = setup([match("the bike is fixed")]);
     expect(outputOf(await search({ query: "  bike " }))).toEqual({
       matches: [match("the bike is fixed")],
     });
-    expect(calls).toEqual([["-77", "bike", 10]]);
+    expect(calls).toEqual([["-77:5", "bike", { limit: 10 }]]);
   });
 
-  it("passes the limit and clips long texts", async () => {
-    const long = "é".repeat(MATCH_TEXT_MAX_CHARS + 100);
-    const { calls, search } = setup([{ ...match(long), extra: "dropped" } as SearchHit]);
-    const output = outputOf(await search({ query: "é", limit: 50 }));
-    expect(output).toEqual({ matches: [match(`${"é".repeat(MATCH_TEXT_MAX_CHARS)}…`)] });
-    expect(calls[0]?.[2]).toBe(50);
+  it("passes the limit and the dates, a day's until meaning to its end", async () => {
+    const { calls, search } = setup([{ ...match("x"), extra: "dropped" } as SearchHit]);
+    const output = outputOf(
+      await search({ query: "x", limit: 50, since: "2026-11-30", until: "2026-12-01" }),
+    );
+    expect(output).toEqual({ matches: [match("x")] });
+    expect(calls[0]?.[2]).toEqual({
+      limit: 50,
+      since: "2026-11-30T00:00:00.000Z",
+      until: "2026-12-02T00:00:00.000Z",
+    });
+    await search({ query: "x", until: "2026-12-01T15:30:00+01:00" });
+    expect(calls[1]?.[2].until).toBe("2026-12-01T14:30:00.000Z");
   });
 
   it.each([
     [{ query: "x", limit: 0 }, /limit: .*>=1/],
     [{ query: "x", limit: 51 }, /limit: .*<=50/],
     [{ query: "x", limit: 2.5 }, /limit: .*expected int/],
+    [{ query: "x", since: "yesterday" }, /since: .*expected a date/],
+    [{ query: "x", until: "2026-13-45" }, /until: .*expected a date/],
     [{ query: "   " }, /query: /],
     [{}, /query: .*expected string/],
   ])("rejects %j naming the field", async (args, message) => {

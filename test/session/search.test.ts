@@ -1,0 +1,216 @@
+import { Migrator, PostgresAdapter, sql } from "kysely";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { migrations } from "../../migrations/index.js";
+import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
+import { migrateToLatest } from "../../src/db/migrate.js";
+import type { SessionEvent } from "../../src/session/events.js";
+import { snippetOf } from "../../src/session/search.js";
+import { createSessionStore, type SessionStore } from "../../src/session/store.js";
+import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../helpers/databases.js";
+import { captureLogger } from "../helpers/logs.js";
+
+const said = (text: string, role: "user" | "model" = "user"): SessionEvent => ({
+  v: 1,
+  event_type: "session",
+  role,
+  parts: [{ kind: "text", text }],
+});
+
+describe.each(DATABASE_KINDS)("ranked full-text search on %s", (kind) => {
+  let testDb: TestDatabase;
+  let handle: DatabaseHandle;
+  let store: SessionStore;
+  const { logger } = captureLogger();
+  let clock = Date.parse("2026-11-01T12:00:00.000Z");
+  let seq = 0;
+  const newConversation = () => `-100${++seq}:7`;
+  /** Appends each text a minute after the one before. */
+  const say = async (conversation: string, ...texts: string[]) => {
+    for (const text of texts) {
+      clock += 60_000;
+      await store.append(conversation, [{ event: said(text) }]);
+    }
+  };
+  const found = async (conversation: string, query: string, options = {}) =>
+    (await store.search(conversation, query, { limit: 10, ...options })).map((h) => h.snippet);
+
+  beforeAll(async () => {
+    testDb = await createTestDatabase(kind);
+    handle = openDatabase(testDb.target);
+    await migrateToLatest(handle.db, logger);
+    store = createSessionStore({ db: handle.db, logger, now: () => new Date(clock) });
+  });
+  afterAll(async () => {
+    await handle.close();
+    await testDb.dispose();
+  });
+
+  it("ranks the exact phrase above the same words scattered, even when those are newer", async () => {
+    const c = newConversation();
+    await say(c, "we parked the red car by the river", "nothing here", "red paint, and a car");
+    await say(c, "a car, then something red", "the car is not blue");
+    expect(await found(c, "red car")).toEqual([
+      "we parked the red car by the river",
+      "a car, then something red",
+      "red paint, and a car",
+    ]);
+  });
+
+  it("puts the newer of equally good matches first", async () => {
+    const c = newConversation();
+    await say(c, "lunch at noon", "dinner at eight", "lunch at noon");
+    const hits = await store.search(c, "lunch", { limit: 10 });
+    expect(hits.map((h) => h.snippet)).toEqual(["lunch at noon", "lunch at noon"]);
+    expect((hits[0]?.id as number) > (hits[1]?.id as number)).toBe(true);
+  });
+
+  it("takes quoted phrases, prefixes and whole words in any case", async () => {
+    const c = newConversation();
+    await say(c, "The Zebras crossed", "a zebra crossing", "crossing the zebra");
+    expect(await found(c, '"zebra crossing"')).toEqual(["a zebra crossing"]);
+    expect(await found(c, "zebra")).toHaveLength(2);
+    expect((await found(c, "ZEBR*")).sort()).toEqual(
+      ["The Zebras crossed", "a zebra crossing", "crossing the zebra"].sort(),
+    );
+    expect(await found(c, "zeb")).toEqual([]);
+    expect(await found(c, '"zebra cross"*')).toEqual(["a zebra crossing"]);
+    expect(await found(c, 'zebra "OR" NEAR( AND -x :')).toEqual([]);
+    expect(await found(c, '*** "" ()')).toEqual([]);
+  });
+
+  it("filters by since and until", async () => {
+    const c = newConversation();
+    clock = Date.parse("2026-11-10T08:00:00.000Z");
+    await say(c, "invoice one");
+    clock = Date.parse("2026-11-20T08:00:00.000Z");
+    await say(c, "invoice two");
+    clock = Date.parse("2026-11-30T08:00:00.000Z");
+    await say(c, "invoice three");
+    expect(await found(c, "invoice", { since: "2026-11-15T00:00:00.000Z" })).toEqual([
+      "invoice three",
+      "invoice two",
+    ]);
+    expect(
+      await found(c, "invoice", {
+        since: "2026-11-15T00:00:00.000Z",
+        until: "2026-11-25T00:00:00.000Z",
+      }),
+    ).toEqual(["invoice two"]);
+    expect(await found(c, "invoice", { until: "2026-11-01T00:00:00.000Z" })).toEqual([]);
+  });
+
+  it("quotes a short snippet around the hit", async () => {
+    const c = newConversation();
+    const long = `${"filler words go here ".repeat(30)}the passport is in the blue drawer ${"and more text ".repeat(30)}`;
+    await say(c, long);
+    const [snippet] = await found(c, "passport");
+    expect(snippet).toMatch(/^….*the passport is in the blue drawer.*…$/);
+    expect(snippet?.length).toBeLessThanOrEqual(202);
+  });
+
+  it("keeps conversations apart, topics from their chat, and follows a moved or cleared one", async () => {
+    const chat = `-100${++seq}`;
+    const topic = `${chat}:3`;
+    await say(chat, "general kiwi");
+    await say(topic, "topic kiwi");
+    expect(await found(chat, "kiwi")).toEqual(["general kiwi"]);
+    expect(await found(topic, "kiwi")).toEqual(["topic kiwi"]);
+    const moved = `-100${++seq}`;
+    expect(await store.move(chat, moved)).toBe(1);
+    expect(await found(chat, "kiwi")).toEqual([]);
+    expect(await found(moved, "kiwi")).toEqual(["general kiwi"]);
+    await store.clear(topic);
+    expect(await found(topic, "kiwi")).toEqual([]);
+  });
+
+  it("finds tool arguments and summaries, never searches, across punctuation the same way", async () => {
+    const c = newConversation();
+    await store.append(c, [
+      {
+        event: {
+          v: 1,
+          event_type: "session",
+          role: "model",
+          parts: [{ kind: "function_call", name: "write_file", args: { path: "notes/zebra.txt" } }],
+        },
+      },
+      {
+        event: {
+          v: 1,
+          event_type: "session",
+          role: "model",
+          parts: [{ kind: "function_call", name: "search_history", args: { query: "zebra" } }],
+        },
+      },
+    ]);
+    await store.appendCompaction(c, {
+      event: {
+        v: 1,
+        event_type: "compaction",
+        summary: [{ kind: "text", text: "Mail ann@example.com about the zebra." }],
+        summarized_events: 2,
+      },
+      coversFromId: 1,
+      coversToId: 1,
+    });
+    const hits = await store.search(c, "zebra", { limit: 10 });
+    expect(hits.map((h) => h.role).sort()).toEqual(["model", "summary"]);
+    expect(await found(c, "example")).toEqual(["Mail ann@example.com about the zebra."]);
+  });
+});
+
+describe.each(DATABASE_KINDS)("the full-text migration on %s", (kind) => {
+  it("indexes the events stored before it", async () => {
+    const testDb = await createTestDatabase(kind);
+    const handle = openDatabase(testDb.target);
+    try {
+      const { db } = handle;
+      const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+      const schema = postgres
+        ? (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]?.s
+        : undefined;
+      const migrator = new Migrator({
+        db,
+        provider: { getMigrations: async () => migrations },
+        migrationTableSchema: schema,
+      });
+      expect(
+        (await migrator.migrateTo("20261202011500_pending_topic_names")).error,
+      ).toBeUndefined();
+      // As the previous version stored it: search text lower-cased, for LIKE.
+      await db
+        .insertInto("messages")
+        .values(
+          ["-42", "-42:9"].map((chat) => ({
+            chat_id: chat,
+            kind: "session" as const,
+            role: "user",
+            event_json: JSON.stringify(said(`Old Memo for ${chat}`)),
+            search_text: `old memo for ${chat}`,
+            estimated_tokens: 4,
+            prompt_tokens: null,
+            update_id: null,
+            covers_from_id: null,
+            covers_to_id: null,
+            created_at: "2026-11-01T00:00:00.000Z",
+          })),
+        )
+        .execute();
+      await migrateToLatest(db, captureLogger().logger);
+      const store = createSessionStore({ db, logger: captureLogger().logger });
+      const hits = await store.search("-42:9", "memo", { limit: 10 });
+      expect(hits.map((h) => h.snippet)).toEqual(["old memo for -42:9"]);
+      expect((await store.search("-42", '"old memo"', { limit: 10 })).length).toBe(1);
+    } finally {
+      await handle.close();
+      await testDb.dispose();
+    }
+  });
+});
+
+describe("snippets", () => {
+  it("start at the text when the hit is near its beginning, and mark only real cuts", () => {
+    expect(snippetOf("short text", [{ words: ["text"], prefix: false }])).toBe("short text");
+    expect(snippetOf("no hit in here", [{ words: ["zzz"], prefix: false }])).toBe("no hit in here");
+  });
+});
