@@ -77,7 +77,9 @@ export function createTaskTools(deps: {
       return { firstMs: Math.max(whenMs, at), recurrence: undefined };
     }
     const recurrence: Recurrence = parseRepeat(repeatText, whenMs, timeZone);
-    const firstMs = firstOccurrence(recurrence, Math.max(whenMs, at), timeZone);
+    // Recurrences run on the minute: "in 1 hour" (13:10:42) starts with the 13:10 run it names.
+    const fromMs = recurrence.kind === "cron" ? whenMs - (whenMs % 60_000) : whenMs;
+    const firstMs = firstOccurrence(recurrence, Math.max(fromMs, at), timeZone);
     if (firstMs === undefined) fail(`"${repeatText}" never comes: no date matches it.`);
     if (shortestGapMs(recurrence, firstMs, timeZone) < limits.minIntervalMs) {
       fail(

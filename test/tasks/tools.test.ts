@@ -106,6 +106,19 @@ describe.each(DATABASE_KINDS)("scheduled task tools on %s", (kind) => {
     });
   });
 
+  it("starts a daily task 'in 1 hour' with that hour's run, whatever the seconds", async () => {
+    clock = START + 42_000;
+    const out = await output("schedule_task", {
+      when: "in 1 hour",
+      repeat: "daily",
+      instruction: "x",
+    });
+    expect(out).toMatchObject({
+      scheduled: { next_run: "2026-12-02T15:10:00+01:00" },
+      run_after_that: "Thu 3 Dec 2026, 15:10 (Europe/Berlin)",
+    });
+  });
+
   it("starts a cron task at its first match after now", async () => {
     const out = await output("schedule_task", {
       when: "now",
