@@ -159,6 +159,51 @@ describe.each(DATABASE_KINDS)("ranked full-text search on %s", (kind) => {
   });
 });
 
+describe.each(DATABASE_KINDS)("searching media on %s", (kind) => {
+  it("finds a voice note by its transcript and a photo by its caption", async () => {
+    const testDb = await createTestDatabase(kind);
+    const handle = openDatabase(testDb.target);
+    try {
+      await migrateToLatest(handle.db, captureLogger().logger);
+      const store = createSessionStore({ db: handle.db, logger: captureLogger().logger });
+      const media = (media: "voice" | "photo", extra: Record<string, unknown>) =>
+        ({
+          kind: "media",
+          media,
+          sha256: "a".repeat(64),
+          mimeType: media === "voice" ? "audio/ogg" : "image/jpeg",
+          size: 1000,
+          ...extra,
+        }) as const;
+      await store.append("-5", [
+        {
+          event: {
+            v: 1,
+            event_type: "session",
+            role: "user",
+            parts: [media("voice", { duration: 4, transcript: "meet me at the harbour at six" })],
+          },
+        },
+        {
+          event: {
+            v: 1,
+            event_type: "session",
+            role: "user",
+            parts: [media("photo", {}), { kind: "text", text: "the lighthouse at dusk" }],
+          },
+        },
+      ]);
+      const [voice] = await store.search("-5", "harbour", { limit: 5 });
+      expect(voice?.snippet).toContain("meet me at the harbour at six");
+      const [photo] = await store.search("-5", '"lighthouse at dusk"', { limit: 5 });
+      expect(photo?.snippet).toContain("the lighthouse at dusk");
+    } finally {
+      await handle.close();
+      await testDb.dispose();
+    }
+  });
+});
+
 describe.each(DATABASE_KINDS)("the full-text migration on %s", (kind) => {
   it("indexes the events stored before it", async () => {
     const testDb = await createTestDatabase(kind);
