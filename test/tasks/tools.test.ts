@@ -2,6 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
 import { migrateToLatest } from "../../src/db/migrate.js";
 import { createInbox } from "../../src/queue/inbox.js";
+import { isoInZone } from "../../src/tasks/schedule.js";
 import {
   createTaskStore,
   SCHEDULED_UPDATE_BASE,
@@ -239,5 +240,33 @@ describe.each(DATABASE_KINDS)("scheduled task tools on %s", (kind) => {
     });
     const item = await inbox.claim();
     if (item) await inbox.finish(item);
+  });
+
+  it("queues a daily 9:00 run at 9:00 local time on both sides of the spring DST change", async () => {
+    clock = Date.parse("2026-03-27T07:00:00Z");
+    await output("schedule_task", { when: "09:00", repeat: "daily", instruction: "x" });
+    const inbox = createInbox({
+      db: handle.db,
+      kind,
+      workerId: "w",
+      leaseMs: 30_000,
+      now: () => clock,
+    });
+    const dues: string[] = [];
+    for (const at of ["2026-03-27T08:00:05Z", "2026-03-28T08:00:05Z", "2026-03-29T07:00:05Z"]) {
+      clock = Date.parse(at);
+      expect(await tasks.queueDue(clock)).toBe(1);
+      const item = await inbox.claim();
+      dues.push(isoInZone(scheduledRunOf(item?.update)?.scheduled_task.due_at ?? 0, ZONE));
+      if (item) await inbox.finish(item);
+    }
+    expect(dues).toEqual([
+      "2026-03-27T09:00:00+01:00",
+      "2026-03-28T09:00:00+01:00",
+      "2026-03-29T09:00:00+02:00",
+    ]);
+    expect((await tasks.listActive(ctx.chatId))[0]?.nextRunAt).toBe(
+      Date.parse("2026-03-30T07:00:00Z"),
+    );
   });
 });
