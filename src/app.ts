@@ -2,6 +2,7 @@ import { createCompactor } from "./agent/compaction.js";
 import { createGeminiClient, type GeminiClientDeps } from "./agent/gemini-client.js";
 import { AgentHooks } from "./agent/hooks.js";
 import type { ModelClient } from "./agent/model-client.js";
+import { createTranscriber } from "./agent/transcription.js";
 import { createAgent } from "./agent/turn.js";
 import type { Config } from "./config.js";
 import { type DatabaseHandle, openDatabase } from "./db/connect.js";
@@ -64,6 +65,14 @@ export async function createApp(
       extra: createTaskTools({ tasks, timeZone: config.timeZone, now: Date.now }),
     }),
   );
+  const readBytes = (hashes: readonly string[]) => readAttachments(handle.db, hashes);
+  const transcriber = createTranscriber({
+    store,
+    model,
+    readAttachments: readBytes,
+    logger,
+    settings: { model: config.geminiCompactionModel },
+  });
   const compactor = createCompactor({
     store,
     model,
@@ -79,7 +88,7 @@ export async function createApp(
   const agent = instrumentAgent(
     createAgent({
       store,
-      readAttachments: (hashes) => readAttachments(handle.db, hashes),
+      readAttachments: readBytes,
       model,
       tools,
       hooks,
@@ -107,6 +116,7 @@ export async function createApp(
     hooks,
     agent,
     compactor,
+    transcriber,
     tools,
     metrics,
     tasks,

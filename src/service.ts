@@ -175,6 +175,7 @@ export async function startService(
       save: (conversation, file) => putAttachment(app.database.db, conversation, file),
       maxBytes: config.mediaMaxBytes,
       workspaceDir: config.workspaceDir,
+      transcribe: (conversation) => app.transcriber.transcribePending(conversation),
     },
   });
   // grammY types its signals after the abort-controller polyfill; a standard one works the same.

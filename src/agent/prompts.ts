@@ -55,3 +55,6 @@ export const SUMMARY_INSTRUCTION = [
 
 export const SUMMARY_REQUEST =
   "Write the summary of the conversation above now, following your instructions.";
+
+export const TRANSCRIBE_REQUEST =
+  "Transcribe what is said in this recording, word for word, in the language it is spoken. If nothing is said, describe the sound in a few words in square brackets. Reply with the transcript only.";

@@ -466,6 +466,28 @@ export function createSessionStore(deps: {
     return Number(result.numUpdatedRows);
   }
 
+  /**
+   * Rewrites a stored session event in place (a transcript added to its media part): its text
+   * for search and its token estimate follow. Returns false when the event is gone (cleared).
+   */
+  async function rewrite(chatId: string, id: number, event: SessionEvent): Promise<boolean> {
+    const row = rowFor(chatId, event);
+    const result = await db
+      .updateTable("messages")
+      .set({
+        event_json: row.event_json,
+        search_text: row.search_text,
+        estimated_tokens: row.estimated_tokens,
+      })
+      .where("id", "=", id)
+      .where("chat_id", "=", chatId)
+      .where("kind", "=", "session")
+      .executeTakeFirst();
+    // The cache never sees a row change in place: this chat is read afresh next time.
+    cache.delete(chatId);
+    return Number(result.numUpdatedRows) > 0;
+  }
+
   async function stats(chatId: string): Promise<ChatStats> {
     const context = await loadContext(chatId);
     const { compactions } = await db
@@ -485,6 +507,7 @@ export function createSessionStore(deps: {
     search: createHistorySearch({ db }),
     clear,
     move,
+    rewrite,
     stats,
   };
 }

@@ -66,6 +66,11 @@ export type ConversationMedia = {
   /** Largest file taken (MEDIA_MAX_BYTES). */
   maxBytes: number;
   workspaceDir: string;
+  /**
+   * Writes down what the conversation's voice notes say, after the answer went out (so it never
+   * holds a turn up); what failed is tried again after a later turn.
+   */
+  transcribe?(conversation: string): Promise<unknown>;
 };
 
 const CANNOT_READ =
@@ -146,6 +151,11 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
         chatId: session,
         seconds: (performance.now() - started) / 1000,
       });
+      media
+        .transcribe?.(session)
+        .catch((error: unknown) =>
+          deps.logger.warn({ err: error, chat_id: session }, "transcribing voice notes failed"),
+        );
     } catch (error) {
       await live.close();
       // Anything but Gemini refusing or being away (Telegram or the database failing, a bug) is

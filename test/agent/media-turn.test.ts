@@ -5,7 +5,7 @@ import type { MediaPart } from "../../src/session/events.js";
 import { historyLines } from "../../src/session/history-view.js";
 import { type RecordedRequest, text } from "../fakes/gemini.js";
 import { DATABASE_KINDS } from "../helpers/databases.js";
-import { type Harness, startHarness } from "../helpers/harness.js";
+import { type Harness, SUMMARY_MODEL, startHarness } from "../helpers/harness.js";
 
 const inlineParts = (request: RecordedRequest | undefined) =>
   (request?.body.contents ?? []).flatMap((c) => (c.parts ?? []).filter((p) => p.inlineData));
@@ -45,6 +45,22 @@ describe.each(DATABASE_KINDS)("media in turns on %s", (kind) => {
     ]);
     const lines = historyLines(await restarted.store.lastTurns("p1", 5));
     expect(lines[0]).toEqual({ kind: "user", text: "📷 photo «what is this?»" });
+  });
+
+  it("tells the summary model of the media in the turns it summarises", async () => {
+    h = await startHarness({ kind });
+    const part = { ...(await photo("p3", 5)), name: "receipt.jpg" };
+    h.fake.script(text("a receipt for 12 EUR"), text("noted"));
+    await h.app.agent.runTurn("p3", { text: "keep this", media: [part] });
+    await h.app.agent.runTurn("p3", { text: "thanks" });
+    h.fake.scriptFor(SUMMARY_MODEL, text("The user sent a photo of a receipt for 12 EUR."));
+    const outcome = await h.app.compactor.compact("p3");
+    expect(outcome.status).toBe("compacted");
+    const asked = h.fake.requests.find((r) => r.model === SUMMARY_MODEL);
+    const prompt = JSON.stringify(asked?.body);
+    expect(prompt).toContain("User sent [photo, image/jpeg, 49 KB]");
+    expect(prompt).toContain("Mention every photo, voice note, video and document");
+    expect(inlineParts(asked)).toEqual([]);
   });
 
   it("describes the oldest media in words once the request's inline budget is spent", async () => {

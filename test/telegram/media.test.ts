@@ -8,10 +8,10 @@ import { putAttachment, sha256Hex } from "../../src/session/attachments.js";
 import { historyLines } from "../../src/session/history-view.js";
 import { createBot } from "../../src/telegram/bot.js";
 import { createPendingTopicNames } from "../../src/telegram/new-topics.js";
-import { type RecordedRequest, text } from "../fakes/gemini.js";
+import { type RecordedRequest, status, text } from "../fakes/gemini.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { DATABASE_KINDS } from "../helpers/databases.js";
-import { CHAT_MODEL, type Harness, startHarness } from "../helpers/harness.js";
+import { CHAT_MODEL, type Harness, SUMMARY_MODEL, startHarness } from "../helpers/harness.js";
 
 const USER = 6160;
 const MAX_BYTES = 64 * 1024;
@@ -239,6 +239,33 @@ describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
     expect(await send(chat, { photo: photoSizes(photo) })).toEqual(["got it"]);
     const events = (await h.app.store.loadContext(String(chat))).events;
     expect(events.map((e) => e.event.role)).toEqual(["user", "model"]);
+  });
+
+  it("transcribes a voice note once, for /history and search_history, retrying a failure later", async () => {
+    const chat = USER + 8;
+    const voice = telegram.addFile(ogg());
+    h.fake.script(text("noted"));
+    await send(chat, { voice: { ...voice, duration: 12, mime_type: "audio/ogg" } });
+    h.fake.scriptFor(SUMMARY_MODEL, status(400, "cannot decode"));
+    expect(await h.app.transcriber.transcribePending(String(chat))).toBe(0);
+    const [line] = historyLines(await h.app.store.lastTurns(String(chat), 1));
+    expect(line).toEqual({ kind: "user", text: "🎤 0:12" });
+    h.fake.scriptFor(SUMMARY_MODEL, text("Buy oat milk and call Mira."));
+    expect(await h.app.transcriber.transcribePending(String(chat))).toBe(1);
+    const asked = h.fake.requests.filter((r) => r.model === SUMMARY_MODEL).at(-1);
+    expect(asked?.body.contents[0]?.parts?.[0]?.inlineData?.mimeType).toBe("audio/ogg");
+    // Once written, it is not asked for again.
+    const summaryCalls = h.fake.requests.filter((r) => r.model === SUMMARY_MODEL).length;
+    expect(await h.app.transcriber.transcribePending(String(chat))).toBe(0);
+    expect(h.fake.requests.filter((r) => r.model === SUMMARY_MODEL)).toHaveLength(summaryCalls);
+    const lines = historyLines(await h.app.store.lastTurns(String(chat), 1));
+    expect(lines[0]).toEqual({ kind: "user", text: "🎤 0:12 «Buy oat milk and call Mira.»" });
+    const found = await h.app.tools.execute(
+      "search_history",
+      { query: "oat milk" },
+      { chatId: String(chat) },
+    );
+    expect(JSON.stringify(found)).toContain("Buy oat milk and call Mira.");
   });
 
   it("reads a file a local Bot API server gives by absolute path", async () => {

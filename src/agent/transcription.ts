@@ -1,0 +1,87 @@
+import type { Logger } from "../logger.js";
+import { truncate } from "../session/event-text.js";
+import type { MediaPart, SessionEvent } from "../session/events.js";
+import type { SessionStore } from "../session/store.js";
+import type { ModelClient } from "./model-client.js";
+import { TRANSCRIBE_REQUEST } from "./prompts.js";
+import { geminiMimeType, type ReadAttachments } from "./request-media.js";
+
+/** A transcript longer than this (an hour of talk is ~60,000 characters) is cut: it is for reading. */
+export const MAX_TRANSCRIPT_CHARS = 100_000;
+
+const needsTranscript = (part: MediaPart) =>
+  (part.media === "voice" || part.media === "audio") && part.transcript === undefined;
+
+export type Transcriber = ReturnType<typeof createTranscriber>;
+
+/**
+ * Writes down what was said in the conversation's voice notes and audio, once each, with the
+ * compaction model, and stores it with the media part: /history shows it, search_history finds
+ * it, and summaries tell of it. A failure leaves the part as it was (the audio itself still goes
+ * to Gemini) and is tried again the next time the conversation is transcribed.
+ */
+export function createTranscriber(deps: {
+  store: SessionStore;
+  model: ModelClient;
+  readAttachments: ReadAttachments;
+  logger: Logger;
+  settings: { model: string };
+}) {
+  async function transcribe(part: MediaPart): Promise<string | undefined> {
+    const bytes = (await deps.readAttachments([part.sha256])).get(part.sha256);
+    if (!bytes) return undefined;
+    const result = await deps.model.generate({
+      model: deps.settings.model,
+      contents: [
+        {
+          role: "user",
+          parts: [
+            { inlineData: { mimeType: geminiMimeType(part), data: bytes.toString("base64") } },
+            { text: TRANSCRIBE_REQUEST },
+          ],
+        },
+      ],
+    });
+    const text = (result.content.parts ?? [])
+      .filter((p) => !p.thought && p.text)
+      .map((p) => p.text)
+      .join("")
+      .trim();
+    return text === "" ? undefined : truncate(text, MAX_TRANSCRIPT_CHARS);
+  }
+
+  /** Transcribes every voice note and audio file of the context that has no transcript yet. */
+  async function transcribePending(chatId: string): Promise<number> {
+    const log = deps.logger.child({ chat_id: chatId });
+    const context = await deps.store.loadContext(chatId);
+    let written = 0;
+    for (const stored of context.events) {
+      if (!stored.event.parts.some((p) => p.kind === "media" && needsTranscript(p))) continue;
+      const parts: SessionEvent["parts"] = [];
+      let changed = false;
+      for (const part of stored.event.parts) {
+        if (part.kind !== "media" || !needsTranscript(part)) {
+          parts.push(part);
+          continue;
+        }
+        try {
+          const transcript = await transcribe(part);
+          if (transcript !== undefined) changed = true;
+          parts.push(transcript === undefined ? part : { ...part, transcript });
+        } catch (error) {
+          log.warn(
+            { err: error, message_id: stored.id },
+            "could not transcribe a voice note; will try again later",
+          );
+          parts.push(part);
+        }
+      }
+      if (changed && (await deps.store.rewrite(chatId, stored.id, { ...stored.event, parts }))) {
+        written++;
+      }
+    }
+    return written;
+  }
+
+  return { transcribePending };
+}
