@@ -11,6 +11,7 @@ import {
 } from "../helpers/service-process.js";
 
 const DB_PASSWORD = "db-pass-4711";
+const METRICS_TOKEN = "metrics-token-0815";
 
 describe("secrets never reach a chat", () => {
   let w: ServiceWorld;
@@ -22,12 +23,18 @@ describe("secrets never reach a chat", () => {
     expect(url).toContain(DB_PASSWORD);
     w.service.proc.kill("SIGTERM");
     await w.service.exited;
-    service = await w.start({ DATABASE_URL: url });
+    service = await w.start({ DATABASE_URL: url, METRICS_TOKEN: METRICS_TOKEN });
   });
   afterAll(() => w?.close());
 
   it("takes every configured secret out of a Gemini error shown to the user", async () => {
-    const secrets = [w.env.GEMINI_API_KEY, w.telegram.token, WEBHOOK_SECRET, DB_PASSWORD];
+    const secrets = [
+      w.env.GEMINI_API_KEY,
+      w.telegram.token,
+      WEBHOOK_SECRET,
+      DB_PASSWORD,
+      METRICS_TOKEN,
+    ];
     w.gemini.script(status(400, `the proxy echoes what it saw: ${secrets.join(" | ")}`));
     const id = w.nextUpdateId();
     const update = buildTextUpdate({
