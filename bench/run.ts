@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import { compactionBenchmark } from "./compaction.js";
 import { BENCH_DATABASES, parseBenchDatabases } from "./databases.js";
 import { e2eBenchmark } from "./e2e.js";
+import { killUnderLoadBenchmark } from "./kill-under-load.js";
 import { memoryBenchmark } from "./memory.js";
 import { searchBenchmark } from "./search.js";
 import { startupBenchmark } from "./startup.js";
@@ -43,6 +44,7 @@ const benchmarks: ReadonlyMap<string, Benchmark> = new Map([
   ["memory", () => memoryBenchmark({ databases, postgresUrl: POSTGRES_URL, progress })],
   ["streaming", () => streamingBenchmark({ progress })],
   ["startup", () => startupBenchmark({ databases, postgresUrl: POSTGRES_URL, progress })],
+  ["kill", () => killUnderLoadBenchmark({ databases, postgresUrl: POSTGRES_URL, progress })],
 ]);
 
 // This file runs as dist/bench/run.js; the results live next to the sources, in bench/.

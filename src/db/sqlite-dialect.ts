@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import type SQLite from "better-sqlite3";
 import {
   type CompiledQuery,
@@ -15,6 +16,18 @@ import {
 } from "kysely";
 
 const STATEMENT_CACHE_SIZE = 200;
+
+const atOnce = new AsyncLocalStorage<true>();
+
+/**
+ * Runs `write` so that its statements commit before it resolves, without waiting for the loop's
+ * turn to end: a batch open when they come commits with them, at once. For the few writes that
+ * record what already happened outside (an answer Telegram has accepted), where every moment
+ * until the commit is a moment in which a crash makes the restart do it again.
+ */
+export function commitAtOnce<T>(write: () => Promise<T>): Promise<T> {
+  return atOnce.run(true, write);
+}
 
 /**
  * Writes of one turn of the event loop that commit on their own before the rest are grouped. A
@@ -130,6 +143,8 @@ class GroupCommitDriver implements Driver {
       if (this.#soloWrites++ === 0) setImmediate(this.#endTurn);
       return run<R>(statement, query.parameters);
     }
+    const urgent = atOnce.getStore() === true;
+    if (urgent && this.#batch === null) return run<R>(statement, query.parameters);
     const batch = this.#openBatch();
     let result: QueryResult<R>;
     try {
@@ -140,7 +155,11 @@ class GroupCommitDriver implements Driver {
       if (!this.#database.inTransaction) this.#fail(batch, error);
       throw error;
     }
-    await new Promise<void>((resolve, reject) => batch.waiters.push({ resolve, reject }));
+    const committed = new Promise<void>((resolve, reject) =>
+      batch.waiters.push({ resolve, reject }),
+    );
+    if (urgent) this.#commit(batch);
+    await committed;
     return result;
   }
 

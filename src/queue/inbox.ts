@@ -8,6 +8,7 @@ import {
 import type { DatabaseKind } from "../db/connect.js";
 import { prepareQuery } from "../db/prepared.js";
 import type { Database, InboxTable } from "../db/schema.js";
+import { commitAtOnce } from "../db/sqlite-dialect.js";
 
 /**
  * Written out, not bound: the partial indexes of the migration serve only queries whose predicate
@@ -204,7 +205,8 @@ export function createInbox(deps: {
 
   /** Records how many messages of a claim's answer reached Telegram; false when the claim was lost. */
   function recordDelivered(claim: Claim, count: number): Promise<boolean> {
-    return updateHeld(claim, { delivered: count });
+    // Telegram has the message: until this commits, a crash means sending it again.
+    return commitAtOnce(() => updateHeld(claim, { delivered: count }));
   }
 
   const markFinished = prepareQuery(

@@ -86,8 +86,9 @@ export function createDelivery(deps: { api: Api; logger: Logger }) {
 
   /**
    * Sends prepared Telegram HTML, split under the length limit. With `progress`, the messages an
-   * earlier attempt sent are skipped, and each one sent but the last is recorded: the last is
-   * recorded with the whole update.
+   * earlier attempt sent are skipped, and each one is recorded as soon as Telegram has it, the
+   * last one too: recorded only with the whole update, after the turn's remaining work, it would
+   * be sent again by a restart that came in between (a kill under load found that window wide).
    */
   async function sendHtml(
     chatId: number,
@@ -98,7 +99,7 @@ export function createDelivery(deps: { api: Api; logger: Logger }) {
     const chunks = htmlChunks(html);
     for (let i = progress?.alreadySent ?? 0; i < chunks.length; i++) {
       await sendChunk(chatId, chunks[i] as string, threadId);
-      if (progress && i < chunks.length - 1) await progress.sent(i + 1);
+      if (progress) await progress.sent(i + 1);
     }
   }
 

@@ -4,7 +4,11 @@ import { join } from "node:path";
 import SQLite from "better-sqlite3";
 import { type Generated, Kysely, type Migration, Migrator } from "kysely";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { GroupCommitSqliteDialect, SOLO_WRITES_PER_TURN } from "../../src/db/sqlite-dialect.js";
+import {
+  commitAtOnce,
+  GroupCommitSqliteDialect,
+  SOLO_WRITES_PER_TURN,
+} from "../../src/db/sqlite-dialect.js";
 
 type Tables = {
   notes: { id: Generated<number>; text: string };
@@ -76,6 +80,22 @@ describe("the group-commit SQLite dialect", () => {
     const fiftyCommits = walFrames() - start - oneCommit;
     expect(oneCommit).toBeLessThan(10);
     expect(fiftyCommits).toBeGreaterThanOrEqual(50);
+  });
+
+  it("commits a write made with commitAtOnce before the turn ends, with the batch it joins", async () => {
+    let turnEnded = false;
+    setImmediate(() => {
+      turnEnded = true;
+    });
+    const solo = soloNotes();
+    const batched = note("batched");
+    await commitAtOnce(() => note("at once"));
+    expect(turnEnded).toBe(false);
+    expect(committedNotes()).toEqual([...soloTexts, "batched", "at once"]);
+    await Promise.all([...solo, batched]);
+    // Alone, it commits on its own at once too.
+    await commitAtOnce(() => note("alone"));
+    expect(committedNotes().at(-1)).toBe("alone");
   });
 
   it("runs reads at once, outside a transaction, when no write is pending", async () => {

@@ -38,6 +38,22 @@ describe("delivery to a fake Telegram", () => {
     expect(fallback?.body).toMatchObject({ link_preview_options: { is_disabled: true } });
   });
 
+  it("records each message the moment Telegram has it, the last one included", async () => {
+    const recorded: { count: number; sentBefore: number }[] = [];
+    const before = telegram.sent.length;
+    await delivery.sendHtml(CHAT, `${"a ".repeat(3000)}\n\n${"b ".repeat(3000)}`, undefined, {
+      alreadySent: 0,
+      sent: async (count) => {
+        recorded.push({ count, sentBefore: telegram.sent.length - before });
+      },
+    });
+    const messages = telegram.sent.length - before;
+    expect(messages).toBeGreaterThan(1);
+    expect(recorded).toEqual(
+      Array.from({ length: messages }, (_, i) => ({ count: i + 1, sentBefore: i + 1 })),
+    );
+  });
+
   it("ends the typing indicator's requests when the turn ends", async () => {
     // The same Telegram, watched: what signal each typing request carries.
     const api = new Api(telegram.token, { apiRoot: telegram.apiRoot });
