@@ -2,7 +2,7 @@ import { PassThrough } from "node:stream";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { App } from "../../src/app.js";
 import { runTerminalChat } from "../../src/terminal/chat.js";
-import { call, status, text } from "../fakes/gemini.js";
+import { call, status, streamed, text } from "../fakes/gemini.js";
 import { type Harness, SUMMARY_MODEL, startHarness } from "../helpers/harness.js";
 
 const BANNER = "Koroku — type a message; `clear` wipes the history, `exit` quits.";
@@ -11,6 +11,8 @@ type Terminal = {
   /** Resolves when runTerminalChat returns. */
   done: Promise<void>;
   lines(): string[];
+  /** Everything printed, the line being written included, without escape sequences. */
+  shown(): string;
   type(...lines: string[]): void;
   /** Ctrl-D: the end of the input. */
   end(): void;
@@ -18,17 +20,21 @@ type Terminal = {
   until(line: string): Promise<void>;
 };
 
-function openTerminal(app: App): Terminal {
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the terminal's escape sequences.
+const ESCAPES = /\x1b\[[0-9;]*[A-Za-z]|\r/g;
+
+function openTerminal(app: App, terminal = false): Terminal {
   const input = new PassThrough();
   const output = new PassThrough();
   let printed = "";
   output.on("data", (chunk: Buffer) => {
     printed += chunk.toString("utf8");
   });
-  const lines = () => printed.split("\n").slice(0, -1);
+  const lines = () => printed.replace(ESCAPES, "").split("\n").slice(0, -1);
   return {
-    done: runTerminalChat({ app, input, output }),
+    done: runTerminalChat({ app, input, output, terminal }),
     lines,
+    shown: () => printed.replace(ESCAPES, ""),
     type: (...typed) => {
       for (const line of typed) input.write(`${line}\n`);
     },
@@ -159,7 +165,7 @@ describe("terminal chat", () => {
     h.fake.script(status(400, "Unsupported language."), text("recovered"));
     const terminal = openTerminal(h.app);
     terminal.type("first");
-    await terminal.until("Gemini refused the request: Unsupported language.");
+    await terminal.until("✗ Gemini refused the request: Unsupported language.");
     terminal.type("second");
     await terminal.until("Koroku: recovered");
     terminal.end();
@@ -167,7 +173,7 @@ describe("terminal chat", () => {
 
     expect(terminal.lines()).toEqual([
       BANNER,
-      "Gemini refused the request: Unsupported language.",
+      "✗ Gemini refused the request: Unsupported language.",
       "Koroku: recovered",
     ]);
   });
@@ -189,9 +195,48 @@ describe("terminal chat", () => {
 
     expect(terminal.lines()).toEqual([
       BANNER,
-      "Something went wrong: disk I/O error. The details are in the log; try again.",
+      "✗ Something went wrong: disk I/O error. Try again (LOG_LEVEL=debug shows the details).",
       "Koroku: still here",
     ]);
     expect(h.logs.some((l) => l.msg === "terminal chat line failed")).toBe(true);
+  });
+
+  it("prints the answer's lines as they are written, rendered", async () => {
+    h = await startHarness();
+    h.fake.script(
+      streamed(text("**First** line\n- a point\nthe end"), { chunkChars: 4, chunkDelayMs: 60 }),
+    );
+    const terminal = openTerminal(h.app);
+    terminal.type("tell me");
+    await terminal.until("Koroku: First line");
+    // Printed while the model still writes.
+    expect(h.fake.requests[0]?.streamEndedAt).toBeUndefined();
+    await terminal.until("the end");
+    expect(terminal.lines()).toEqual([BANNER, "Koroku: First line", "• a point", "the end"]);
+    terminal.end();
+    await terminal.done;
+  });
+
+  it("Ctrl-C stops the answer, keeps what was typed meanwhile, and a second one quits", async () => {
+    h = await startHarness();
+    h.fake.script(streamed(text("word ".repeat(200)), { chunkChars: 5, chunkDelayMs: 20 }));
+    h.fake.script(text("the next answer"));
+    const terminal = openTerminal(h.app, true);
+    terminal.type("write a lot");
+    await vi.waitFor(() => expect(terminal.shown()).toContain("Koroku: word word"), {
+      timeout: 30_000,
+    });
+    terminal.type("what next?");
+    terminal.type("\x03");
+    await vi.waitFor(() => expect(h.fake.requests).toHaveLength(2), { timeout: 30_000 });
+    expect(terminal.lines()).toContain("(stopped)");
+    expect(JSON.stringify(h.fake.requests[1]?.body.contents)).toContain("what next?");
+    const stored = (await h.app.store.loadContext("local")).events.map((e) => e.event);
+    expect(stored[1]).toMatchObject({ role: "model", stopped: true });
+    await vi.waitFor(() => expect(terminal.lines().join("\n")).toContain("the next answer"), {
+      timeout: 30_000,
+    });
+    terminal.type("\x03");
+    await terminal.done;
   });
 });
