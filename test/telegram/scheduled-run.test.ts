@@ -10,7 +10,7 @@ import {
 } from "../../src/tasks/store.js";
 import { createDelivery } from "../../src/telegram/delivery.js";
 import { createScheduledRunner, type ScheduledRunner } from "../../src/telegram/scheduled-run.js";
-import { text } from "../fakes/gemini.js";
+import { status, text } from "../fakes/gemini.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { type Harness, startHarness } from "../helpers/harness.js";
 
@@ -196,5 +196,25 @@ describe("running scheduled tasks", () => {
     await inbox.finish(second);
     expect(h.fake.requests.length - before).toBe(1);
     expect(telegram.sent.map((m) => m.plain_text)).toEqual(["Sunny all day."]);
+  });
+
+  it("tells the topic when Gemini refuses a run, and when the inbox gives up on one", async () => {
+    const conversation = `-100${6000 + chat}:9`;
+    await tasks.add(taskIn(conversation, { mode: "run", instruction: "Plan my week" }));
+    h.fake.script(status(400, "Request contains an invalid argument."));
+    const item = await runDue();
+    expect(telegram.sent.at(-1)).toMatchObject({
+      plain_text: expect.stringMatching(/^Scheduled task #\d+ could not run: /),
+      body: { message_thread_id: 9 },
+    });
+    const run = scheduledRunOf(item.update);
+    if (!run) throw new Error("expected a scheduled run");
+    await runner.tellGaveUp(run);
+    expect(telegram.sent.at(-1)).toMatchObject({
+      plain_text: expect.stringMatching(
+        /^Sorry, scheduled task #\d+ could not run: something kept failing/,
+      ),
+      body: { message_thread_id: 9 },
+    });
   });
 });
