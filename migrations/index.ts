@@ -5,6 +5,7 @@ import * as pendingTopicNames from "./20261202011500_pending_topic_names.js";
 import * as attachments from "./20261202020000_attachments.js";
 import * as scheduledTasks from "./20261202030000_scheduled_tasks.js";
 import * as fullTextSearch from "./20261202033000_full_text_search.js";
+import * as modelUsage from "./20261202040000_model_usage.js";
 
 /** Every migration, by name; names sort in the order they must run. Add new files here. */
 export const migrations: Record<string, Migration> = {
@@ -14,4 +15,5 @@ export const migrations: Record<string, Migration> = {
   "20261202020000_attachments": attachments,
   "20261202030000_scheduled_tasks": scheduledTasks,
   "20261202033000_full_text_search": fullTextSearch,
+  "20261202040000_model_usage": modelUsage,
 };

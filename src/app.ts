@@ -16,6 +16,8 @@ import { createTaskStore } from "./tasks/store.js";
 import { createTaskTools } from "./tasks/tools.js";
 import { createBuiltinTools } from "./tools/builtins.js";
 import { createToolRegistry } from "./tools/registry.js";
+import { recordUsage } from "./usage/recorder.js";
+import { createUsageStore } from "./usage/usage-store.js";
 
 export type App = Awaited<ReturnType<typeof createApp>>;
 
@@ -108,6 +110,8 @@ export async function createApp(
     metrics,
     tools.declarations().map((d) => d.name ?? ""),
   );
+  const usage = createUsageStore(handle.db);
+  const usageRecorder = recordUsage({ hooks, store: usage, logger });
   return {
     config,
     logger,
@@ -120,5 +124,7 @@ export async function createApp(
     tools,
     metrics,
     tasks,
+    usage,
+    usageRecorder,
   };
 }

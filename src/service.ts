@@ -177,6 +177,7 @@ export async function startService(
       workspaceDir: config.workspaceDir,
       transcribe: (conversation) => app.transcriber.transcribePending(conversation),
     },
+    usage: app.usage,
   });
   // grammY types its signals after the abort-controller polyfill; a standard one works the same.
   const apiSignal = signal as Parameters<typeof bot.init>[0];
@@ -317,6 +318,7 @@ export async function startService(
       if (!drained)
         logger.warn("some turns were still running; they will run again after the restart");
       await pruner.stop();
+      await app.usageRecorder.flush();
       clock?.stop();
       // Turns still running may yet send their answers: the lock then goes only with the process,
       // so that a service waiting for it cannot run them a second time meanwhile.

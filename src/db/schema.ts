@@ -116,6 +116,20 @@ export interface TaskRunsTable {
   queued_at: string;
 }
 
+/** One Gemini call's tokens (see migrations/20261202040000_model_usage.ts). */
+export interface ModelUsageTable {
+  /** The conversation key. */
+  chat_id: string;
+  model: string;
+  /** Cached tokens included. */
+  prompt_tokens: number;
+  cached_tokens: number;
+  /** Thinking included. */
+  output_tokens: number;
+  thoughts_tokens: number;
+  created_at: string;
+}
+
 export interface Database {
   messages: MessagesTable;
   inbox: InboxTable;
@@ -124,6 +138,7 @@ export interface Database {
   attachment_uses: AttachmentUsesTable;
   tasks: TasksTable;
   task_runs: TaskRunsTable;
+  model_usage: ModelUsageTable;
 }
 
 export type MessageRow = Selectable<MessagesTable>;

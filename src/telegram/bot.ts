@@ -9,6 +9,7 @@ import type { Lease } from "../queue/inbox.js";
 import type { CompactionLimits } from "../session/compaction-plan.js";
 import type { SessionStore } from "../session/store.js";
 import type { TaskStore } from "../tasks/store.js";
+import type { UsageStore } from "../usage/usage-store.js";
 import { senderOf } from "./access.js";
 import { chatMigrationComposer, type MoveConversation } from "./chat-migration.js";
 import { type CommandDeps, commandsComposer } from "./commands.js";
@@ -21,6 +22,7 @@ import { createRunningAnswers, type RunningAnswers } from "./running-answers.js"
 import { scrubOutgoing } from "./scrub-outgoing.js";
 import { tasksComposer } from "./tasks-command.js";
 
+import { usageComposer } from "./usage-command.js";
 export type BotDeps = {
   token: string;
   apiRoot: string;
@@ -42,6 +44,8 @@ export type BotDeps = {
   media: Omit<ConversationMedia, "download">;
   /** Known bot identity (tests); otherwise `bot.init()` asks Telegram with getMe. */
   botInfo?: UserFromGetMe;
+  /** Tokens per conversation, for /usage. */
+  usage: UsageStore;
   /** Told of every failed attempt of an API call: Telegram's error code, or "network". */
   onApiError?: (method: string, code: string) => void;
   /** How answers show while they are written. */
@@ -114,6 +118,7 @@ export function createBot(deps: BotDeps) {
     }),
   );
   bot.use(tasksComposer({ tasks: deps.tasks, delivery, leaseOf: deps.leaseOf }));
+  bot.use(usageComposer({ usage: deps.usage, delivery }));
   bot.use(topicNamingComposer({ pending: deps.pendingTopicNames, logger: deps.logger }));
   bot.use(
     conversationComposer({

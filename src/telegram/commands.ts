@@ -27,6 +27,7 @@ export const COMMANDS = [
   { command: "compact", description: "Summarise the conversation now" },
   { command: "stop", description: "Stop the answer being written" },
   { command: "tasks", description: "Scheduled tasks and reminders, to cancel one" },
+  { command: "usage", description: "Tokens and estimated cost, today and this month" },
 ] as const;
 
 const DEFAULT_HISTORY_TURNS = 10;

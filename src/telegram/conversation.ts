@@ -127,13 +127,33 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
       draftId,
     });
     const running = deps.answers.start(session, chatId, draftId);
+    let visible = false;
+    const nowVisible = () => {
+      if (visible) return;
+      visible = true;
+      hooks.emit("firstVisibleText", {
+        chatId: session,
+        seconds: (performance.now() - started) / 1000,
+      });
+    };
+    // Streamed text shows at once (the first draft or edit is not throttled).
+    const progress =
+      deps.streaming === "off"
+        ? live.progress
+        : {
+            ...live.progress,
+            text(text: string) {
+              if (text.trim() !== "") nowVisible();
+              live.progress.text(text);
+            },
+          };
     try {
       const result = await agent.runTurn(session, {
         text: modelText(message, ctx.me, message.chat.type !== "private", words),
         media: parts,
         updateId: ctx.update.update_id,
         guard: lease && (() => lease.ensureHeld()),
-        progress: live.progress,
+        progress,
         stop: running.signal,
       });
       await Promise.all(notices);
@@ -146,11 +166,8 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
           sent: (count) => lease.recordDelivered(count),
         },
       );
-      // Without streaming, the answer's first words show when its messages have gone out.
-      hooks.emit("firstVisibleText", {
-        chatId: session,
-        seconds: (performance.now() - started) / 1000,
-      });
+      // Unstreamed, the answer's first words show when its messages have gone out.
+      nowVisible();
       media
         .transcribe?.(session)
         .catch((error: unknown) =>

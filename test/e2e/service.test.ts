@@ -41,6 +41,7 @@ describe("Telegram service end to end (webhook mode, SQLite)", () => {
       "compact",
       "stop",
       "tasks",
+      "usage",
     ]);
     expect(w.telegram.webhook).toMatchObject({
       url: "https://koroku.test/telegram/webhook",

@@ -1,11 +1,9 @@
 import { BotError } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createInbox, type Lease, LeaseLostError } from "../../src/queue/inbox.js";
-import { putAttachment } from "../../src/session/attachments.js";
-import { createBot } from "../../src/telegram/bot.js";
-import { createPendingTopicNames } from "../../src/telegram/new-topics.js";
 import { text } from "../fakes/gemini.js";
 import { buildTextUpdate, type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
+import { botOnHarness } from "../helpers/bot.js";
 import { CHAT_MODEL, type Harness, SUMMARY_MODEL, startHarness } from "../helpers/harness.js";
 
 const USER = 5150;
@@ -20,26 +18,10 @@ async function handle(
   text: string,
   leaseOf?: (updateId: number) => Lease | undefined,
 ): Promise<unknown> {
-  const { bot } = createBot({
-    token: telegram.token,
-    apiRoot: telegram.apiRoot,
+  const { bot } = botOnHarness(h, telegram, {
     allowedUserIds: [USER],
-    agent: h.app.agent,
-    hooks: h.app.hooks,
-    store: h.app.store,
-    pendingTopicNames: createPendingTopicNames({ db: h.app.database.db }),
-    moveConversation: async () => ({ events: 0, memoryFiles: 0, tasks: 0 }),
-    tasks: h.app.tasks,
-    compact: (chatId, guard) => h.app.compactor.compact(chatId, { guard }),
-    logger: h.app.logger,
     settings: { model: CHAT_MODEL, maxEvents: 30, maxTokens: 0 },
     leaseOf,
-    botInfo: telegram.bot,
-    media: {
-      save: (conversation, file) => putAttachment(h.app.database.db, conversation, file),
-      maxBytes: 20 * 1024 * 1024,
-      workspaceDir: h.dirs.workspace,
-    },
   });
   const update = buildTextUpdate({ updateId, messageId: updateId, text, userId: USER });
   const error = await bot.handleUpdate(update).then(

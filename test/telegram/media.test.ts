@@ -6,10 +6,9 @@ import type { Message, Update } from "grammy/types";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { putAttachment, sha256Hex } from "../../src/session/attachments.js";
 import { historyLines } from "../../src/session/history-view.js";
-import { createBot } from "../../src/telegram/bot.js";
-import { createPendingTopicNames } from "../../src/telegram/new-topics.js";
 import { type RecordedRequest, status, text } from "../fakes/gemini.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
+import { botOnHarness } from "../helpers/bot.js";
 import { DATABASE_KINDS } from "../helpers/databases.js";
 import { CHAT_MODEL, type Harness, SUMMARY_MODEL, startHarness } from "../helpers/harness.js";
 
@@ -42,26 +41,15 @@ describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
   let telegram: FakeTelegram;
   let updateId = 0;
   let local: string;
-  let bot: ReturnType<typeof createBot>["bot"];
+  let bot: ReturnType<typeof botOnHarness>["bot"];
 
   beforeAll(async () => {
     h = await startHarness({ kind });
     telegram = await startFakeTelegram();
     local = mkdtempSync(join(tmpdir(), "koroku-local-bot-api-"));
-    bot = createBot({
-      token: telegram.token,
-      apiRoot: telegram.apiRoot,
+    bot = botOnHarness(h, telegram, {
       allowedUserIds: [USER],
-      agent: h.app.agent,
-      hooks: h.app.hooks,
-      store: h.app.store,
-      pendingTopicNames: createPendingTopicNames({ db: h.app.database.db }),
-      moveConversation: async () => ({ events: 0, memoryFiles: 0, tasks: 0 }),
-      tasks: h.app.tasks,
-      compact: (chatId, guard) => h.app.compactor.compact(chatId, { guard }),
-      logger: h.app.logger,
       settings: { model: CHAT_MODEL, maxEvents: 0, maxTokens: 0 },
-      botInfo: telegram.bot,
       media: {
         save: (conversation, file) => putAttachment(h.app.database.db, conversation, file),
         maxBytes: MAX_BYTES,

@@ -1,12 +1,10 @@
 import type { Message, Update } from "grammy/types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { putAttachment } from "../../src/session/attachments.js";
 import type { NewTask } from "../../src/tasks/store.js";
 import { routeUpdate } from "../../src/telegram/access.js";
-import { createBot } from "../../src/telegram/bot.js";
 import { COMMANDS } from "../../src/telegram/commands.js";
-import { createPendingTopicNames } from "../../src/telegram/new-topics.js";
 import { buildTextUpdate, type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
+import { botOnHarness } from "../helpers/bot.js";
 import { CHAT_MODEL, type Harness, startHarness } from "../helpers/harness.js";
 
 const USER = 6160;
@@ -17,31 +15,15 @@ const ZONE = "Europe/Berlin";
 describe("/tasks", () => {
   let h: Harness;
   let telegram: FakeTelegram;
-  let bot: ReturnType<typeof createBot>["bot"];
+  let bot: ReturnType<typeof botOnHarness>["bot"];
   let updateId = 0;
 
   beforeAll(async () => {
     h = await startHarness();
     telegram = await startFakeTelegram();
-    ({ bot } = createBot({
-      token: telegram.token,
-      apiRoot: telegram.apiRoot,
+    ({ bot } = botOnHarness(h, telegram, {
       allowedUserIds: [USER],
-      agent: h.app.agent,
-      hooks: h.app.hooks,
-      store: h.app.store,
-      pendingTopicNames: createPendingTopicNames({ db: h.app.database.db }),
-      moveConversation: async () => ({ events: 0, memoryFiles: 0, tasks: 0 }),
-      tasks: h.app.tasks,
-      compact: (chatId, guard) => h.app.compactor.compact(chatId, { guard }),
-      logger: h.app.logger,
       settings: { model: CHAT_MODEL, maxEvents: 30, maxTokens: 0 },
-      botInfo: telegram.bot,
-      media: {
-        save: (conversation, file) => putAttachment(h.app.database.db, conversation, file),
-        maxBytes: 20 * 1024 * 1024,
-        workspaceDir: h.dirs.workspace,
-      },
     }));
   });
   afterAll(async () => {

@@ -1,0 +1,42 @@
+import { costOf, priceOf } from "./prices.js";
+import { totalOf, type UsageByModel } from "./usage-store.js";
+
+/** Local midnight of `now`'s day, and of the first of its month (the host's time zone). */
+export function periodStarts(now: Date): { today: Date; month: Date } {
+  return {
+    today: new Date(now.getFullYear(), now.getMonth(), now.getDate()),
+    month: new Date(now.getFullYear(), now.getMonth(), 1),
+  };
+}
+
+const n = (value: number) => value.toLocaleString("en-US");
+
+function dollars(value: number): string {
+  if (value === 0) return "$0";
+  return value < 0.01 ? `$${value.toFixed(4)}` : `$${value.toFixed(2)}`;
+}
+
+/** One period's line: tokens by kind and the estimated cost of what the price table knows. */
+function periodLine(label: string, byModel: UsageByModel): string {
+  const total = totalOf(byModel);
+  let cost = 0;
+  const unpriced: string[] = [];
+  for (const { model, usage } of byModel) {
+    const price = priceOf(model);
+    if (price) cost += costOf(usage, price);
+    else unpriced.push(model);
+  }
+  const tokens = `${n(total.promptTokens)} prompt (${n(total.cachedTokens)} cached), ${n(total.outputTokens)} output tokens`;
+  const estimate = `≈ ${dollars(cost)}${unpriced.length > 0 ? ` (no price for ${unpriced.join(", ")})` : ""}`;
+  return `${label}: ${tokens}, ${estimate}`;
+}
+
+/** What /usage says, as plain text lines (the caller escapes them). */
+export function usageReport(today: UsageByModel, month: UsageByModel): string[] {
+  return [
+    "Usage of this conversation",
+    periodLine("Today", today),
+    periodLine("This month", month),
+    "Estimated at list prices; cached prompt tokens are billed at a fraction. Gemini's bill is the authority.",
+  ];
+}

@@ -1,0 +1,60 @@
+import type { Kysely } from "kysely";
+import { addUsage, NO_USAGE, type Usage } from "../agent/model-client.js";
+import type { Database } from "../db/schema.js";
+
+export type UsageByModel = { model: string; usage: Usage }[];
+
+export type UsageStore = ReturnType<typeof createUsageStore>;
+
+/** The tokens of every Gemini call, kept per conversation (the model_usage table). */
+export function createUsageStore(db: Kysely<Database>) {
+  return {
+    async record(chatId: string, model: string, usage: Usage, at: Date): Promise<void> {
+      await db
+        .insertInto("model_usage")
+        .values({
+          chat_id: chatId,
+          model,
+          prompt_tokens: usage.promptTokens,
+          cached_tokens: usage.cachedTokens,
+          output_tokens: usage.outputTokens,
+          thoughts_tokens: usage.thoughtsTokens,
+          created_at: at.toISOString(),
+        })
+        .execute();
+    },
+
+    /** A conversation's tokens since `since`, per model. */
+    async since(chatId: string, since: Date): Promise<UsageByModel> {
+      const rows = await db
+        .selectFrom("model_usage")
+        .select((eb) => [
+          "model",
+          eb.fn.sum<number>("prompt_tokens").as("prompt"),
+          eb.fn.sum<number>("cached_tokens").as("cached"),
+          eb.fn.sum<number>("output_tokens").as("output"),
+          eb.fn.sum<number>("thoughts_tokens").as("thoughts"),
+        ])
+        .where("chat_id", "=", chatId)
+        .where("created_at", ">=", since.toISOString())
+        .groupBy("model")
+        .orderBy("model")
+        .execute();
+      return rows.map((r) => ({
+        model: r.model,
+        usage: {
+          promptTokens: Number(r.prompt),
+          cachedTokens: Number(r.cached),
+          outputTokens: Number(r.output),
+          thoughtsTokens: Number(r.thoughts),
+        },
+      }));
+    },
+  };
+}
+
+export function totalOf(byModel: UsageByModel): Usage {
+  const total = { ...NO_USAGE };
+  for (const { usage } of byModel) addUsage(total, usage);
+  return total;
+}
