@@ -1,5 +1,6 @@
 import { type Api, GrammyError } from "grammy";
 import type { Logger } from "../logger.js";
+import { LeaseLostError } from "../queue/inbox.js";
 import { htmlToPlainText, renderMarkdown, splitMessage } from "./render.js";
 
 const CANT_PARSE = /can't parse entities/i;
@@ -99,7 +100,24 @@ export function createDelivery(deps: { api: Api; logger: Logger }) {
     const chunks = htmlChunks(html);
     for (let i = progress?.alreadySent ?? 0; i < chunks.length; i++) {
       await sendChunk(chatId, chunks[i] as string, threadId);
-      if (progress) await progress.sent(i + 1);
+      if (progress) await record(progress, i + 1, chatId);
+    }
+  }
+
+  /**
+   * A record is only a head start on the update's own 'done', which is retried until the database
+   * answers: one that fails with the database away must not fail the answer, or the update's retry
+   * would send again what Telegram already has. A lost lease still stops it: another run has it.
+   */
+  async function record(progress: DeliveryProgress, count: number, chatId: number): Promise<void> {
+    try {
+      await progress.sent(count);
+    } catch (error) {
+      if (error instanceof LeaseLostError) throw error;
+      deps.logger.warn(
+        { err: error, chat_id: chatId, delivered: count },
+        "could not record a message Telegram accepted; the update's end records it",
+      );
     }
   }
 

@@ -1,6 +1,6 @@
 import { Api } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { InboxItem } from "../../src/queue/inbox.js";
+import { type InboxItem, LeaseLostError } from "../../src/queue/inbox.js";
 import { GAVE_UP, tellGaveUp } from "../../src/telegram/conversation.js";
 import { createDelivery } from "../../src/telegram/delivery.js";
 import { buildTextUpdate, type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
@@ -52,6 +52,26 @@ describe("delivery to a fake Telegram", () => {
     expect(recorded).toEqual(
       Array.from({ length: messages }, (_, i) => ({ count: i + 1, sentBefore: i + 1 })),
     );
+  });
+
+  it("sends the whole answer when recording a message fails, and stops when the lease is lost", async () => {
+    const long = `${"a ".repeat(3000)}\n\n${"b ".repeat(3000)}`;
+    const before = telegram.sent.length;
+    await delivery.sendHtml(CHAT, long, undefined, {
+      alreadySent: 0,
+      sent: () => Promise.reject(new Error("Connection terminated unexpectedly")),
+    });
+    const messages = telegram.sent.length - before;
+    expect(messages).toBeGreaterThan(1);
+
+    const lostBefore = telegram.sent.length;
+    await expect(
+      delivery.sendHtml(CHAT, long, undefined, {
+        alreadySent: 0,
+        sent: () => Promise.reject(new LeaseLostError(1)),
+      }),
+    ).rejects.toBeInstanceOf(LeaseLostError);
+    expect(telegram.sent.length - lostBefore).toBe(1);
   });
 
   it("ends the typing indicator's requests when the turn ends", async () => {
