@@ -3,6 +3,8 @@ import { compactionNotice } from "../agent/compaction.js";
 import { GeminiError } from "../agent/gemini-errors.js";
 import type { AgentHookEvents } from "../agent/hooks.js";
 import type { App } from "../app.js";
+import { configuredSecrets } from "../config.js";
+import { createScrubber } from "../logger.js";
 import { argsText, historyLines, historyLineText } from "../session/history-view.js";
 import { toolStatus } from "../tools/status.js";
 import { type AnswerPrinter, createAnswerPrinter } from "./answer-printer.js";
@@ -112,8 +114,10 @@ export async function runTerminalChat(deps: TerminalChatDeps): Promise<void> {
   const { app, input, output } = deps;
   const chatId = deps.chatId ?? DEFAULT_CHAT_ID;
   const terminal = deps.terminal ?? (output as { isTTY?: boolean }).isTTY === true;
+  // Like everything the bot sends to Telegram: a Gemini error that echoes a secret shows none.
+  const scrub = createScrubber(configuredSecrets(app.config));
   const say: Say = (line) => {
-    output.write(`${line}\n`);
+    output.write(`${scrub(line)}\n`);
   };
   const colour = terminal && process.env.NO_COLOR === undefined;
   const printer = createAnswerPrinter(

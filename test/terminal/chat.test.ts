@@ -178,6 +178,23 @@ describe("terminal chat", () => {
     ]);
   });
 
+  it("shows no configured secret in what it prints", async () => {
+    h = await startHarness({ env: { TELEGRAM_BOT_TOKEN: "123456:terminal-secret-token-value" } });
+    h.fake.script(status(400, "echoing 123456:terminal-secret-token-value and test-key"));
+    const terminal = openTerminal(h.app);
+    terminal.type("first");
+    await vi.waitFor(
+      () =>
+        expect(terminal.lines().some((l) => l.includes("echoing [REDACTED] and [redacted]"))).toBe(
+          true,
+        ),
+      { timeout: 30_000 },
+    );
+    terminal.end();
+    await terminal.done;
+    expect(terminal.lines().join("\n")).not.toContain("terminal-secret-token-value");
+  });
+
   it("reports any other failure briefly, logs it, and keeps going", async () => {
     h = await startHarness();
     h.fake.script(text("still here"));
