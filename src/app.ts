@@ -100,6 +100,7 @@ export async function createApp(
         model: config.geminiModel,
         maxToolCallsPerTurn: config.maxToolCallsPerTurn,
         thinkingLevel: config.geminiThinkingLevel,
+        builtinTools: config.geminiBuiltinTools,
       },
       timeZone: config.timeZone,
     }),

@@ -8,6 +8,29 @@ export const THINKING_LEVELS = ["minimal", "low", "medium", "high"] as const;
 export const STREAMING_MODES = ["auto", "draft", "edit", "off"] as const;
 export type StreamingMode = (typeof STREAMING_MODES)[number];
 export type ThinkingLevel = (typeof THINKING_LEVELS)[number];
+export const BUILTIN_TOOLS = ["google_search", "url_context", "code_execution"] as const;
+export type BuiltinTool = (typeof BUILTIN_TOOLS)[number];
+const DEFAULT_BUILTIN_TOOLS = "google_search,url_context";
+
+/** Unset ⇒ the default; set but empty ⇒ none (unlike other settings, where empty means default). */
+const builtinTools = z
+  .string()
+  .optional()
+  .transform((value, ctx) => {
+    const names = (value ?? DEFAULT_BUILTIN_TOOLS)
+      .split(",")
+      .map((name) => name.trim().toLowerCase())
+      .filter((name) => name !== "");
+    const unknown = names.filter((name) => !(BUILTIN_TOOLS as readonly string[]).includes(name));
+    if (unknown.length > 0) {
+      ctx.addIssue({
+        code: "custom",
+        message: `GEMINI_BUILTIN_TOOLS takes a comma-separated list of ${BUILTIN_TOOLS.join(", ")} (or nothing for none), not ${unknown.map((n) => `"${n}"`).join(", ")}`,
+      });
+      return z.NEVER;
+    }
+    return Object.freeze([...new Set(names)] as BuiltinTool[]);
+  });
 const DEFAULT_SQLITE_PATH = "./data/agent.db";
 const DEFAULT_DATABASE_URL = `sqlite:${DEFAULT_SQLITE_PATH}`;
 
@@ -119,6 +142,7 @@ const envSchema = (requireTelegram: boolean) =>
     ALLOWED_USER_IDS: userIds,
     GEMINI_MODEL: text("gemini-3.6-flash"),
     GEMINI_COMPACTION_MODEL: z.string().trim().optional(),
+    GEMINI_BUILTIN_TOOLS: builtinTools,
     GEMINI_THINKING_LEVEL: z
       .string()
       .optional()
@@ -185,6 +209,8 @@ const configSchema = (requireTelegram: boolean) =>
     geminiCompactionModel: e.GEMINI_COMPACTION_MODEL || e.GEMINI_MODEL,
     /** Unset ⇒ the model's own default. */
     geminiThinkingLevel: e.GEMINI_THINKING_LEVEL,
+    /** Gemini's server-side tools offered beside Koroku's own functions. */
+    geminiBuiltinTools: e.GEMINI_BUILTIN_TOOLS,
     geminiBaseUrl: e.GEMINI_BASE_URL,
     telegramApiRoot: e.TELEGRAM_API_ROOT ?? "https://api.telegram.org",
     database: e.DATABASE_URL,

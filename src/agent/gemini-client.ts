@@ -6,9 +6,12 @@ import type {
   GenerateContentResponse,
   GenerateContentResponseUsageMetadata,
   GoogleGenAI,
+  GroundingMetadata,
   Part,
+  UrlContextMetadata,
 } from "@google/genai";
 import type { Logger } from "pino";
+import { toolsConfig } from "./builtin-tools.js";
 import {
   describeFailure,
   type Failure,
@@ -98,9 +101,7 @@ function paramsFor(
 ): GenerateContentParameters {
   const config: GenerateContentConfig = { abortSignal };
   if (request.systemInstruction) config.systemInstruction = request.systemInstruction;
-  if (request.tools && request.tools.length > 0) {
-    config.tools = [{ functionDeclarations: request.tools }];
-  }
+  Object.assign(config, toolsConfig(request.model, request.tools, request.builtinTools));
   const thinking = thinkingConfigFor(request.model, request.thinkingLevel);
   if (thinking) config.thinkingConfig = thinking;
   return { model: request.model, contents, config };
@@ -117,18 +118,36 @@ function usageOf(
   };
 }
 
-type Reasons = { finishReason?: string | undefined; blockReason?: string | undefined };
+type Answer = {
+  finishReason?: string | undefined;
+  blockReason?: string | undefined;
+  groundingMetadata?: GroundingMetadata | undefined;
+  urlContextMetadata?: UrlContextMetadata | undefined;
+};
 
 function resultOf(
   parts: Part[],
   usage: GenerateContentResponseUsageMetadata | undefined,
-  { finishReason, blockReason }: Reasons,
+  {
+    finishReason,
+    blockReason,
+    groundingMetadata: grounding,
+    urlContextMetadata: urlContext,
+  }: Answer,
 ): GenerateResult {
   return {
     content: { role: "model", parts },
     usage: usageOf(usage),
     ...(finishReason === undefined ? {} : { finishReason }),
     ...(blockReason === undefined ? {} : { blockReason }),
+    ...(grounding || urlContext
+      ? {
+          grounding: {
+            ...(grounding ? { metadata: grounding } : {}),
+            ...(urlContext ? { urlContext } : {}),
+          },
+        }
+      : {}),
   };
 }
 
@@ -138,6 +157,8 @@ function toResult(response: GenerateContentResponse): GenerateResult {
   return resultOf(candidate?.content?.parts ?? [], response.usageMetadata, {
     finishReason: candidate?.finishReason,
     blockReason: response.promptFeedback?.blockReason,
+    groundingMetadata: candidate?.groundingMetadata,
+    urlContextMetadata: candidate?.urlContextMetadata,
   });
 }
 

@@ -14,7 +14,15 @@ export type AgentHookEvents = {
     ok: boolean;
     response: Record<string, unknown>;
   };
-  turnEnd: { chatId: string; text: string; usage: Usage; modelCalls: number; toolCalls: number };
+  turnEnd: {
+    chatId: string;
+    text: string;
+    usage: Usage;
+    modelCalls: number;
+    toolCalls: number;
+    /** Gemini's own searches, page reads and code runs (not in MAX_TOOL_CALLS_PER_TURN). */
+    serverToolCalls: number;
+  };
   compaction: {
     chatId: string;
     summarizedEvents: number;

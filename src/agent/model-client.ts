@@ -1,5 +1,5 @@
 import type { Content, FunctionDeclaration } from "@google/genai";
-import type { ThinkingLevel } from "../config.js";
+import type { BuiltinTool, ThinkingLevel } from "../config.js";
 
 /** Tokens of one model call, or summed over a turn's calls. */
 export type Usage = {
@@ -40,6 +40,8 @@ export type GenerateRequest = {
   systemInstruction?: string;
   contents: Content[];
   tools?: FunctionDeclaration[];
+  /** Gemini's server-side tools, offered beside `tools`. */
+  builtinTools?: readonly BuiltinTool[];
   /** GEMINI_THINKING_LEVEL; the client turns it into what the model understands. */
   thinkingLevel?: ThinkingLevel;
   /** Streams the answer (generateContentStream) and reports it as it grows. */
@@ -64,6 +66,8 @@ export type GenerateResult = {
   blockReason?: string;
   /** The answer was cut short by `stop`; `content` holds what had arrived. */
   stopped?: true;
+  /** The candidate's groundingMetadata and urlContextMetadata, as Gemini sent them. */
+  grounding?: { metadata?: object; urlContext?: object };
 };
 
 /**

@@ -1,7 +1,9 @@
 import type {
   GenerateContentResponse,
   GenerateContentResponseUsageMetadata,
+  GroundingMetadata,
   Part,
+  UrlContextMetadata,
 } from "@google/genai";
 
 /**
@@ -20,6 +22,9 @@ export class StreamAssembly {
   usage: GenerateContentResponseUsageMetadata | undefined;
   finishReason: string | undefined;
   blockReason: string | undefined;
+  /** Sent with the chunk that ends the answer; the latest one is the answer's. */
+  groundingMetadata: GroundingMetadata | undefined;
+  urlContextMetadata: UrlContextMetadata | undefined;
   #visible = "";
 
   /** Adds one chunk; true when the visible answer (thoughts excluded) grew. */
@@ -29,6 +34,8 @@ export class StreamAssembly {
     // Koroku asks for one candidate; should several come, the first is the answer.
     const candidate = chunk.candidates?.[0];
     if (candidate?.finishReason !== undefined) this.finishReason = candidate.finishReason;
+    if (candidate?.groundingMetadata) this.groundingMetadata = candidate.groundingMetadata;
+    if (candidate?.urlContextMetadata) this.urlContextMetadata = candidate.urlContextMetadata;
     const blocked = chunk.promptFeedback?.blockReason;
     if (blocked !== undefined) this.blockReason = blocked;
     const before = this.#visible.length;

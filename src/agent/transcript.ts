@@ -1,5 +1,5 @@
 import { truncate } from "../session/event-text.js";
-import { payloadJson, textOf } from "../session/events.js";
+import { textOf, toolPayload } from "../session/events.js";
 import { mediaNote } from "../session/media-text.js";
 import type { StoredSession } from "../session/store.js";
 
@@ -25,11 +25,9 @@ export function transcriptOf(events: readonly StoredSession[]): string {
     if (media.length > 0) lines.push(`${speaker} sent ${media.join(" ")}`);
     if (text.trim()) lines.push(`${speaker}: ${text}`);
     for (const part of event.parts) {
-      if (part.kind === "function_call") {
-        lines.push(`Koroku called ${part.name} ${clip(payloadJson(part))}`);
-      } else if (part.kind === "function_response") {
-        lines.push(`Result of ${part.name}: ${clip(payloadJson(part))}`);
-      }
+      const tool = toolPayload(part);
+      if (tool?.role === "call") lines.push(`Koroku called ${tool.name} ${clip(tool.json)}`);
+      else if (tool) lines.push(`Result of ${tool.name}: ${clip(tool.json)}`);
     }
   }
   return lines.join("\n");

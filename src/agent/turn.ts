@@ -1,9 +1,10 @@
-import type { ThinkingLevel } from "../config.js";
+import type { BuiltinTool, ThinkingLevel } from "../config.js";
 import type { Logger } from "../logger.js";
 import {
   type EventPart,
   fromContent,
   functionCallsOf,
+  type GroundingPart,
   isRealUserMessage,
   type MediaPart,
   type SessionEvent,
@@ -42,6 +43,7 @@ import {
 } from "./model-client.js";
 import { dayFormat, systemInstruction, toolBudgetInstruction } from "./prompts.js";
 import { mediaForRequest, type ReadAttachments } from "./request-media.js";
+import { sourcesBlock, sourcesOf } from "./sources.js";
 import { runInOrder } from "./tool-batch.js";
 
 export interface Compactor {
@@ -64,7 +66,13 @@ export type AgentDeps = {
   tools: ToolRegistry;
   hooks: AgentHooks;
   logger: Logger;
-  settings: { model: string; maxToolCallsPerTurn: number; thinkingLevel?: ThinkingLevel };
+  settings: {
+    model: string;
+    maxToolCallsPerTurn: number;
+    thinkingLevel?: ThinkingLevel;
+    /** Gemini's server-side tools, offered whenever Koroku's own are. */
+    builtinTools?: readonly BuiltinTool[];
+  };
   compactor?: Compactor;
   now?: () => Date;
   timeZone?: string;
@@ -118,6 +126,8 @@ export type TurnResult = {
   usage: Usage;
   modelCalls: number;
   toolCalls: number;
+  /** Searches, page reads and code runs Gemini made itself (they do not count toward the budget). */
+  serverToolCalls: number;
   /** True when the answer was already stored by an earlier, interrupted run of this update. */
   resumed: boolean;
   /** True when the user stopped the answer (`text` is what was written until then). */
@@ -139,7 +149,16 @@ export function createAgent(deps: AgentDeps) {
 
   function modelEvent(result: GenerateResult): SessionEvent {
     try {
-      return fromContent({ ...result.content, role: "model" });
+      const event = fromContent({ ...result.content, role: "model" });
+      const { metadata, urlContext } = result.grounding ?? {};
+      if (metadata || urlContext) {
+        event.parts.push({
+          kind: "grounding",
+          ...(metadata ? { metadata: metadata as Record<string, unknown> } : {}),
+          ...(urlContext ? { urlContext: urlContext as Record<string, unknown> } : {}),
+        });
+      }
+      return event;
     } catch (error) {
       if (error instanceof UnsupportedPartError)
         throw new GeminiUnsupportedAnswerError(error.message, error.field);
@@ -188,6 +207,8 @@ export function createAgent(deps: AgentDeps) {
     const usage: Usage = { ...NO_USAGE };
     let modelCalls = 0;
     let toolCalls = 0;
+    let serverToolCalls = 0;
+    const grounding: GroundingPart[] = [];
     const append = async (items: readonly NewSessionEvent[]) => {
       await input.guard?.();
       return store.append(chatId, items);
@@ -197,7 +218,7 @@ export function createAgent(deps: AgentDeps) {
     const resumed = findResumed(context, input.updateId);
     if (resumed?.answer !== undefined) {
       log.info("answer was stored before a restart; delivering it without a new model call");
-      return { text: resumed.answer, usage, modelCalls, toolCalls, resumed: true };
+      return { text: resumed.answer, usage, modelCalls, toolCalls, serverToolCalls, resumed: true };
     }
     const repair = repairDanglingCalls(context.events);
     if (repair) {
@@ -214,8 +235,15 @@ export function createAgent(deps: AgentDeps) {
       );
     }
     const end = (text: string): TurnResult => {
-      hooks.emit("turnEnd", { chatId, text, usage, modelCalls, toolCalls });
-      return { text, usage, modelCalls, toolCalls, resumed: resumed !== undefined };
+      hooks.emit("turnEnd", { chatId, text, usage, modelCalls, toolCalls, serverToolCalls });
+      return {
+        text,
+        usage,
+        modelCalls,
+        toolCalls,
+        serverToolCalls,
+        resumed: resumed !== undefined,
+      };
     };
     if (input.answer !== undefined) {
       const text = input.answer;
@@ -260,6 +288,7 @@ export function createAgent(deps: AgentDeps) {
           offerTools ? undefined : toolBudgetInstruction(used),
         ),
         tools: offerTools ? tools.declarations() : undefined,
+        ...(offerTools && settings.builtinTools ? { builtinTools: settings.builtinTools } : {}),
         ...(settings.thinkingLevel ? { thinkingLevel: settings.thinkingLevel } : {}),
         stream,
         ...(input.stop ? { stop: input.stop } : {}),
@@ -306,11 +335,15 @@ export function createAgent(deps: AgentDeps) {
         ),
       );
       hooks.emit("modelResponse", { chatId, event, usage: { ...usage } });
+      for (const part of event.parts) {
+        if (part.kind === "server_tool_call" || part.kind === "executable_code") serverToolCalls++;
+        if (part.kind === "grounding") grounding.push(part);
+      }
 
       const calls = functionCallsOf(event);
       if (calls.length === 0) {
-        const text = textOf(event.parts);
-        return end(verdict.cutNote ? `${text}\n\n${verdict.cutNote}` : text);
+        const pieces = [textOf(event.parts), verdict.cutNote, sourcesBlock(sourcesOf(grounding))];
+        return end(pieces.filter((piece) => piece).join("\n\n"));
       }
 
       const plan = planCalls(calls, remaining, context.events);

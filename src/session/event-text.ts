@@ -1,4 +1,4 @@
-import { payloadJson, type StoredEventBody } from "./events.js";
+import { type StoredEventBody, toolPayload } from "./events.js";
 import { mediaSearchText, mediaTokens } from "./media-text.js";
 
 const MAX_SEARCH_CHARS_PER_PART = 2_000;
@@ -48,11 +48,12 @@ export function eventText(body: StoredEventBody): EventText {
       pieces.push(mediaSearchText(part));
       continue;
     }
-    const json = payloadJson(part);
-    chars += part.name.length + json.length;
-    if (part.name === SEARCH_HISTORY_TOOL) continue;
-    const shown = part.kind === "function_call" ? json : json.slice(0, MAX_SEARCH_CHARS_PER_PART);
-    pieces.push(`${part.name} ${shown}`);
+    const tool = toolPayload(part);
+    if (!tool) continue;
+    chars += tool.name.length + tool.json.length;
+    if (tool.name === SEARCH_HISTORY_TOOL) continue;
+    const shown = tool.role === "call" ? tool.json : tool.json.slice(0, MAX_SEARCH_CHARS_PER_PART);
+    pieces.push(`${tool.name} ${shown}`);
   }
   return {
     estimatedTokens: Math.ceil(chars / 4),

@@ -73,11 +73,60 @@ export const mediaPartSchema = z.object({
   thoughtSignature: z.string().optional(),
 });
 
+// Gemini's server-side tools (google_search, url_context, code_execution) run inside one model
+// call; their parts come back in the model's turn and must be sent back as they came.
+export const serverToolCallPartSchema = z.object({
+  kind: z.literal("server_tool_call"),
+  id: z.string().optional(),
+  toolType: z.string().optional(),
+  args: jsonObject.optional(),
+  thoughtSignature: z.string().optional(),
+});
+
+export const serverToolResponsePartSchema = z.object({
+  kind: z.literal("server_tool_response"),
+  id: z.string().optional(),
+  toolType: z.string().optional(),
+  response: jsonObject.optional(),
+  thoughtSignature: z.string().optional(),
+});
+
+export const executableCodePartSchema = z.object({
+  kind: z.literal("executable_code"),
+  code: z.string().optional(),
+  language: z.string().optional(),
+  id: z.string().optional(),
+  thoughtSignature: z.string().optional(),
+});
+
+export const codeExecutionResultPartSchema = z.object({
+  kind: z.literal("code_execution_result"),
+  outcome: z.string().optional(),
+  output: z.string().optional(),
+  id: z.string().optional(),
+  thoughtSignature: z.string().optional(),
+});
+
+/**
+ * The candidate's groundingMetadata (and urlContextMetadata), as Gemini sent them. Not a part on
+ * the wire: it is kept with the answer it grounds, shown as sources, and never sent back.
+ */
+export const groundingPartSchema = z.object({
+  kind: z.literal("grounding"),
+  metadata: jsonObject.optional(),
+  urlContext: jsonObject.optional(),
+});
+
 export const partSchema = z.discriminatedUnion("kind", [
   textPartSchema,
   functionCallPartSchema,
   functionResponsePartSchema,
   mediaPartSchema,
+  serverToolCallPartSchema,
+  serverToolResponsePartSchema,
+  executableCodePartSchema,
+  codeExecutionResultPartSchema,
+  groundingPartSchema,
 ]);
 
 export const sessionEventSchema = z.object({
@@ -108,6 +157,11 @@ export type TextPart = z.infer<typeof textPartSchema>;
 export type FunctionCallPart = z.infer<typeof functionCallPartSchema>;
 export type FunctionResponsePart = z.infer<typeof functionResponsePartSchema>;
 export type MediaPart = z.infer<typeof mediaPartSchema>;
+export type ServerToolCallPart = z.infer<typeof serverToolCallPartSchema>;
+export type ServerToolResponsePart = z.infer<typeof serverToolResponsePartSchema>;
+export type ExecutableCodePart = z.infer<typeof executableCodePartSchema>;
+export type CodeExecutionResultPart = z.infer<typeof codeExecutionResultPartSchema>;
+export type GroundingPart = z.infer<typeof groundingPartSchema>;
 export type EventPart = z.infer<typeof partSchema>;
 export type SessionEvent = z.infer<typeof sessionEventSchema>;
 export type CompactionEvent = z.infer<typeof compactionEventSchema>;
@@ -119,7 +173,7 @@ export class UnsupportedPartError extends Error {
     readonly field: string,
   ) {
     super(
-      `Part ${partIndex} holds "${field}", which Koroku cannot store yet (supported: text, functionCall, functionResponse)`,
+      `Part ${partIndex} holds "${field}", which Koroku cannot store yet (supported: text, functionCall, functionResponse, toolCall, toolResponse, executableCode, codeExecutionResult)`,
     );
     this.name = "UnsupportedPartError";
   }
@@ -131,9 +185,17 @@ const PART_KEYS = new Set([
   "thoughtSignature",
   "functionCall",
   "functionResponse",
+  "toolCall",
+  "toolResponse",
+  "executableCode",
+  "codeExecutionResult",
 ]);
 const CALL_KEYS = new Set(["name", "args", "id"]);
 const RESPONSE_KEYS = new Set(["name", "response", "id"]);
+const TOOL_CALL_KEYS = new Set(["id", "toolType", "args"]);
+const TOOL_RESPONSE_KEYS = new Set(["id", "toolType", "response"]);
+const CODE_KEYS = new Set(["code", "language", "id"]);
+const CODE_RESULT_KEYS = new Set(["outcome", "output", "id"]);
 
 function checkKeys(index: number, value: object, allowed: Set<string>, prefix: string): void {
   for (const [key, v] of Object.entries(value)) {
@@ -146,6 +208,44 @@ function withOptional<T extends object>(target: T, values: Record<string, unknow
     if (value !== undefined) (target as Record<string, unknown>)[key] = value;
   }
   return target;
+}
+
+type ServerPart =
+  | ServerToolCallPart
+  | ServerToolResponsePart
+  | ExecutableCodePart
+  | CodeExecutionResultPart;
+
+function serverPartFromGemini(part: Part, index: number): ServerPart | undefined {
+  if (part.toolCall) {
+    checkKeys(index, part.toolCall, TOOL_CALL_KEYS, "toolCall.");
+    const { id, toolType, args } = part.toolCall;
+    return withOptional({ kind: "server_tool_call" } as ServerToolCallPart, { id, toolType, args });
+  }
+  if (part.toolResponse) {
+    checkKeys(index, part.toolResponse, TOOL_RESPONSE_KEYS, "toolResponse.");
+    const { id, toolType, response } = part.toolResponse;
+    return withOptional({ kind: "server_tool_response" } as ServerToolResponsePart, {
+      id,
+      toolType,
+      response,
+    });
+  }
+  if (part.executableCode) {
+    checkKeys(index, part.executableCode, CODE_KEYS, "executableCode.");
+    const { code, language, id } = part.executableCode;
+    return withOptional({ kind: "executable_code" } as ExecutableCodePart, { code, language, id });
+  }
+  if (part.codeExecutionResult) {
+    checkKeys(index, part.codeExecutionResult, CODE_RESULT_KEYS, "codeExecutionResult.");
+    const { outcome, output, id } = part.codeExecutionResult;
+    return withOptional({ kind: "code_execution_result" } as CodeExecutionResultPart, {
+      outcome,
+      output,
+      id,
+    });
+  }
+  return undefined;
 }
 
 function partFromGemini(part: Part, index: number): EventPart {
@@ -169,6 +269,8 @@ function partFromGemini(part: Part, index: number): EventPart {
       ...common,
     });
   }
+  const server = serverPartFromGemini(part, index);
+  if (server) return withOptional(server, common);
   if (part.text !== undefined) {
     return withOptional({ kind: "text", text: part.text } as TextPart, {
       thought: part.thought,
@@ -202,10 +304,34 @@ export function fromContent(content: Content): SessionEvent {
 /** How a media part reaches Gemini: its bytes when the request has them, else words about it. */
 export type MediaToGemini = (part: MediaPart) => Part;
 
-function partToGemini(part: EventPart, media: MediaToGemini): Part {
+function partToGemini(part: Exclude<EventPart, GroundingPart>, media: MediaToGemini): Part {
+  const signed = (data: Part): Part =>
+    withOptional(data, { thoughtSignature: part.thoughtSignature });
   switch (part.kind) {
     case "media":
-      return withOptional(media(part), { thoughtSignature: part.thoughtSignature });
+      return signed(media(part));
+    case "server_tool_call":
+      return signed({
+        toolCall: withOptional({}, { id: part.id, toolType: part.toolType, args: part.args }),
+      } as Part);
+    case "server_tool_response":
+      return signed({
+        toolResponse: withOptional(
+          {},
+          { id: part.id, toolType: part.toolType, response: part.response },
+        ),
+      } as Part);
+    case "executable_code":
+      return signed({
+        executableCode: withOptional({}, { code: part.code, language: part.language, id: part.id }),
+      } as Part);
+    case "code_execution_result":
+      return signed({
+        codeExecutionResult: withOptional(
+          {},
+          { outcome: part.outcome, output: part.output, id: part.id },
+        ),
+      } as Part);
     case "text":
       return withOptional({ text: part.text } as Part, {
         thought: part.thought,
@@ -231,8 +357,14 @@ function partToGemini(part: EventPart, media: MediaToGemini): Part {
   }
 }
 
+/** The event as Gemini gets it back; grounding metadata is Gemini's to send, not to receive. */
 export function toContent(event: SessionEvent, media: MediaToGemini = mediaNote): Content {
-  return { role: event.role, parts: event.parts.map((part) => partToGemini(part, media)) };
+  return {
+    role: event.role,
+    parts: event.parts
+      .filter((p): p is Exclude<EventPart, GroundingPart> => p.kind !== "grounding")
+      .map((part) => partToGemini(part, media)),
+  };
 }
 
 /** Version 0 is the seed's format: a raw Gemini Content (`{role, parts}`) stored as is. */
@@ -269,9 +401,53 @@ export function textOf(parts: readonly EventPart[], options: { thoughts?: boolea
 export const isRealUserMessage = (event: SessionEvent): boolean =>
   event.role === "user" && !event.parts.some((p) => p.kind === "function_response");
 
-/** A tool part's payload as JSON: the call's arguments or the tool's response. */
-export const payloadJson = (part: FunctionCallPart | FunctionResponsePart): string =>
-  JSON.stringify(part.kind === "function_call" ? (part.args ?? {}) : (part.response ?? {}));
+/** The name a server-side tool goes by in Koroku's lines (`GOOGLE_SEARCH_WEB` → `google_search`). */
+export function serverToolName(toolType: string | undefined): string {
+  if (toolType === undefined) return "server_tool";
+  if (toolType.startsWith("GOOGLE_SEARCH")) return "google_search";
+  return toolType.toLowerCase();
+}
+
+export type ToolPayload = { name: string; role: "call" | "result"; json: string };
+
+/**
+ * A tool part as a tool's name, whether it is the call or its result, and its payload as JSON;
+ * undefined for text and grounding. Code execution goes by the name `code_execution`.
+ */
+export function toolPayload(part: EventPart): ToolPayload | undefined {
+  switch (part.kind) {
+    case "function_call":
+      return { name: part.name, role: "call", json: JSON.stringify(part.args ?? {}) };
+    case "function_response":
+      return { name: part.name, role: "result", json: JSON.stringify(part.response ?? {}) };
+    case "server_tool_call":
+      return {
+        name: serverToolName(part.toolType),
+        role: "call",
+        json: JSON.stringify(part.args ?? {}),
+      };
+    case "server_tool_response":
+      return {
+        name: serverToolName(part.toolType),
+        role: "result",
+        json: JSON.stringify(part.response ?? {}),
+      };
+    case "executable_code":
+      return {
+        name: "code_execution",
+        role: "call",
+        json: JSON.stringify({ code: part.code ?? "" }),
+      };
+    case "code_execution_result":
+      return {
+        name: "code_execution",
+        role: "result",
+        json: JSON.stringify({ outcome: part.outcome, output: part.output ?? "" }),
+      };
+    default:
+      return undefined;
+  }
+}
 
 export const functionCallsOf = (event: SessionEvent): FunctionCallPart[] =>
   event.parts.filter((p): p is FunctionCallPart => p.kind === "function_call");

@@ -1,5 +1,11 @@
 import { truncate } from "./event-text.js";
-import { textOf } from "./events.js";
+import {
+  type EventPart,
+  type ExecutableCodePart,
+  type ServerToolCallPart,
+  serverToolName,
+  textOf,
+} from "./events.js";
 import { mediaLine } from "./media-text.js";
 import type { StoredEvent } from "./store.js";
 
@@ -14,9 +20,41 @@ export function argsText(args: Record<string, unknown> | undefined): string {
   return truncate(JSON.stringify(args ?? {}), MAX_ARGS_CHARS);
 }
 
+/** Whether a server-side tool call or code run of a model turn worked, from its result part. */
+function serverOutcome(parts: readonly EventPart[], call: ServerToolCallPart | ExecutableCodePart) {
+  for (const p of parts) {
+    if (call.kind === "server_tool_call" && p.kind === "server_tool_response" && p.id === call.id) {
+      return !(p.response && "error" in p.response);
+    }
+    if (call.kind === "executable_code" && p.kind === "code_execution_result") {
+      if (call.id === undefined || p.id === call.id) return p.outcome === "OUTCOME_OK";
+    }
+  }
+  // A search Gemini reported no response for did not fail visibly; code without a result did.
+  return call.kind === "server_tool_call";
+}
+
+/** The tool line of a search, a page read or a code run Gemini did itself. */
+function serverToolLine(parts: readonly EventPart[], part: EventPart): HistoryLine | undefined {
+  if (part.kind === "server_tool_call") {
+    return {
+      kind: "tool",
+      ok: serverOutcome(parts, part),
+      name: serverToolName(part.toolType),
+      args: argsText(part.args),
+    };
+  }
+  if (part.kind === "executable_code") {
+    const args = argsText({ code: part.code ?? "" });
+    return { kind: "tool", ok: serverOutcome(parts, part), name: "code_execution", args };
+  }
+  return undefined;
+}
+
 /**
  * Stored events as the replay shows them: what the user said and sent (a line per file, with
- * its caption or transcript), what Koroku answered (thoughts hidden), one line per tool call that says whether it worked, and summaries.
+ * its caption or transcript), what Koroku answered (thoughts hidden), one line per tool call that
+ * says whether it worked (Gemini's own searches and code runs included), and summaries.
  */
 export function historyLines(events: readonly StoredEvent[]): HistoryLine[] {
   const lines: HistoryLine[] = [];
@@ -37,6 +75,8 @@ export function historyLines(events: readonly StoredEvent[]): HistoryLine[] {
     }
     if (text) lines.push({ kind, text });
     for (const part of event.parts) {
+      const server = serverToolLine(event.parts, part);
+      if (server) lines.push(server);
       if (part.kind !== "function_response") continue;
       const ok = !(part.response && "error" in part.response);
       lines.push({

@@ -116,6 +116,18 @@ describe("config", () => {
     expect(loadConfig({ ...minimal, METRICS_TOKEN: " s3cret " }).metricsToken).toBe("s3cret");
   });
 
+  it("offers google_search and url_context unless GEMINI_BUILTIN_TOOLS says otherwise; empty means none", () => {
+    expect(loadConfig(minimal).geminiBuiltinTools).toEqual(["google_search", "url_context"]);
+    expect(loadConfig({ ...minimal, GEMINI_BUILTIN_TOOLS: "" }).geminiBuiltinTools).toEqual([]);
+    expect(
+      loadConfig({ ...minimal, GEMINI_BUILTIN_TOOLS: " Code_Execution, google_search,," })
+        .geminiBuiltinTools,
+    ).toEqual(["code_execution", "google_search"]);
+    expect(() => loadConfig({ ...minimal, GEMINI_BUILTIN_TOOLS: "google_maps" })).toThrow(
+      /GEMINI_BUILTIN_TOOLS takes a comma-separated list of google_search, url_context, code_execution .*"google_maps"/,
+    );
+  });
+
   it("does not need a bot token for the terminal chat", () => {
     expect(
       loadConfig({ GEMINI_API_KEY: "k" }, { requireTelegram: false }).telegramBotToken,

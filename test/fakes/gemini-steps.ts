@@ -43,6 +43,9 @@ export interface ReplyStep {
   parts: Part[];
   finishReason?: string;
   promptBlockReason?: string;
+  /** The candidate's groundingMetadata (Google Search) and urlContextMetadata (url_context). */
+  grounding?: Record<string, unknown>;
+  urlContext?: Record<string, unknown>;
   /** Parts of further candidates after the first (Gemini sends them when candidateCount > 1). */
   otherCandidates?: Part[][];
   usage?: UsageOverride;
@@ -108,6 +111,26 @@ export const streamed = (step: ReplyStep, shape: StreamStepShape): ReplyStep => 
   ...step,
   stream: { ...step.stream, ...shape },
 });
+
+/** A server-side tool Gemini ran inside the model call: its toolCall and toolResponse parts. */
+export const serverTool = (
+  toolType: string,
+  args: Record<string, unknown>,
+  response: Record<string, unknown>,
+  id: string,
+): ReplyStep =>
+  // Gemini's enum values travel as plain strings.
+  reply([
+    { toolCall: { id, toolType, args } },
+    { toolResponse: { id, toolType, response } },
+  ] as Part[]);
+
+/** Python Gemini wrote and ran with code_execution, and what it printed. */
+export const codeRun = (code: string, output: string, id?: string): ReplyStep =>
+  reply([
+    { executableCode: { code, language: "PYTHON", ...(id ? { id } : {}) } },
+    { codeExecutionResult: { outcome: "OUTCOME_OK", output, ...(id ? { id } : {}) } },
+  ] as Part[]);
 
 /** Concatenates the parts of several replies; later finishReason/usage/delay win. */
 export function combine(...steps: ReplyStep[]): ReplyStep {

@@ -11,7 +11,11 @@ export interface StreamShape {
 export const DEFAULT_STREAM_SHAPE: StreamShape = { chunkChars: 40, chunkDelayMs: 0 };
 
 type Reply = {
-  candidates?: { content?: { role: string; parts: Part[] }; finishReason?: string }[];
+  candidates?: {
+    content?: { role: string; parts: Part[] };
+    finishReason?: string;
+    [key: string]: unknown;
+  }[];
   usageMetadata: Record<string, unknown>;
   [key: string]: unknown;
 };
@@ -37,7 +41,8 @@ function streamedParts(part: Part, size: number): Part[] {
 
 /**
  * The chunks Gemini would stream for the answer `reply` (a whole generateContent response): one
- * part per chunk, the finish reason and the final usage on the last one, the prompt's token
+ * part per chunk, the finish reason, the candidate's grounding and url-context metadata and the
+ * final usage on the last one, the prompt's token
  * count on every one. An answer without candidates or parts is a single chunk, as it is.
  */
 export function streamChunks(reply: Reply, shape: StreamShape): Reply[] {
@@ -45,6 +50,7 @@ export function streamChunks(reply: Reply, shape: StreamShape): Reply[] {
   const parts = candidate?.content?.parts;
   if (candidate === undefined || parts === undefined || parts.length === 0) return [reply];
   const { candidates: _candidates, usageMetadata, ...meta } = reply;
+  const { content: _content, finishReason, index: _index, ...extras } = candidate;
   const cut = parts.flatMap((part) => streamedParts(part, shape.chunkChars));
   const running = {
     promptTokenCount: usageMetadata.promptTokenCount,
@@ -56,7 +62,7 @@ export function streamChunks(reply: Reply, shape: StreamShape): Reply[] {
       candidates: [
         {
           content: { role: "model", parts: [part] },
-          ...(last ? { finishReason: candidate.finishReason } : {}),
+          ...(last ? { finishReason, ...extras } : {}),
           index: 0,
         },
       ],

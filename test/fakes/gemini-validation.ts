@@ -17,6 +17,9 @@ export interface IssuedCall {
 export interface SignatureBook {
   bySignature: ReadonlyMap<string, IssuedCall>;
   callKeys: ReadonlySet<string>;
+  /** Signatures of the server-side tool parts the fake issued, each to its part's serverPartKey. */
+  serverParts: ReadonlyMap<string, string>;
+  signedServerParts: ReadonlySet<string>;
 }
 
 interface WireCall {
@@ -31,7 +34,22 @@ interface WirePart {
   call?: WireCall;
   response?: { name: string; id?: string };
   signature?: string;
+  /** A server-side tool's part: which field, its content key, and its id. */
+  server?: { field: string; key: string; id?: string };
 }
+
+const SERVER_FIELDS = [
+  "toolCall",
+  "toolResponse",
+  "executableCode",
+  "codeExecutionResult",
+] as const;
+const SNAKE: Record<string, string> = {
+  toolCall: "tool_call",
+  toolResponse: "tool_response",
+  executableCode: "executable_code",
+  codeExecutionResult: "code_execution_result",
+};
 
 interface WireContent {
   role: "user" | "model";
@@ -74,6 +92,16 @@ function canonical(value: unknown): unknown {
       .map((key) => [key, canonical(value[key])]),
   );
 }
+
+/** Identifies a server-side tool part by its data (signature aside), whatever the key order. */
+export const serverPartKey = (part: Record<string, unknown>): string =>
+  JSON.stringify(
+    canonical(
+      Object.fromEntries(
+        SERVER_FIELDS.filter((f) => part[f] !== undefined).map((f) => [f, part[f]]),
+      ),
+    ),
+  );
 
 /** Identifies a call by content; key order is ignored because stores (jsonb) may reorder it. */
 export const callKey = (call: { name: string; args?: unknown; id?: string }): string =>
@@ -175,6 +203,19 @@ function parsePart(raw: unknown, path: string): WirePart | string {
     if (typeof named === "string") return named;
     part.response = named;
   }
+  const serverField = SERVER_FIELDS.find((f) => raw[f] !== undefined);
+  if (serverField !== undefined) {
+    const data = raw[serverField];
+    if (!isRecord(data)) {
+      return field(`${path}.${SNAKE[serverField]}`, "Invalid value, expected an object.");
+    }
+    const id = typeof data.id === "string" ? data.id : undefined;
+    part.server = {
+      field: serverField,
+      key: serverPartKey(raw),
+      ...(id === undefined ? {} : { id }),
+    };
+  }
   return part;
 }
 
@@ -207,9 +248,34 @@ function parseContents(raw: unknown): WireContent[] | string {
   return contents;
 }
 
-function checkTools(tools: unknown): string | undefined {
+const TOOL_KEYS = new Set(["functionDeclarations", "googleSearch", "urlContext", "codeExecution"]);
+const BUILTIN_KEYS = ["googleSearch", "urlContext", "codeExecution"];
+
+/** Built-in tools beside function declarations need the tool-combination flag. */
+function checkCombination(tools: unknown[], toolConfig: unknown): string | undefined {
+  const has = (key: string) => tools.some((tool) => isRecord(tool) && tool[key] !== undefined);
+  const builtins = BUILTIN_KEYS.filter(has);
+  if (!has("functionDeclarations") || builtins.length === 0) return undefined;
+  const flag = isRecord(toolConfig) ? toolConfig.includeServerSideToolInvocations : undefined;
+  return flag === true
+    ? undefined
+    : `Built-in tools (${builtins.join(", ")}) and function calling can be combined only with tool_config.include_server_side_tool_invocations set to true.`;
+}
+
+function checkTools(tools: unknown, toolConfig: unknown): string | undefined {
   if (tools === undefined) return undefined;
   if (!Array.isArray(tools)) return field("tools", "Invalid value, expected a list.");
+  for (const [toolIndex, tool] of tools.entries()) {
+    for (const [key, value] of Object.entries(isRecord(tool) ? tool : {})) {
+      if (!TOOL_KEYS.has(key))
+        return `Invalid JSON payload received. Unknown name "${key}" at 'tools[${toolIndex}]': Cannot find field.`;
+      if (key !== "functionDeclarations" && !isRecord(value)) {
+        return field(`tools[${toolIndex}].${key}`, "Invalid value, expected an object.");
+      }
+    }
+  }
+  const combination = checkCombination(tools, toolConfig);
+  if (combination !== undefined) return combination;
   const seen = new Set<string>();
   for (const [toolIndex, tool] of tools.entries()) {
     const declarations = isRecord(tool) ? (tool.functionDeclarations ?? []) : undefined;
@@ -265,6 +331,38 @@ function checkSignature(
   return issued !== undefined && callKey(issued) === callKey(call)
     ? undefined
     : "Corrupted thought signature.";
+}
+
+/**
+ * Server-side tool parts belong to the model's turn, a toolResponse follows its toolCall (same
+ * id), and a part the fake signed comes back with its own signature.
+ */
+function checkServerParts(contents: WireContent[], book: SignatureBook): string | undefined {
+  for (const [index, content] of contents.entries()) {
+    const callIds = new Set<string>();
+    for (const [order, part] of content.parts.entries()) {
+      const server = part.server;
+      if (server === undefined) continue;
+      const path = `contents[${index}].parts[${order}].${SNAKE[server.field]}`;
+      if (content.role !== "model")
+        return field(path, "server-side tool parts are only allowed in model turns.");
+      if (server.field === "toolCall" && server.id !== undefined) callIds.add(server.id);
+      if (server.field === "toolResponse" && (server.id === undefined || !callIds.has(server.id))) {
+        return field(`${path}.id`, "tool_response must follow the tool_call with the same id.");
+      }
+      if (part.signature === undefined) {
+        if (book.signedServerParts.has(server.key)) {
+          return `A server-side tool call is missing its thought_signature (contents[${index}].parts[${order}]). Send back every part of the model's turn as it was received.`;
+        }
+      } else if (
+        part.signature !== SKIP_SIGNATURE &&
+        book.serverParts.get(part.signature) !== server.key
+      ) {
+        return "Corrupted thought signature.";
+      }
+    }
+  }
+  return undefined;
 }
 
 const sortedNames = (items: { name: string }[]): string =>
@@ -375,8 +473,9 @@ export function validateRequest(
     return `Request payload size exceeds the limit: ${INLINE_LIMIT_BYTES} bytes of inline data.`;
   }
   return (
-    checkTools(body.tools) ??
+    checkTools(body.tools, body.toolConfig) ??
     checkSignatures(contents, book) ??
+    checkServerParts(contents, book) ??
     checkPairing(contents) ??
     checkAlternation(contents) ??
     checkLastRole(contents)

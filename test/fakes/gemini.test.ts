@@ -8,6 +8,7 @@ import {
   type FakeGemini,
   hang,
   SKIP_SIGNATURE,
+  serverTool,
   startFakeGemini,
   status,
   streamed,
@@ -199,6 +200,40 @@ describe("fake Gemini through the real SDK", () => {
     await apiErrorOf(generate([...history, { role: "user", parts: [answer("get_time", 1)] }]));
     expect(fake.lastError?.message).toContain("function response turn comes immediately after");
     expect(fake.rejections).toHaveLength(3);
+  });
+
+  it("wants server-side tool parts back in the model's turn, signed, and the combination flag", async () => {
+    fake.script(
+      combine(serverTool("GOOGLE_SEARCH_WEB", { queries: ["q"] }, { r: 1 }, "s1"), text("a")),
+    );
+    const history = [ask("q?")];
+    const turn = await modelTurn(history);
+    const [toolCall, toolResponse, answerText] = turn.parts ?? [];
+    expect(toolCall?.thoughtSignature).toMatch(/./);
+    const next = (parts: Part[]) => generate([...history, { role: "model", parts }, ask("more")]);
+    await next(turn.parts ?? []);
+    expect(fake.rejections).toEqual([]);
+    await apiErrorOf(
+      next([
+        { ...toolCall, thoughtSignature: undefined },
+        toolResponse as Part,
+        answerText as Part,
+      ]),
+    );
+    expect(fake.lastError?.message).toContain("missing its thought_signature");
+    await apiErrorOf(next([toolResponse as Part, toolCall as Part]));
+    expect(fake.lastError?.message).toContain("must follow the tool_call with the same id");
+    await apiErrorOf(generate([{ role: "user", parts: [toolCall as Part] }]));
+    expect(fake.lastError?.message).toContain("only allowed in model turns");
+    await apiErrorOf(
+      ai.models.generateContent({
+        model: MODEL,
+        contents: [ask("q")],
+        config: { tools: [{ googleSearch: {}, functionDeclarations: [{ name: "f" }] }] },
+      }),
+    );
+    expect(fake.lastError?.message).toContain("include_server_side_tool_invocations");
+    expect(fake.rejections).toHaveLength(4);
   });
 
   it("refuses two turns of one role in a row and a request ending on the model's turn", async () => {

@@ -24,7 +24,7 @@ import {
   text,
 } from "./gemini-steps.js";
 import { DEFAULT_STREAM_SHAPE, type StreamShape, streamChunks } from "./gemini-stream.js";
-import { callKey, type IssuedCall, validateRequest } from "./gemini-validation.js";
+import { callKey, type IssuedCall, serverPartKey, validateRequest } from "./gemini-validation.js";
 
 export * from "./gemini-steps.js";
 export { type IssuedCall, SKIP_SIGNATURE } from "./gemini-validation.js";
@@ -141,6 +141,8 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
   const issued: IssuedCall[] = [];
   const bySignature = new Map<string, IssuedCall>();
   const callKeys = new Set<string>();
+  const serverParts = new Map<string, string>();
+  const signedServerParts = new Set<string>();
   const shared: Step[] = [];
   const perModel = new Map<string, Step[]>();
   let fallback: Step = text("ok");
@@ -149,6 +151,13 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
     perModel.get(model)?.shift() ?? shared.shift() ?? fallback;
 
   const signPart = (part: Part, model: string): Part => {
+    if (part.toolCall !== undefined) {
+      const signature = part.thoughtSignature ?? randomSignature();
+      const key = serverPartKey(part as Record<string, unknown>);
+      serverParts.set(signature, key);
+      signedServerParts.add(key);
+      return { ...part, thoughtSignature: signature };
+    }
     const call = part.functionCall;
     if (call === undefined) return part;
     const signature = part.thoughtSignature ?? randomSignature();
@@ -184,6 +193,8 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
     if (blocked) return { promptFeedback: { blockReason: step.promptBlockReason }, ...meta };
     const candidate = {
       ...(parts.length > 0 ? { content: { role: "model", parts } } : {}),
+      ...(step.grounding ? { groundingMetadata: step.grounding } : {}),
+      ...(step.urlContext ? { urlContextMetadata: step.urlContext } : {}),
       finishReason: step.finishReason ?? "STOP",
       index: 0,
     };
@@ -264,7 +275,11 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
     requests.push(request);
     const problem =
       keyProblem(request.apiKey, options.apiKey) ??
-      validateRequest(parsed.json, { bySignature, callKeys }, request.model);
+      validateRequest(
+        parsed.json,
+        { bySignature, callKeys, serverParts, signedServerParts },
+        request.model,
+      );
     if (typeof problem === "string") return refuse(res, { status: 400, message: problem, request });
     if (problem !== undefined) return refuse(res, { ...problem, request });
     const step = nextStep(request.model);

@@ -43,10 +43,31 @@ const responsePart: fc.Arbitrary<Part> = fc
   })
   .map(({ name, response, id }) => ({ functionResponse: withDefined({ name, response, id }) }));
 
+// Gemini's server-side tool parts: every field optional, as the SDK types them.
+const serverPart: fc.Arbitrary<Part> = fc
+  .record({
+    which: fc.constantFrom("toolCall", "toolResponse", "executableCode", "codeExecutionResult"),
+    id: optional(fc.string()),
+    toolType: optional(fc.constantFrom("GOOGLE_SEARCH_WEB", "URL_CONTEXT")),
+    payload: optional(jsonObject),
+    code: optional(fc.string({ unit: "grapheme" })),
+    tag: optional(fc.constantFrom("PYTHON", "OUTCOME_OK", "OUTCOME_FAILED")),
+    thoughtSignature: optional(signature),
+  })
+  .map(({ which, id, toolType, payload, code, tag, thoughtSignature }) => {
+    const data = {
+      toolCall: { id, toolType, args: payload },
+      toolResponse: { id, toolType, response: payload },
+      executableCode: { code, language: tag, id },
+      codeExecutionResult: { outcome: tag, output: code, id },
+    }[which];
+    return withDefined({ [which]: withDefined(data), thoughtSignature }) as Part;
+  });
+
 const content: fc.Arbitrary<Content> = fc.oneof(
   fc.record({
     role: fc.constant("model"),
-    parts: fc.array(fc.oneof(textPart, callPart), { maxLength: 6 }),
+    parts: fc.array(fc.oneof(textPart, callPart, serverPart), { maxLength: 6 }),
   }),
   fc.record({
     role: fc.constant("user"),
@@ -124,17 +145,25 @@ describe("event model", () => {
     };
     expect(() => fromContent(image)).toThrow(UnsupportedPartError);
     expect(() => fromContent(image)).toThrow(/Part 1 holds "inlineData"/);
-    const code: Content = {
+    const code = {
       role: "model",
-      parts: [{ executableCode: { code: "print(1)", language: "PYTHON" as never } }],
-    };
-    expect(() => fromContent(code)).toThrow(/executableCode/);
+      parts: [{ executableCode: { code: "print(1)", language: "PYTHON", sandbox: "x" } }],
+    } as unknown as Content;
+    expect(() => fromContent(code)).toThrow(/executableCode\.sandbox/);
     const partial: Content = {
       role: "model",
       parts: [{ functionCall: { name: "f", willContinue: true } }],
     };
     expect(() => fromContent(partial)).toThrow(/functionCall\.willContinue/);
     expect(() => fromContent({ role: "user", parts: [{}] })).toThrow(/empty part/);
+  });
+
+  it("keeps grounding metadata with the answer but never sends it back", () => {
+    const event = fromContent({ role: "model", parts: [{ text: "grounded" }] });
+    event.parts.push({ kind: "grounding", metadata: { webSearchQueries: ["q"] } });
+    const stored = parseStoredEvent(JSON.stringify(event));
+    expect(stored).toEqual({ ok: true, event });
+    expect(toContent(event)).toEqual({ role: "model", parts: [{ text: "grounded" }] });
   });
 
   it("loads version-0 rows (raw Contents) and reports invalid JSON without throwing", () => {

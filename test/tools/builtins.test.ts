@@ -89,7 +89,13 @@ describe("built-in tools", () => {
       contents: [{ role: "user", parts: [{ text: "hi" }] }],
       tools: [{ functionDeclarations: createToolRegistry(build(true)).declarations() }],
     };
-    expect(validateRequest(body, { bySignature: new Map(), callKeys: new Set() })).toBeUndefined();
+    const book = {
+      bySignature: new Map(),
+      callKeys: new Set<string>(),
+      serverParts: new Map<string, string>(),
+      signedServerParts: new Set<string>(),
+    };
+    expect(validateRequest(body, book)).toBeUndefined();
   });
 
   it("wires the injected clock and directories", async () => {
