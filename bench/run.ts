@@ -5,6 +5,7 @@ import { compactionBenchmark } from "./compaction.js";
 import { BENCH_DATABASES, parseBenchDatabases } from "./databases.js";
 import { e2eBenchmark } from "./e2e.js";
 import { killUnderLoadBenchmark } from "./kill-under-load.js";
+import { mediaBenchmark } from "./media.js";
 import { memoryBenchmark } from "./memory.js";
 import { searchBenchmark } from "./search.js";
 import { startupBenchmark } from "./startup.js";
@@ -43,6 +44,7 @@ const benchmarks: ReadonlyMap<string, Benchmark> = new Map([
   ["e2e", () => e2eBenchmark({ databases, postgresUrl: POSTGRES_URL, progress, cpuProfileDir })],
   ["memory", () => memoryBenchmark({ databases, postgresUrl: POSTGRES_URL, progress })],
   ["streaming", () => streamingBenchmark({ progress })],
+  ["media", () => mediaBenchmark({ progress })],
   ["startup", () => startupBenchmark({ databases, postgresUrl: POSTGRES_URL, progress })],
   ["kill", () => killUnderLoadBenchmark({ databases, postgresUrl: POSTGRES_URL, progress })],
 ]);
