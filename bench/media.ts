@@ -76,6 +76,7 @@ export async function mediaBenchmark(deps: { progress(line: string): void }): Pr
       hooks: app.hooks,
       store: app.store,
       tasks: app.tasks,
+      usage: app.usage,
       pendingTopicNames: createPendingTopicNames({ db: app.database.db }),
       moveConversation: async () => ({ events: 0, memoryFiles: 0, tasks: 0 }),
       compact: (chatId, guard) => app.compactor.compact(chatId, { guard }),
