@@ -34,15 +34,16 @@ const builtinTools = z
 const DEFAULT_SQLITE_PATH = "./data/agent.db";
 const DEFAULT_DATABASE_URL = `sqlite:${DEFAULT_SQLITE_PATH}`;
 
-/** Environment flags accept the spellings operators actually type. */
-const flag = (name: string) =>
+/** Environment flags accept the spellings operators actually type; left empty, the default. */
+const flag = (name: string, fallback = false) =>
   z
     .string()
-    .default("false")
+    .default("")
     .transform((value, ctx) => {
       const v = value.trim().toLowerCase();
+      if (v === "") return fallback;
       if (["1", "true", "yes", "on"].includes(v)) return true;
-      if (["", "0", "false", "no", "off"].includes(v)) return false;
+      if (["0", "false", "no", "off"].includes(v)) return false;
       ctx.addIssue({ code: "custom", message: `${name} must be true or false, got "${value}"` });
       return z.NEVER;
     });
@@ -189,6 +190,7 @@ const envSchema = (requireTelegram: boolean) =>
           error: `STREAMING must be one of ${STREAMING_MODES.join(", ")}`,
         }),
       ),
+    RICH_MESSAGES: flag("RICH_MESSAGES", true),
     INBOX_LEASE_SECONDS: count("INBOX_LEASE_SECONDS", 30, 1),
     INBOX_RETENTION_DAYS: count("INBOX_RETENTION_DAYS", 7, 1),
     TIME_ZONE: text(Intl.DateTimeFormat().resolvedOptions().timeZone).refine(isKnownTimeZone, {
@@ -229,6 +231,8 @@ const configSchema = (requireTelegram: boolean) =>
     /** Largest file taken from a user (Telegram's cloud Bot API lets bots fetch 20 MB). */
     mediaMaxBytes: e.MEDIA_MAX_BYTES,
     enableShellTool: e.ENABLE_SHELL_TOOL,
+    /** Answers go out as rich messages (sendRichMessage), falling back to HTML; false: HTML only. */
+    richMessages: e.RICH_MESSAGES,
     logLevel: e.LOG_LEVEL,
     /** Set ⇒ GET /metrics requires `Authorization: Bearer <token>`. */
     metricsToken: e.METRICS_TOKEN,

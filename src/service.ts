@@ -178,6 +178,7 @@ export async function startService(
       transcribe: (conversation) => app.transcriber.transcribePending(conversation),
     },
     usage: app.usage,
+    richMessages: config.richMessages,
   });
   // grammY types its signals after the abort-controller polyfill; a standard one works the same.
   const apiSignal = signal as Parameters<typeof bot.init>[0];

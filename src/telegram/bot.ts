@@ -42,6 +42,8 @@ export type BotDeps = {
   secrets?: readonly string[];
   /** Where files users send go, and how large they may be (see ConversationMedia). */
   media: Omit<ConversationMedia, "download">;
+  /** Answers as rich messages (RICH_MESSAGES); otherwise HTML messages. */
+  richMessages?: boolean;
   /** Known bot identity (tests); otherwise `bot.init()` asks Telegram with getMe. */
   botInfo?: UserFromGetMe;
   /** Tokens per conversation, for /usage. */
@@ -94,7 +96,11 @@ export function createBot(deps: BotDeps) {
   bot.api.config.use(
     autoRetry({ maxDelaySeconds: MAX_RETRY_DELAY_SECONDS, maxRetryAttempts: MAX_RETRY_ATTEMPTS }),
   );
-  const delivery = createDelivery({ api: bot.api, logger: deps.logger });
+  const delivery = createDelivery({
+    api: bot.api,
+    logger: deps.logger,
+    richMessages: deps.richMessages,
+  });
   const allowed = new Set(deps.allowedUserIds);
 
   // Whoever announces a migration, the conversation follows the group (nothing else runs).

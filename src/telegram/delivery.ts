@@ -2,6 +2,7 @@ import { type Api, GrammyError } from "grammy";
 import type { Logger } from "../logger.js";
 import { LeaseLostError } from "../queue/inbox.js";
 import { htmlToPlainText, renderMarkdown, splitMessage } from "./render.js";
+import { type RichChunk, renderRichMessages } from "./rich/render.js";
 
 const CANT_PARSE = /can't parse entities/i;
 const NOT_MODIFIED = /message is not modified/i;
@@ -37,9 +38,27 @@ export function htmlChunks(html: string): string[] {
   return chunks;
 }
 
+/**
+ * A rich message Telegram refused for what it holds (400), or a Bot API server without rich
+ * messages (404: a local server older than 10.1). Anything else is no reason to send it again.
+ */
+function refusedRich(error: unknown): error is GrammyError {
+  return error instanceof GrammyError && (error.error_code === 400 || error.error_code === 404);
+}
+
+export type DeliveryDeps = {
+  api: Api;
+  logger: Logger;
+  /** Answers as rich messages (RICH_MESSAGES); otherwise, and by default, HTML messages. */
+  richMessages?: boolean;
+};
+
 /** Sends what Koroku has to say, in as many valid messages as it takes. */
-export function createDelivery(deps: { api: Api; logger: Logger }) {
+export function createDelivery(deps: DeliveryDeps) {
   const { api } = deps;
+  // Learnt from a 404, so that a server without rich messages costs one refused call, not one
+  // per answer.
+  let richUnavailable = false;
 
   /** Sends one chunk of HTML; returns the message's id. */
   async function sendChunk(chatId: number, html: string, threadId?: number): Promise<number> {
@@ -121,14 +140,44 @@ export function createDelivery(deps: { api: Api; logger: Logger }) {
     }
   }
 
-  /** Sends Markdown (what Gemini writes) rendered to Telegram HTML. */
+  /**
+   * Sends Markdown (what Gemini writes): as rich messages when they are on, else rendered to
+   * Telegram HTML. `progress` counts rich messages the way sendHtml counts HTML ones; one that
+   * fell back to HTML counts once, however many HTML messages it took.
+   */
   async function sendMarkdown(
     chatId: number,
     markdown: string,
     threadId?: number,
     progress?: DeliveryProgress,
   ): Promise<void> {
-    await sendHtml(chatId, renderMarkdown(markdown), threadId, progress);
+    const chunks = deps.richMessages ? renderRichMessages(markdown) : [];
+    if (chunks.length === 0) {
+      await sendHtml(chatId, renderMarkdown(markdown), threadId, progress);
+      return;
+    }
+    for (let i = progress?.alreadySent ?? 0; i < chunks.length; i++) {
+      await sendRich(chatId, chunks[i] as RichChunk, threadId);
+      if (progress && i < chunks.length - 1) await progress.sent(i + 1);
+    }
+  }
+
+  /** One rich message; refused, the same blocks as HTML (and that, refused, as plain text). */
+  async function sendRich(chatId: number, chunk: RichChunk, threadId?: number): Promise<void> {
+    if (!richUnavailable) {
+      try {
+        await api.sendRichMessage(chatId, { html: chunk.html }, inThread(threadId));
+        return;
+      } catch (error) {
+        if (!refusedRich(error)) throw error;
+        if (error.error_code === 404) richUnavailable = true;
+        deps.logger.warn(
+          { err: error },
+          "Telegram refused the rich message; sending its blocks as HTML",
+        );
+      }
+    }
+    await sendHtml(chatId, chunk.fallbackHtml, threadId);
   }
 
   /** Shows "typing…" until the returned function is called. Failures only cost the indicator. */

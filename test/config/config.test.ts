@@ -31,6 +31,7 @@ describe("config", () => {
       memoryDir: "./data/memory",
       workspaceDir: "./data/workspace",
       enableShellTool: false,
+      richMessages: true,
       logLevel: "info",
       inboxLeaseSeconds: 30,
       inboxRetentionDays: 7,
@@ -53,6 +54,7 @@ describe("config", () => {
       MAX_TOOL_CALLS_PER_TURN: "3",
       COMPACTION_MAX_EVENTS: "0",
       ENABLE_SHELL_TOOL: "yes",
+      RICH_MESSAGES: "off",
       LOG_LEVEL: "DEBUG",
       GEMINI_THINKING_LEVEL: " High ",
       INBOX_LEASE_SECONDS: "5",
@@ -66,9 +68,19 @@ describe("config", () => {
     expect(config.port).toBe(0);
     expect(config.compactionMaxEvents).toBe(0);
     expect(config.enableShellTool).toBe(true);
+    expect(config.richMessages).toBe(false);
     expect(config.logLevel).toBe("debug");
     expect(config.inboxLeaseSeconds).toBe(5);
     expect(config.inboxRetentionDays).toBe(30);
+  });
+
+  it("takes a flag's default when it is left empty, as a copied .env leaves it", () => {
+    const config = loadConfig({ ...minimal, RICH_MESSAGES: " ", ENABLE_SHELL_TOOL: "" });
+    expect(config.richMessages).toBe(true);
+    expect(config.enableShellTool).toBe(false);
+    expect(() => loadConfig({ ...minimal, RICH_MESSAGES: "rich" })).toThrow(
+      /RICH_MESSAGES must be true or false, got "rich"/,
+    );
   });
 
   it("lists every problem in one message that says what to set", () => {

@@ -131,6 +131,8 @@ export async function startWorld(
     HOST: "127.0.0.1",
     PORT: "0",
     LOG_LEVEL: "info",
+    // The suites written for HTML messages; test/e2e/rich-messages.test.ts turns rich ones on.
+    RICH_MESSAGES: "false",
     ...(options.webhook === false
       ? {}
       : { WEBHOOK_URL: "https://koroku.test/telegram/webhook", WEBHOOK_SECRET }),

@@ -1,0 +1,146 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { text } from "../fakes/gemini.js";
+import { validateRichHtml, validateTelegramHtml } from "../fakes/telegram.js";
+import {
+  ALLOWED_USER,
+  eventually,
+  type ServiceWorld,
+  startWorld,
+} from "../helpers/service-process.js";
+
+/**
+ * RICH_MESSAGES=true end to end: answers go out with sendRichMessage, and when Telegram refuses
+ * one, as HTML, then as plain text; a long answer interrupted resumes with its unsent messages.
+ */
+
+const QUESTION = "what is the answer?";
+const TABLE_AND_CODE = [
+  "## Sizes",
+  "| name | size |",
+  "|:--|--:|",
+  "| a | 1 |",
+  "| b | 22 |",
+  "",
+  "```ts",
+  "const x = 1 < 2;",
+  "```",
+  "",
+  "Costs $5 and $10, a==b, x || y, <div>literal</div>.",
+].join("\n");
+
+let w: ServiceWorld;
+let nextUser = ALLOWED_USER;
+
+beforeAll(async () => {
+  w = await startWorld({ env: { RICH_MESSAGES: "true", ALLOWED_USER_IDS: allowedUsers() } });
+});
+
+afterAll(async () => {
+  await w?.close();
+});
+
+function allowedUsers(): string {
+  return Array.from({ length: 10 }, (_, i) => ALLOWED_USER + i).join(",");
+}
+
+const sentTo = (chatId: number) => w.telegram.sent.filter((m) => m.chat_id === chatId);
+const callsTo = (chatId: number, method: string) =>
+  w.telegram.calls.filter((c) => c.method === method && c.body.chat_id === chatId);
+
+describe("rich messages end to end (RICH_MESSAGES=true)", () => {
+  it("sends an answer with a table and code as one valid rich message", async () => {
+    const user = nextUser++;
+    w.gemini.script(text(TABLE_AND_CODE));
+    await w.say(QUESTION, { userId: user });
+    const [message] = await eventually(() => sentTo(user).length === 1 && sentTo(user));
+    expect(message?.parse_mode).toBe("rich");
+    const parsed = validateRichHtml(message?.text ?? "");
+    expect(parsed.ok && parsed.blocks.map((block) => block.type)).toEqual([
+      "heading",
+      "table",
+      "pre",
+      "paragraph",
+    ]);
+    expect(message?.plain_text).toContain("Costs $5 and $10, a==b, x || y, <div>literal</div>.");
+    expect(callsTo(user, "sendMessage")).toEqual([]);
+  });
+
+  it("falls back to HTML when Telegram refuses the rich message, then to plain text", async () => {
+    const user = nextUser++;
+    w.telegram.failNext("sendRichMessage", {
+      error_code: 400,
+      description: "Bad Request: can't parse rich message",
+    });
+    w.telegram.failNext("sendMessage", {
+      error_code: 400,
+      description: "Bad Request: can't parse entities: unsupported start tag",
+    });
+    w.gemini.script(text(TABLE_AND_CODE));
+    await w.say(QUESTION, { userId: user });
+    const [message] = await eventually(() => sentTo(user).length === 1 && sentTo(user));
+    expect(callsTo(user, "sendRichMessage").map((c) => c.response?.ok)).toEqual([false]);
+    const sends = callsTo(user, "sendMessage");
+    expect(sends.map((c) => [c.body.parse_mode, c.response?.ok])).toEqual([
+      ["HTML", false],
+      [undefined, true],
+    ]);
+    expect(validateTelegramHtml(String(sends[0]?.body.text)).ok).toBe(true);
+    expect(message?.parse_mode).toBeUndefined();
+    for (const words of [
+      "Sizes",
+      "name",
+      "22",
+      "const x = 1 < 2;",
+      "$5 and $10",
+      "<div>literal</div>",
+    ]) {
+      expect(message?.plain_text).toContain(words);
+    }
+  });
+
+  it("a long rich answer cut short by Telegram sends only its missing messages when it runs again", async () => {
+    const user = nextUser++;
+    // Over 32,768 characters: two rich messages.
+    const paragraphs = ["first", "second", "third"].map((word) => `${word} `.repeat(2_400).trim());
+    const before = w.gemini.requests.length;
+    w.gemini.script(text(paragraphs.join("\n\n")));
+    const [first, second] = [
+      w.telegram.holdNext("sendRichMessage"),
+      w.telegram.holdNext("sendRichMessage"),
+    ];
+    await w.say(QUESTION, { userId: user });
+    await first.arrived;
+    first.release();
+    await second.arrived;
+    // Refused outright (no fallback, no retry for a 403): the update fails after its first message.
+    w.telegram.failNext("sendRichMessage", { error_code: 403 });
+    second.release();
+
+    await eventually(() => sentTo(user).length === 2, 60_000);
+    const words = (texts: string[]) => texts.join(" ").split(/\s+/);
+    expect(words(sentTo(user).map((m) => m.plain_text))).toEqual(words(paragraphs));
+    expect(callsTo(user, "sendRichMessage").map((c) => c.response?.ok)).toEqual([
+      true,
+      false,
+      true,
+    ]);
+    expect(callsTo(user, "sendMessage")).toEqual([]);
+    expect(w.gemini.requests.length - before).toBe(1);
+  });
+
+  // Last: what the service learns here lasts for the rest of its life.
+  it("a Bot API server without rich messages costs one refused call, then HTML only", async () => {
+    const user = nextUser++;
+    w.telegram.failNext("sendRichMessage", { error_code: 404, description: "Not Found" });
+    w.gemini.script(text("**first**"), text("**second**"));
+    await w.say(QUESTION, { userId: user });
+    await eventually(() => sentTo(user).length === 1);
+    await w.say(QUESTION, { userId: user });
+    const messages = await eventually(() => sentTo(user).length === 2 && sentTo(user));
+    expect(messages.map((m) => [m.parse_mode, m.text])).toEqual([
+      ["HTML", "<b>first</b>"],
+      ["HTML", "<b>second</b>"],
+    ]);
+    expect(callsTo(user, "sendRichMessage")).toHaveLength(1);
+  });
+});
