@@ -158,7 +158,7 @@ export function createDelivery(deps: DeliveryDeps) {
     }
     for (let i = progress?.alreadySent ?? 0; i < chunks.length; i++) {
       await sendRich(chatId, chunks[i] as RichChunk, threadId);
-      if (progress) await progress.sent(i + 1);
+      if (progress) await record(progress, i + 1, chatId);
     }
   }
 

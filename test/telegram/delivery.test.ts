@@ -64,6 +64,21 @@ describe("delivery to a fake Telegram", () => {
     const messages = telegram.sent.length - before;
     expect(messages).toBeGreaterThan(1);
 
+    // Rich messages are recorded under the same rule.
+    const rich = createDelivery({
+      api: new Api(telegram.token, { apiRoot: telegram.apiRoot }),
+      logger: captureLogger().logger,
+      richMessages: true,
+    });
+    const richBefore = telegram.sent.length;
+    await rich.sendMarkdown(CHAT, `${"c ".repeat(20000)}\n\n${"d ".repeat(20000)}`, undefined, {
+      alreadySent: 0,
+      sent: () => Promise.reject(new Error("Connection terminated unexpectedly")),
+    });
+    expect(
+      telegram.sent.slice(richBefore).filter((m) => m.parse_mode === "rich").length,
+    ).toBeGreaterThan(1);
+
     const lostBefore = telegram.sent.length;
     await expect(
       delivery.sendHtml(CHAT, long, undefined, {
