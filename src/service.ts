@@ -148,7 +148,7 @@ export async function startService(
   const leases = new Map<number, Lease>();
   // Answers being written, for the ingest to stop without waiting behind them in the inbox.
   const answers = createRunningAnswers();
-  const { bot, delivery } = createBot({
+  const { bot, delivery, liveApi } = createBot({
     token: config.telegramBotToken,
     apiRoot: config.telegramApiRoot,
     allowedUserIds: config.allowedUserIds,
@@ -217,6 +217,8 @@ export async function startService(
     tasks: app.tasks,
     agent: app.agent,
     delivery,
+    live: { api: liveApi, mode: config.streaming },
+    answers,
     logger,
     now: clock?.now,
   });

@@ -146,5 +146,5 @@ export function createBot(deps: BotDeps) {
       },
     }),
   );
-  return { bot, delivery };
+  return { bot, delivery, liveApi };
 }

@@ -7,7 +7,9 @@ import { dueText } from "../tasks/schedule.js";
 import type { ScheduledRun, Task, TaskStore } from "../tasks/store.js";
 import { geminiFailureText } from "./conversation.js";
 import type { Delivery } from "./delivery.js";
+import { type LiveAnswerDeps, startLiveAnswer } from "./live-answer.js";
 import { escapeHtml } from "./render.js";
+import type { RunningAnswers } from "./running-answers.js";
 
 /** A run that starts this long after its due time says so: the service was down or busy. */
 export const LATE_AFTER_MS = 2 * 60_000;
@@ -49,6 +51,9 @@ export function createScheduledRunner(deps: {
   tasks: Pick<TaskStore, "get" | "disable">;
   agent: Pick<Agent, "runTurn">;
   delivery: Delivery;
+  /** How the answer shows while it is written, as a message's does; a stop reaches it too. */
+  live: Pick<LiveAnswerDeps, "api" | "mode">;
+  answers: RunningAnswers;
   logger: Logger;
   now?: () => number;
 }) {
@@ -66,6 +71,19 @@ export function createScheduledRunner(deps: {
     const late = at - dueAt > LATE_AFTER_MS;
     const due = dueText(dueAt, at, task.timeZone);
     const guard = () => lease.ensureHeld();
+    // A run's update id is negative; a draft's must be positive, and the same for every attempt.
+    const draftId = -item.updateId;
+    const live = startLiveAnswer({
+      ...deps.live,
+      delivery: deps.delivery,
+      logger: deps.logger,
+      chatId: task.chatId,
+      threadId: task.threadId,
+      // Private chats are the ones with positive ids.
+      privateChat: task.chatId > 0,
+      draftId,
+    });
+    const running = deps.answers.start(task.conversation, task.chatId, draftId);
     try {
       const result = await deps.agent.runTurn(task.conversation, {
         text: taskPrompt(task, due, late),
@@ -73,14 +91,17 @@ export function createScheduledRunner(deps: {
         guard,
         origin: "scheduled_task",
         answer: task.mode === "remind" ? reminderText(task, due, late) : undefined,
+        progress: live.progress,
+        stop: running.signal,
       });
       await guard();
-      await deps.delivery.sendMarkdown(task.chatId, result.text, task.threadId, {
+      await live.finish(result.text, {
         alreadySent: result.resumed ? lease.delivered : 0,
         sent: (count) => lease.recordDelivered(count),
       });
       if (late) log.info({ due_at: new Date(dueAt).toISOString() }, "ran a scheduled task late");
     } catch (error) {
+      await live.close();
       if (chatGone(error)) {
         await deps.tasks.disable(task.id, `Telegram: ${(error as GrammyError).description}`);
         log.warn(
@@ -97,6 +118,8 @@ export function createScheduledRunner(deps: {
         escapeHtml(`Scheduled task #${task.id} could not run: ${geminiFailureText(error)}`),
         task.threadId,
       );
+    } finally {
+      running.done();
     }
   }
 

@@ -9,6 +9,7 @@ import {
   type TaskStore,
 } from "../../src/tasks/store.js";
 import { createDelivery } from "../../src/telegram/delivery.js";
+import { createRunningAnswers, type RunningAnswers } from "../../src/telegram/running-answers.js";
 import { createScheduledRunner, type ScheduledRunner } from "../../src/telegram/scheduled-run.js";
 import { status, text } from "../fakes/gemini.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
@@ -25,6 +26,7 @@ describe("running scheduled tasks", () => {
   let tasks: TaskStore;
   let inbox: Inbox;
   let runner: ScheduledRunner;
+  let answers: RunningAnswers;
   let clock = NINE;
   let chat = 0;
 
@@ -40,10 +42,13 @@ describe("running scheduled tasks", () => {
       leaseMs: 30_000,
       now: () => clock,
     });
+    answers = createRunningAnswers();
     runner = createScheduledRunner({
       tasks,
       agent: h.app.agent,
       delivery: createDelivery({ api, logger: h.app.logger }),
+      live: { api, mode: "auto" },
+      answers,
       logger: h.app.logger,
       now: () => clock,
     });
@@ -115,6 +120,34 @@ describe("running scheduled tasks", () => {
       plain_text: "Here is the summary.",
       body: { message_thread_id: 77 },
     });
+  });
+
+  it("streams a task's answer in a private chat as a draft, then sends it once", async () => {
+    const chatId = 6000 + chat;
+    await tasks.add(taskIn(String(chatId), { mode: "run", instruction: "Write the digest" }));
+    const digest = "Today: three meetings, one deadline, and the bank at four.";
+    h.fake.script({ ...text(digest), stream: { chunkChars: 8, chunkDelayMs: 60 } });
+    await runDue();
+    const drafts = telegram.drafts.filter((d) => d.chat_id === chatId);
+    expect(drafts.length).toBeGreaterThan(0);
+    expect(digest.startsWith(drafts[0]?.plain_text ?? "")).toBe(true);
+    expect(telegram.sent.map((m) => m.plain_text)).toEqual([digest]);
+  });
+
+  it("stops a task's answer when the conversation's answer is stopped", async () => {
+    const conversation = String(7000 + chat);
+    await tasks.add(taskIn(conversation, { mode: "run", instruction: "Write a long story" }));
+    const story = "Once upon a time ".repeat(40);
+    h.fake.script({ ...text(story), stream: { chunkChars: 17, chunkDelayMs: 40 } });
+    const drafted = telegram.waitFor("sendMessageDraft");
+    const running = runDue();
+    await drafted;
+    expect(answers.stopConversation(conversation)).toBe(true);
+    await running;
+    const [answer] = telegram.sent.map((m) => m.plain_text);
+    expect(telegram.sent).toHaveLength(1);
+    expect(answer?.length).toBeLessThan(story.length);
+    expect(story.startsWith(answer?.trim() ?? "x")).toBe(true);
   });
 
   it("says a run is late, and a recurring task continues from its next occurrence", async () => {
