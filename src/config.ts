@@ -173,6 +173,9 @@ const envSchema = (requireTelegram: boolean) =>
       error: "PORT must be at most 65535",
     }),
     MAX_TOOL_CALLS_PER_TURN: count("MAX_TOOL_CALLS_PER_TURN", 15, 1),
+    // A turn spends nearly all its time waiting on Gemini, so the bound is what waits, not the
+    // CPU: 64 streaming turns at once kept 50 chats from queueing behind a whole answer.
+    MAX_CONCURRENT_TURNS: count("MAX_CONCURRENT_TURNS", 64, 1),
     COMPACTION_MAX_EVENTS: count("COMPACTION_MAX_EVENTS", 30, 0),
     COMPACTION_MAX_TOKENS: count("COMPACTION_MAX_TOKENS", 200_000, 0),
     MEMORY_DIR: text("./data/memory"),
@@ -224,6 +227,7 @@ const configSchema = (requireTelegram: boolean) =>
     host: e.HOST,
     port: e.PORT,
     maxToolCallsPerTurn: e.MAX_TOOL_CALLS_PER_TURN,
+    maxConcurrentTurns: e.MAX_CONCURRENT_TURNS,
     compactionMaxEvents: e.COMPACTION_MAX_EVENTS,
     compactionMaxTokens: e.COMPACTION_MAX_TOKENS,
     memoryDir: e.MEMORY_DIR,

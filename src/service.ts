@@ -24,9 +24,6 @@ import { startPolling } from "./telegram/polling.js";
 import { createRunningAnswers } from "./telegram/running-answers.js";
 import { createScheduledRunner } from "./telegram/scheduled-run.js";
 
-// Turns at once over all chats: enough to keep many chats moving while each waits on Gemini,
-// few enough that a burst cannot exhaust the database pool or memory.
-const CONCURRENCY = 64;
 const SHUTDOWN_WAIT_MS = 25_000;
 // Long enough for a service that is shutting down on the same SQLite file to finish.
 const LOCK_WAIT_MS = SHUTDOWN_WAIT_MS + 5_000;
@@ -236,7 +233,7 @@ export async function startService(
       }
     },
     logger,
-    concurrency: CONCURRENCY,
+    concurrency: config.maxConcurrentTurns,
     pollMs: 1_000,
     // Three renewals per lease: one may fail or come late without the lease running out.
     renewMs: (config.inboxLeaseSeconds * 1000) / 3,

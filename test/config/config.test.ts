@@ -52,6 +52,7 @@ describe("config", () => {
       WEBHOOK_SECRET: "s3cret_-",
       PORT: "0",
       MAX_TOOL_CALLS_PER_TURN: "3",
+      MAX_CONCURRENT_TURNS: "200",
       COMPACTION_MAX_EVENTS: "0",
       ENABLE_SHELL_TOOL: "yes",
       RICH_MESSAGES: "off",
@@ -67,6 +68,7 @@ describe("config", () => {
     expect(config.database).toEqual({ kind: "postgres", connectionString: "postgresql://u@h/db" });
     expect(config.port).toBe(0);
     expect(config.compactionMaxEvents).toBe(0);
+    expect(config.maxConcurrentTurns).toBe(200);
     expect(config.enableShellTool).toBe(true);
     expect(config.richMessages).toBe(false);
     expect(config.logLevel).toBe("debug");
@@ -198,6 +200,7 @@ describe("config", () => {
       PORT: "",
       COMPACTION_MAX_EVENTS: " ",
       MAX_TOOL_CALLS_PER_TURN: "",
+      MAX_CONCURRENT_TURNS: "",
       LOG_LEVEL: "",
     });
     expect(config).toMatchObject({
@@ -209,6 +212,7 @@ describe("config", () => {
       port: 8080,
       compactionMaxEvents: 30,
       maxToolCallsPerTurn: 15,
+      maxConcurrentTurns: 64,
       logLevel: "info",
     });
   });
