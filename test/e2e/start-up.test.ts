@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { freePort } from "../../bench/service-process.js";
 import { eventually, type ServiceWorld, startWorld } from "../helpers/service-process.js";
 import { startTcpProxy } from "../helpers/tcp-proxy.js";
 
@@ -46,19 +47,24 @@ describe("start-up failures say what to fix", () => {
   });
 
   it("a Telegram it cannot reach: it keeps trying, says so, and starts once it can", async () => {
-    const api = new URL(w.telegram.apiRoot);
-    const proxy = await startTcpProxy({ host: api.hostname, port: Number(api.port) });
-    onTestFinished(() => proxy.close());
-    proxy.cut();
-    const apiRoot = `http://127.0.0.1:${proxy.port}`;
+    // Nothing listens at first, so connections are refused. (A proxy that resets each connection
+    // it accepts left Node's fetch waiting, now and then, until grammY's 500 s timeout.)
+    const port = await freePort();
+    const apiRoot = `http://127.0.0.1:${port}`;
     const logs: Record<string, unknown>[] = [];
     const starting = w.start({ TELEGRAM_API_ROOT: apiRoot }, logs);
     const warning = await eventually(() =>
       logs.find((l) => l.msg === "cannot reach Telegram; trying again"),
     );
-    expect(warning).toMatchObject({ method: "getMe", api_root: apiRoot });
+    expect(warning).toMatchObject({
+      method: "getMe",
+      api_root: apiRoot,
+      cause: "connection refused (ECONNREFUSED)",
+    });
     expect(logs.some((l) => l.msg === "Koroku is running")).toBe(false);
-    proxy.restore();
+    const api = new URL(w.telegram.apiRoot);
+    const proxy = await startTcpProxy({ host: api.hostname, port: Number(api.port) }, { port });
+    onTestFinished(() => proxy.close());
     const started = await starting;
     started.proc.kill("SIGTERM");
     expect(await started.exited).toBe(0);
@@ -102,16 +108,13 @@ describe("a stop request ends start-up at once", () => {
   }
 
   it("while Telegram cannot be reached (start-up would retry for ever)", async () => {
-    const api = new URL(w.telegram.apiRoot);
-    const proxy = await startTcpProxy({ host: api.hostname, port: Number(api.port) });
-    onTestFinished(() => proxy.close());
-    proxy.cut();
+    const port = await freePort();
     // A database of its own: the world's service holds the world's.
     const dir = mkdtempSync(join(tmpdir(), "koroku-stop-"));
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const { exit, logs } = await stopWhile(
       {
-        TELEGRAM_API_ROOT: `http://127.0.0.1:${proxy.port}`,
+        TELEGRAM_API_ROOT: `http://127.0.0.1:${port}`,
         DATABASE_URL: `sqlite:${join(dir, "agent.db")}`,
       },
       "cannot reach Telegram; trying again",

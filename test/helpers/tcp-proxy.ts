@@ -22,7 +22,10 @@ export type TcpProxy = {
 
 type Pair = { client: Socket; upstream: Socket };
 
-export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
+export async function startTcpProxy(
+  target: { host: string; port: number },
+  options: { port?: number } = {},
+): Promise<TcpProxy> {
   const pairs = new Set<Pair>();
   let refusing = false;
   let armed: { existing: ReadonlySet<Pair>; fired(): void } | undefined;
@@ -72,7 +75,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
 
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
+    server.listen(options.port ?? 0, "127.0.0.1", () => {
       server.off("error", reject);
       resolve();
     });
