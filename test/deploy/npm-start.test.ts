@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
-import { eventually, type ServiceWorld, startWorld } from "../helpers/service-process.js";
+import { eventually, type ServiceWorld, startStoppedWorld } from "../helpers/service-process.js";
 
 const REPO_ROOT = join(import.meta.dirname, "../..");
 
@@ -95,10 +95,7 @@ async function npmStart(env: Record<string, string>): Promise<NpmStart> {
 describe("npm start", () => {
   let w: ServiceWorld;
   beforeAll(async () => {
-    w = await startWorld();
-    // The fakes and the database stay; the directly started service goes, releasing its lock.
-    w.service.proc.kill("SIGTERM");
-    await w.service.exited;
+    w = await startStoppedWorld();
   });
   afterAll(() => w.close());
 

@@ -4,7 +4,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { freePort } from "../../bench/service-process.js";
-import { eventually, type ServiceWorld, startWorld } from "../helpers/service-process.js";
+import {
+  eventually,
+  type ServiceWorld,
+  startStoppedWorld,
+  startWorld,
+} from "../helpers/service-process.js";
 import { startTcpProxy } from "../helpers/tcp-proxy.js";
 
 /** The service, started with `env` on top of the world's, must exit before it runs. */
@@ -20,10 +25,7 @@ async function startFailure(w: ServiceWorld, env: Record<string, string>): Promi
 describe("start-up failures say what to fix", () => {
   let w: ServiceWorld;
   beforeAll(async () => {
-    w = await startWorld();
-    // The fakes and the database stay; the service goes, so that it holds no lock on the database.
-    w.service.proc.kill("SIGTERM");
-    await w.service.exited;
+    w = await startStoppedWorld();
   });
   afterAll(() => w.close());
 

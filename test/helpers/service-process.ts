@@ -213,3 +213,14 @@ export async function eventually<T>(
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
+
+/**
+ * A world whose first service has stopped: the fakes and the database stay, and the database's
+ * lock is free for the services a test starts itself.
+ */
+export async function startStoppedWorld(): Promise<ServiceWorld> {
+  const world = await startWorld();
+  world.service.proc.kill("SIGTERM");
+  await world.service.exited;
+  return world;
+}
