@@ -173,3 +173,105 @@ describe("fake Telegram: sendRichMessage limits, at their edges", () => {
     );
   });
 });
+
+describe("fake Telegram: sendRichMessageDraft", () => {
+  const draftRefusal = (chatId: number, html: string, draftId = 7) =>
+    api.sendRichMessageDraft(chatId, draftId, { html }).then(
+      () => "ok",
+      (error: GrammyError) => `${error.error_code} ${error.description}`,
+    );
+
+  it("shows a rich draft in a private chat, parsed as sendRichMessage parses it", async () => {
+    expect(
+      await api.sendRichMessageDraft(
+        42,
+        7,
+        { html: "<h2>Title</h2><p>Hel</p>" },
+        { can_stop: true },
+      ),
+    ).toBe(true);
+    expect(fake.drafts).toEqual([
+      {
+        chat_id: 42,
+        draft_id: 7,
+        plain_text: "Title\nHel",
+        rich_html: "<h2>Title</h2><p>Hel</p>",
+        at: expect.any(Number),
+      },
+    ]);
+    expect(fake.sent).toEqual([]);
+  });
+
+  it("refuses groups, a zero draft id, what sendRichMessage refuses, and media to fetch", async () => {
+    expect(await draftRefusal(-100123, "<p>x</p>")).toMatch(/^400 .*only to private chats/);
+    expect(await draftRefusal(42, "<p>x</p>", 0)).toMatch(/^400 .*draft_id/);
+    expect(await draftRefusal(42, "<div>x</div>")).toMatch(/^400 .*Unsupported tag "div"/);
+    expect(await draftRefusal(42, `<p>${"a".repeat(32_769)}</p>`)).toMatch(/too long: 32769/);
+    expect(await draftRefusal(42, '<p>x</p><img src="https://telegram.org/a.jpg"/>')).toMatch(
+      /^400 .*media by URL/,
+    );
+    // At the edge: as long as a rich message may be, far beyond a text draft's 4096.
+    expect(await draftRefusal(42, `<p>${"a".repeat(32_768)}</p>`)).toBe("ok");
+  });
+
+  it("shares the per-chat draft rate with sendMessageDraft: the sixth in a second is a 429", async () => {
+    for (let i = 0; i < 3; i++) await api.sendMessageDraft(42, 7, `x${i}`);
+    await api.sendRichMessageDraft(42, 7, { html: "<p>y</p>" });
+    await api.sendRichMessageDraft(42, 7, { html: "<p>z</p>" });
+    const limited = await api.sendRichMessageDraft(42, 7, { html: "<p>w</p>" }).then(
+      () => undefined,
+      (error: GrammyError) => error,
+    );
+    expect(limited?.error_code).toBe(429);
+    expect(limited?.parameters.retry_after).toBe(1);
+    expect(await api.sendMessageDraft(43, 7, "another chat")).toBe(true);
+  });
+});
+
+describe("fake Telegram: editMessageText with rich_message", () => {
+  it("makes a text message rich, validated as sendRichMessage is, and says when nothing changed", async () => {
+    const sent = await api.sendMessage(42, "partial <b>answer</b>", { parse_mode: "HTML" });
+    const edited = await api.editMessageText(42, sent.message_id, {
+      html: "<h1>Answer</h1><table><tr><td>1</td></tr></table>",
+    });
+    expect(edited).toMatchObject({
+      message_id: sent.message_id,
+      rich_message: { blocks: [{ type: "heading" }, { type: "table" }] },
+    });
+    expect(edited).not.toHaveProperty("text");
+    expect(fake.sent.map((m) => [m.parse_mode, m.plain_text])).toEqual([["rich", "Answer\n1\n"]]);
+    const again = (html: string) =>
+      api.editMessageText(42, sent.message_id, { html }).then(
+        () => "ok",
+        (error: GrammyError) => error.description,
+      );
+    expect(await again("<h1>Answer</h1><table><tr><td>1</td></tr></table>")).toMatch(
+      /message is not modified/,
+    );
+    expect(await again("<h1>Answer</h1><div>x</div>")).toMatch(/can't parse rich message/);
+    expect(await again(`<p>${"a".repeat(32_769)}</p>`)).toMatch(/too long/);
+    expect(await again("<h1>Answer</h1><p>more</p>")).toBe("ok");
+    // And back to text.
+    await api.editMessageText(42, sent.message_id, "plain again");
+    expect(fake.sent.map((m) => [m.parse_mode, m.plain_text])).toEqual([
+      [undefined, "plain again"],
+    ]);
+    expect(fake.edits).toHaveLength(3);
+  });
+
+  it("wants exactly one of text and rich_message", async () => {
+    const sent = await api.sendMessage(42, "x");
+    const both = await api.raw
+      .editMessageText({
+        chat_id: 42,
+        message_id: sent.message_id,
+        text: "y",
+        rich_message: { html: "<p>y</p>" },
+      })
+      .then(
+        () => "ok",
+        (error: GrammyError) => error.description,
+      );
+    expect(both).toMatch(/exactly one of text or rich_message/);
+  });
+});

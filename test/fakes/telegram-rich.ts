@@ -15,7 +15,13 @@ export const RICH_MEDIA_LIMIT = 50;
 export const RICH_TABLE_COLUMNS = 20;
 
 export type RichHtmlResult =
-  | { readonly ok: true; readonly blocks: RichBlock[]; readonly text: string }
+  | {
+      readonly ok: true;
+      readonly blocks: RichBlock[];
+      readonly text: string;
+      /** Media blocks, each a file Telegram fetches from its URL. */
+      readonly media: number;
+    }
   | { readonly ok: false; readonly reason: string };
 
 class RichError extends Error {}
@@ -117,12 +123,12 @@ const VISIBLE = /[^\s\u200b-\u200f\u2060\ufeff\u3164\u115f\u1160\uffa0]/;
 export function validateRichHtml(html: string): RichHtmlResult {
   try {
     const blocks = new Converter().blocks(parseHtml(html));
-    checkLimits(blocks);
+    const media = checkLimits(blocks);
     const text = blocks.map(blockText).join("\n");
     if (!VISIBLE.test(text) && !blocks.some((block) => block.type === "divider")) {
       return { ok: false, reason: "rich message is empty" };
     }
-    return { ok: true, blocks, text };
+    return { ok: true, blocks, text, media };
   } catch (error) {
     if (error instanceof RichError) return { ok: false, reason: error.message };
     throw error;
@@ -530,7 +536,8 @@ function textOnly(element: Element): string {
 
 // ---- limits ---------------------------------------------------------------------------------
 
-function checkLimits(blocks: readonly RichBlock[]): void {
+/** Refuses a message past any limit; returns its media count. */
+function checkLimits(blocks: readonly RichBlock[]): number {
   const chars = [...blocks.map(blockText).join("")].length;
   if (chars > RICH_TEXT_LIMIT)
     fail(`rich message is too long: ${chars} characters, at most ${RICH_TEXT_LIMIT}`);
@@ -541,6 +548,7 @@ function checkLimits(blocks: readonly RichBlock[]): void {
     fail(`nested too deep: ${depth} levels, at most ${RICH_NESTING_LIMIT}`);
   const media = blocks.reduce((n, block) => n + countMedia(block), 0);
   if (media > RICH_MEDIA_LIMIT) fail(`too many media: ${media}, at most ${RICH_MEDIA_LIMIT}`);
+  return media;
 }
 
 function children(block: RichBlock): RichBlock[] {

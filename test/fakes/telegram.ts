@@ -19,7 +19,7 @@ import {
   type TextUpdateParams,
   unixNow,
 } from "./telegram-objects.js";
-import { validateRichHtml } from "./telegram-rich.js";
+import { type RichHtmlResult, validateRichHtml } from "./telegram-rich.js";
 
 export { type TelegramHtmlResult, validateTelegramHtml } from "./telegram-html.js";
 export { buildTextUpdate, DEFAULT_USER_ID, type TextUpdateParams } from "./telegram-objects.js";
@@ -118,7 +118,7 @@ export interface FakeTelegram {
   readonly calls: readonly RecordedCall[];
   /** Successful sendMessage and sendRichMessage calls, in order. */
   readonly sent: readonly SentMessage[];
-  /** Successful sendMessageDraft calls, in order. */
+  /** Successful sendMessageDraft and sendRichMessageDraft calls, in order. */
   readonly drafts: readonly DraftShown[];
   /** Successful editMessageText calls, in order (`sent` holds each message's latest text). */
   readonly edits: readonly SentMessage[];
@@ -177,6 +177,8 @@ export interface DraftShown {
   readonly chat_id: number;
   readonly draft_id: number;
   readonly plain_text: string;
+  /** A rich draft's (sendRichMessageDraft) rich HTML; absent for sendMessageDraft. */
+  readonly rich_html?: string;
   readonly at: number;
 }
 
@@ -295,6 +297,7 @@ class FakeTelegramServer implements FakeTelegram {
       editmessagetext: (params) => ok(this.editMessageText(params)),
       deletemessage: (params) => ok(this.deleteMessage(params)),
       sendrichmessage: (params) => ok(this.sendRichMessage(params)),
+      sendrichmessagedraft: (params) => ok(this.sendRichMessageDraft(params)),
       sendchataction: (params) => ok(this.sendChatAction(params)),
       answercallbackquery: (params) => ok(answerCallbackQuery(params)),
       setmycommands: (params) => ok(this.setMyCommands(params)),
@@ -607,6 +610,36 @@ class FakeTelegramServer implements FakeTelegram {
 
   /** Private chats only, 0–4096 characters, and no more than draftsPerSecond per chat. */
   private sendMessageDraft(params: Params): true {
+    const { chatId, draftId } = this.readDraft(params);
+    const text = typeof params.text === "string" ? params.text : "";
+    const parsed = parseText(
+      text,
+      typeof params.parse_mode === "string" ? params.parse_mode : undefined,
+    );
+    if (parsed.text.length > TELEGRAM_TEXT_LIMIT) throw badRequest("message is too long");
+    return this.showDraft({ chat_id: chatId, draft_id: draftId, plain_text: parsed.text });
+  }
+
+  /**
+   * A rich draft: what sendRichMessage accepts, without files to fetch (no upload, no media by
+   * URL), under the same per-chat rate as sendMessageDraft.
+   */
+  private sendRichMessageDraft(params: Params): true {
+    const { chatId, draftId } = this.readDraft(params);
+    const rich = readRichMessage(params);
+    if (rich.media > 0) {
+      throw badRequest("media by URL can't be used in a rich message draft");
+    }
+    return this.showDraft({
+      chat_id: chatId,
+      draft_id: draftId,
+      plain_text: rich.text,
+      rich_html: rich.html,
+    });
+  }
+
+  /** What every draft method checks first: the chat (a private one), the draft and the thread. */
+  private readDraft(params: Params): { chatId: number; draftId: number } {
     const chatId = readChatId(params);
     const draftId = readInteger(params, "draft_id");
     if (draftId === undefined || draftId === 0) throw badRequest("draft_id must be non-zero");
@@ -614,71 +647,50 @@ class FakeTelegramServer implements FakeTelegram {
       throw badRequest("message drafts can be sent only to private chats");
     }
     this.readThread(params, chatId);
-    const text = typeof params.text === "string" ? params.text : "";
-    const parsed = parseText(
-      text,
-      typeof params.parse_mode === "string" ? params.parse_mode : undefined,
-    );
-    if (parsed.text.length > TELEGRAM_TEXT_LIMIT) throw badRequest("message is too long");
+    return { chatId, draftId };
+  }
+
+  /** Records a draft, or answers 429 when its chat had draftsPerSecond in the last second. */
+  private showDraft(draft: Omit<DraftShown, "at">): true {
     const now = Date.now();
-    const recent = (this.draftTimes.get(chatId) ?? []).filter((at) => now - at < 1_000);
+    const recent = (this.draftTimes.get(draft.chat_id) ?? []).filter((at) => now - at < 1_000);
     if (recent.length >= this.draftsPerSecond) {
-      this.draftTimes.set(chatId, recent);
+      this.draftTimes.set(draft.chat_id, recent);
       throw new ApiError(429, "Too Many Requests: retry after 1", 1);
     }
     recent.push(now);
-    this.draftTimes.set(chatId, recent);
-    this.drafts.push({ chat_id: chatId, draft_id: draftId, plain_text: parsed.text, at: now });
+    this.draftTimes.set(draft.chat_id, recent);
+    this.drafts.push({ ...draft, at: now });
     return true;
   }
 
-  private findSent(params: Params): { index: number; chatId: number; messageId: number } {
+  private findSent(
+    params: Params,
+    purpose: "edit" | "delete",
+  ): { index: number; chatId: number; messageId: number } {
     const chatId = readChatId(params);
     const messageId = readInteger(params, "message_id");
     const index = this.sent.findIndex((m) => m.chat_id === chatId && m.message_id === messageId);
-    if (messageId === undefined || index < 0)
-      throw badRequest(
-        params.text === undefined ? "message to delete not found" : "message to edit not found",
-      );
+    if (messageId === undefined || index < 0) throw badRequest(`message to ${purpose} not found`);
     return { index, chatId, messageId };
   }
 
+  /** A text edit (HTML or plain), or with `rich_message` one that makes the message rich. */
   private editMessageText(params: Params): Message {
-    const { index } = this.findSent(params);
+    const { index } = this.findSent(params, "edit");
     const before = this.sent[index] as SentMessage;
-    const text = typeof params.text === "string" ? params.text : "";
-    const parseMode = typeof params.parse_mode === "string" ? params.parse_mode : undefined;
-    const parsed = parseText(text, parseMode);
-    if (/^[\s\u200b-\u200f\u2060\ufeff\u3164\u115f\u1160\uffa0]*$/.test(parsed.text)) {
-      throw badRequest("message text is empty");
+    if ((params.text === undefined) === (params.rich_message === undefined)) {
+      throw badRequest("exactly one of text or rich_message must be specified");
     }
-    if (parsed.text.length > TELEGRAM_TEXT_LIMIT) throw badRequest("MESSAGE_TOO_LONG");
-    const entities = parsed.entities.length > 0 ? { entities: parsed.entities } : {};
-    if (
-      parsed.text === before.plain_text &&
-      JSON.stringify(parsed.entities) === JSON.stringify(before.message.entities ?? [])
-    ) {
-      throw badRequest(
-        "message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message",
-      );
-    }
-    const { entities: _old, ...rest } = before.message;
-    const message: Message = { ...rest, text: parsed.text, ...entities, edit_date: unixNow() };
-    const after: SentMessage = {
-      ...before,
-      text,
-      parse_mode: parseMode,
-      plain_text: parsed.text,
-      body: params,
-      message,
-    };
+    const after =
+      params.rich_message === undefined ? editedText(before, params) : editedRich(before, params);
     this.sent[index] = after;
     this.edits.push(after);
-    return message;
+    return after.message;
   }
 
   private deleteMessage(params: Params): true {
-    const { index, chatId, messageId } = this.findSent(params);
+    const { index, chatId, messageId } = this.findSent(params, "delete");
     this.sent.splice(index, 1);
     this.deleted.push({ chat_id: chatId, message_id: messageId });
     return true;
@@ -698,9 +710,7 @@ class FakeTelegramServer implements FakeTelegram {
     const parseMode = typeof params.parse_mode === "string" ? params.parse_mode : undefined;
     const parsed = parseText(text, parseMode);
     // Telegram counts zero-width characters and Hangul fillers as nothing, like whitespace.
-    if (/^[\s\u200b-\u200f\u2060\ufeff\u3164\u115f\u1160\uffa0]*$/.test(parsed.text)) {
-      throw badRequest("message text is empty");
-    }
+    if (BLANK.test(parsed.text)) throw badRequest("message text is empty");
     if (parsed.text.length > TELEGRAM_TEXT_LIMIT) throw badRequest("message is too long");
     const markup = readInlineKeyboard(params);
     const message: Message = {
@@ -725,35 +735,24 @@ class FakeTelegramServer implements FakeTelegram {
     return message;
   }
 
-  /** Only the `html` form is modelled; `markdown` and `blocks` are refused as not modelled. */
   private sendRichMessage(params: Params): Message {
     const chatId = readChatId(params);
-    const rich = params.rich_message;
-    if (!isRecord(rich)) throw badRequest('field "rich_message" must be an Object');
-    const forms = ["html", "markdown", "blocks"].filter((form) => rich[form] !== undefined);
-    if (forms.length !== 1) {
-      throw badRequest("exactly one of html, markdown or blocks must be specified in rich_message");
-    }
-    if (typeof rich.html !== "string") {
-      throw badRequest(
-        "the fake models only rich_message.html; extend test/fakes/telegram-rich.ts for the rest",
-      );
-    }
-    const parsed = validateRichHtml(rich.html);
-    if (!parsed.ok) throw badRequest(`can't parse rich message: ${parsed.reason}`);
+    const threadId = this.readThread(params, chatId);
+    const rich = readRichMessage(params);
     const message: Message = {
       message_id: this.nextMessageId++,
       from: botAsUser(this.bot),
       chat: chatFor(chatId),
       date: unixNow(),
-      rich_message: { blocks: parsed.blocks },
+      ...(threadId === undefined ? {} : { message_thread_id: threadId, is_topic_message: true }),
+      rich_message: { blocks: rich.blocks },
     };
     this.sent.push({
       message_id: message.message_id,
       chat_id: chatId,
       text: rich.html,
       parse_mode: "rich",
-      plain_text: parsed.text,
+      plain_text: rich.text,
       body: params,
       message,
     });
@@ -931,6 +930,83 @@ function defaultDescription(code: number, retryAfter: number | undefined): strin
     default:
       return `Error ${code}`;
   }
+}
+
+const NOT_MODIFIED =
+  "message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message";
+const BLANK = /^[\s\u200b-\u200f\u2060\ufeff\u3164\u115f\u1160\uffa0]*$/;
+
+/**
+ * A rich_message parameter as Telegram reads it. Only the `html` form is modelled; `markdown` and
+ * `blocks` are refused as not modelled.
+ */
+function readRichMessage(params: Params): { html: string } & Extract<RichHtmlResult, { ok: true }> {
+  const rich = params.rich_message;
+  if (!isRecord(rich)) throw badRequest('field "rich_message" must be an Object');
+  const forms = ["html", "markdown", "blocks"].filter((form) => rich[form] !== undefined);
+  if (forms.length !== 1) {
+    throw badRequest("exactly one of html, markdown or blocks must be specified in rich_message");
+  }
+  if (typeof rich.html !== "string") {
+    throw badRequest(
+      "the fake models only rich_message.html; extend test/fakes/telegram-rich.ts for the rest",
+    );
+  }
+  if (rich.media !== undefined) {
+    throw badRequest("the fake does not model rich_message.media; extend test/fakes/telegram.ts");
+  }
+  const parsed = validateRichHtml(rich.html);
+  if (!parsed.ok) throw badRequest(`can't parse rich message: ${parsed.reason}`);
+  return { ...parsed, html: rich.html };
+}
+
+/** A message's text replaced, checked as sendMessage checks it. */
+function editedText(before: SentMessage, params: Params): SentMessage {
+  const text = typeof params.text === "string" ? params.text : "";
+  const parseMode = typeof params.parse_mode === "string" ? params.parse_mode : undefined;
+  const parsed = parseText(text, parseMode);
+  if (BLANK.test(parsed.text)) throw badRequest("message text is empty");
+  if (parsed.text.length > TELEGRAM_TEXT_LIMIT) throw badRequest("MESSAGE_TOO_LONG");
+  if (
+    before.parse_mode !== "rich" &&
+    parsed.text === before.plain_text &&
+    JSON.stringify(parsed.entities) === JSON.stringify(before.message.entities ?? [])
+  ) {
+    throw badRequest(NOT_MODIFIED);
+  }
+  const {
+    entities: _old,
+    rich_message: _rich,
+    ...rest
+  } = before.message as Message & {
+    rich_message?: unknown;
+  };
+  const entities = parsed.entities.length > 0 ? { entities: parsed.entities } : {};
+  const message = { ...rest, text: parsed.text, ...entities, edit_date: unixNow() } as Message;
+  return { ...before, text, parse_mode: parseMode, plain_text: parsed.text, body: params, message };
+}
+
+/** A message made rich (or its rich content replaced), checked as sendRichMessage checks it. */
+function editedRich(before: SentMessage, params: Params): SentMessage {
+  const rich = readRichMessage(params);
+  const old = (before.message as Message & { rich_message?: { blocks: unknown } }).rich_message;
+  if (before.parse_mode === "rich" && JSON.stringify(old?.blocks) === JSON.stringify(rich.blocks)) {
+    throw badRequest(NOT_MODIFIED);
+  }
+  const { entities: _old, text: _text, ...rest } = before.message as Message & { text?: string };
+  const message = {
+    ...rest,
+    rich_message: { blocks: rich.blocks },
+    edit_date: unixNow(),
+  } as Message;
+  return {
+    ...before,
+    text: rich.html,
+    parse_mode: "rich",
+    plain_text: rich.text,
+    body: params,
+    message,
+  };
 }
 
 type ParsedText = { text: string; entities: NonNullable<Message["entities"]> };
