@@ -9,7 +9,7 @@ import { lockSqliteService, type ServiceLock, ServiceLockError } from "./db/serv
 import { createHttpServer } from "./http/server.js";
 import type { Logger } from "./logger.js";
 import { Dispatcher } from "./queue/dispatcher.js";
-import { createInbox, type Lease } from "./queue/inbox.js";
+import { ALBUM_SETTLE_MS, createInbox, type Lease } from "./queue/inbox.js";
 import { startInboxPruner } from "./queue/inbox-pruner.js";
 import { putAttachment } from "./session/attachments.js";
 import { moveMemory } from "./session/memory-files.js";
@@ -254,7 +254,11 @@ export async function startService(
     allowedUserIds: config.allowedUserIds,
     bot: { id: bot.botInfo.id, username: bot.botInfo.username },
     logger,
-    onStored: () => dispatcher.announce(),
+    onStored: ({ album }) => {
+      dispatcher.announce();
+      // Timers round to the millisecond: a little past the settle time, the album is quiet.
+      if (album) dispatcher.announceAfter(ALBUM_SETTLE_MS + 20);
+    },
     answers,
   });
 

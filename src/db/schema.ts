@@ -52,6 +52,13 @@ export interface InboxTable {
   finished_at: string | null;
   /** Messages of the answer that reached Telegram, while the update runs (the last one is not counted). */
   delivered: ColumnType<number, number | undefined, number>;
+  /** The Telegram album the update's message belongs to: its items run as one turn. */
+  media_group_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /**
+   * The update whose turn took this one in (an album's item, then done); on that update itself
+   * once the album's items are fixed.
+   */
+  merged_into: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 /** A topic /new opened, until its first message names it. */

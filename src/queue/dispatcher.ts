@@ -50,6 +50,8 @@ export class Dispatcher {
   private nextPoll = 0;
   /** Finished updates so far: a claim that overlapped a finish may have missed what it freed. */
   private finished = 0;
+  /** Announcements due later (see announceAfter). */
+  private readonly later = new Set<NodeJS.Timeout>();
 
   constructor(private readonly deps: DispatcherDeps) {}
 
@@ -65,9 +67,23 @@ export class Dispatcher {
     this.wake();
   }
 
+  /**
+   * An update was stored that may run only `ms` from now (an album's item, once its album has
+   * settled): it is announced then, rather than found by the next poll.
+   */
+  announceAfter(ms: number): void {
+    const timer = setTimeout(() => {
+      this.later.delete(timer);
+      this.announce();
+    }, ms);
+    this.later.add(timer);
+  }
+
   /** Stops claiming, then waits (up to `timeoutMs`) for running updates to finish. */
   async stop(timeoutMs: number): Promise<boolean> {
     this.running = false;
+    for (const timer of this.later) clearTimeout(timer);
+    this.later.clear();
     this.wake();
     await this.loop;
     let timer: NodeJS.Timeout | undefined;

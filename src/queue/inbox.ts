@@ -14,8 +14,8 @@ import { commitAtOnce } from "../db/sqlite-dialect.js";
  * Written out, not bound: the partial indexes of the migration serve only queries whose predicate
  * visibly implies theirs.
  */
-const unfinished = (alias: "u" | "o") =>
-  sql<boolean>`${sql.ref(`${alias}.status`)} in ('pending', 'running')`;
+const unfinished = (alias?: "u" | "o" | "g") =>
+  sql<boolean>`${sql.ref(alias ? `${alias}.status` : "status")} in ('pending', 'running')`;
 
 export type InboxItem = {
   updateId: number;
@@ -31,6 +31,16 @@ export type InboxItem = {
 
 /** What fences a worker's writes to an update: its claim, told apart from any later one. */
 export type Claim = Pick<InboxItem, "updateId" | "attempts">;
+
+/**
+ * How long an album must have been quiet (no item of it arriving) before its turn starts.
+ * Telegram makes an album's messages at once and sends them as separate updates right after each
+ * other — in one getUpdates batch, or as webhook requests that may reach different replicas, in
+ * any order — so a second covers their spread with room to spare, and costs a user who sent an
+ * album a second on an answer that takes the model several. An item later than that (a webhook
+ * delivery Telegram had to retry) runs as a turn of its own.
+ */
+export const ALBUM_SETTLE_MS = 1_000;
 
 /** Thrown where a run would write or send after its update's lease went to another worker. */
 export class LeaseLostError extends Error {
@@ -62,6 +72,13 @@ export type Lease = {
    * only the rest; throws LeaseLostError when the update is no longer this worker's.
    */
   recordDelivered(count: number): Promise<void>;
+  /**
+   * The updates of this update's album (`mediaGroupId`) that its turn answers, this one included,
+   * oldest first. The first call takes in the album's other items that are still waiting and
+   * marks them done, merged into this update; every later call (a run after a crash) returns the
+   * same ones. Throws LeaseLostError when the update is no longer this worker's.
+   */
+  takeAlbum(mediaGroupId: string): Promise<unknown[]>;
   readonly lost: boolean;
 };
 
@@ -80,14 +97,23 @@ export function createInbox(deps: {
   workerId: string;
   leaseMs: number;
   now?: () => number;
+  /** See ALBUM_SETTLE_MS. */
+  albumSettleMs?: number;
 }) {
   const { db, workerId, leaseMs } = deps;
   const now = deps.now ?? Date.now;
+  const albumSettleMs = deps.albumSettleMs ?? ALBUM_SETTLE_MS;
 
   const insert = prepareQuery(
     db,
-    4,
-    (updateId: number, chatId: string | null, json: string, receivedAt: string) =>
+    5,
+    (
+      updateId: number,
+      chatId: string | null,
+      json: string,
+      receivedAt: string,
+      mediaGroupId: string | null,
+    ) =>
       db
         .insertInto("inbox")
         .values({
@@ -96,18 +122,29 @@ export function createInbox(deps: {
           update_json: json,
           status: "pending",
           received_at: receivedAt,
+          media_group_id: mediaGroupId,
         })
         .onConflict((oc) => oc.column("update_id").doNothing())
         .returning("update_id"),
   );
 
-  /** Stores an update; false when this update_id was already stored (a retry or an overlap). */
-  async function add(updateId: number, chatId: string | null, update: unknown): Promise<boolean> {
+  /**
+   * Stores an update; false when this update_id was already stored (a retry or an overlap). The
+   * updates of one album (`mediaGroupId`, within the chat) wait until it has been quiet for
+   * `albumSettleMs`, then run as one (see Lease.takeAlbum).
+   */
+  async function add(
+    updateId: number,
+    chatId: string | null,
+    update: unknown,
+    mediaGroupId?: string,
+  ): Promise<boolean> {
     const { rows } = await insert([
       updateId,
       chatId,
       JSON.stringify(update),
       new Date(now()).toISOString(),
+      mediaGroupId ?? null,
     ]);
     return rows.length > 0;
   }
@@ -119,9 +156,10 @@ export function createInbox(deps: {
    * never two of one chat: both see the chat's oldest unfinished update first, one locks it, and
    * for the other that update still counts as unfinished and holds back the rest of the chat. A
    * row claimed and committed after a replica's snapshot is re-checked once locked (its fresh
-   * lease no longer qualifies).
+   * lease no longer qualifies). An album's item waits until no item of its album arrived after
+   * `settledBefore`, holding back the rest of its chat meanwhile, like any older update.
    */
-  const claimUpdate = prepareQuery(db, 2, (at: number, leaseUntil: number) =>
+  const claimUpdate = prepareQuery(db, 3, (at: number, leaseUntil: number, settledBefore: string) =>
     db
       .updateTable("inbox")
       .set((eb) => ({
@@ -140,6 +178,22 @@ export function createInbox(deps: {
           .select("u.update_id")
           .where(unfinished("u"))
           .where((w) => w.or([w("u.lease_until", "is", null), w("u.lease_until", "<", at)]))
+          .where((w) =>
+            w.or([
+              w("u.media_group_id", "is", null),
+              w.not(
+                w.exists(
+                  w
+                    .selectFrom("inbox as g")
+                    .select("g.update_id")
+                    .whereRef("g.chat_id", "=", "u.chat_id")
+                    .whereRef("g.media_group_id", "=", "u.media_group_id")
+                    .where(unfinished("g"))
+                    .where("g.received_at", ">", settledBefore),
+                ),
+              ),
+            ]),
+          )
           .where(({ not, exists, selectFrom }) =>
             not(
               exists(
@@ -167,7 +221,8 @@ export function createInbox(deps: {
   async function claim(): Promise<InboxItem | undefined> {
     const at = now();
     const leaseUntil = at + leaseMs;
-    const [row] = (await claimUpdate([at, leaseUntil])).rows;
+    const settledBefore = new Date(at - albumSettleMs).toISOString();
+    const [row] = (await claimUpdate([at, leaseUntil, settledBefore])).rows;
     if (!row) return undefined;
     return {
       updateId: row.update_id,
@@ -251,6 +306,51 @@ export function createInbox(deps: {
   }
 
   /**
+   * The updates a claim's turn answers for its album, this one included, oldest first; undefined
+   * when the claim was lost. The first call fixes them, in one transaction: the claimed update
+   * names itself in `merged_into`, and the album's other waiting items are marked done, merged
+   * into it. None of them is running: the claimed update holds back the rest of its chat.
+   */
+  async function takeAlbum(item: InboxItem, mediaGroupId: string): Promise<unknown[] | undefined> {
+    return db.transaction().execute(async (trx) => {
+      const before = await trx
+        .selectFrom("inbox")
+        .select("merged_into")
+        .where("update_id", "=", item.updateId)
+        .executeTakeFirst();
+      const fenced = await held(
+        trx.updateTable("inbox").set({ merged_into: item.updateId }),
+        item,
+      ).executeTakeFirst();
+      if (Number(fenced.numUpdatedRows) === 0) return undefined;
+      if (before?.merged_into === null) {
+        await trx
+          .updateTable("inbox")
+          .set({
+            status: "done",
+            merged_into: item.updateId,
+            lease_until: null,
+            finished_at: new Date(now()).toISOString(),
+          })
+          .where("chat_id", "=", item.chatId)
+          .where("media_group_id", "=", mediaGroupId)
+          .where("update_id", "<>", item.updateId)
+          .where(unfinished())
+          // An item that took its album itself once (a run that stalled past its lease) stays.
+          .where("merged_into", "is", null)
+          .execute();
+      }
+      const rows = await trx
+        .selectFrom("inbox")
+        .select("update_json")
+        .where("merged_into", "=", item.updateId)
+        .orderBy("update_id")
+        .execute();
+      return rows.map((row) => JSON.parse(row.update_json) as unknown);
+    });
+  }
+
+  /**
    * The lease of a claim. A run checks it before each model call, each write and its answer: half
    * the lease must be left, so what follows the check (a send to Telegram, say) ends before
    * another worker may claim the update, unless this process stalls that long. Renewals every
@@ -279,6 +379,14 @@ export function createInbox(deps: {
           lost = true;
           throw new LeaseLostError(item.updateId);
         }
+      },
+      async takeAlbum(mediaGroupId) {
+        const updates = await takeAlbum(item, mediaGroupId);
+        if (updates === undefined) {
+          lost = true;
+          throw new LeaseLostError(item.updateId);
+        }
+        return updates;
       },
       get lost() {
         return lost;

@@ -71,7 +71,8 @@ export const isMigration = (message: Message) =>
 
 const OWN_COMMANDS = new Set<string>(COMMANDS.map((c) => c.command));
 
-function addressesBot(message: Message, bot: BotIdentity): boolean {
+/** A mention of the bot, a reply to it or one of its commands (what a group message needs). */
+export function addressesBot(message: Message, bot: BotIdentity): boolean {
   const reply = message.reply_to_message;
   // In a topic the bot opened, every message "replies" to the topic's creation: that is no reply.
   if (reply?.from?.id === bot.id && !reply.forum_topic_created) return true;
@@ -130,9 +131,11 @@ export function routeUpdate(
   const sender = senderOf(message);
   if (!sender) return { action: "ignore", why: "sent by a bot, or by nobody" };
   const { chat } = message;
-  if (chat.type !== "private" && !addressesBot(message, bot)) {
-    return { action: "ignore", why: "not addressed to the bot" };
-  }
+  const addressed = chat.type === "private" || addressesBot(message, bot);
+  // An album's caption, and with it a mention, is on one of its items: an allowed sender's other
+  // items are stored too, and the album runs only if one of them addresses the bot.
+  const albumItem = message.media_group_id !== undefined && allowed.has(sender.id);
+  if (!addressed && !albumItem) return { action: "ignore", why: "not addressed to the bot" };
   if (allowed.has(sender.id)) return { action: "run", conversation: conversationKeyOf(message) };
   if (chat.type === "private") {
     const threadId = threadOfMessage(message);

@@ -11,6 +11,7 @@ import { safeFileName, saveToWorkspace } from "../media/workspace-inbox.js";
 import type { InboxItem, Lease } from "../queue/inbox.js";
 import type { NewAttachment, StoredAttachment } from "../session/attachments.js";
 import type { MediaPart } from "../session/events.js";
+import { addressesBot } from "./access.js";
 import { conversationKeyOf } from "./conversation-key.js";
 import type { Delivery } from "./delivery.js";
 import { type DownloadFile, FileTooBigError, FileUnavailableError, tooBigText } from "./files.js";
@@ -236,23 +237,80 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
     return { part, note: `[Saved in the workspace as ${saved}]` };
   }
 
+  /**
+   * What a message that is not plain text brings for the model: its file (fetched and stored),
+   * or its content as words — or what the user is told instead. The caption is the caller's.
+   */
+  async function readMessage(
+    conversation: string,
+    message: Message,
+  ): Promise<{ parts: MediaPart[]; words: string[] } | { problem: string }> {
+    const inbound = inboundOf(message, media.maxBytes);
+    if (!inbound) return { problem: CANNOT_READ };
+    if (inbound.kind === "refuse") return { problem: inbound.reply };
+    if (inbound.kind === "text") return { parts: [], words: [inbound.text] };
+    const fetched = await fetchFile(conversation, inbound.file);
+    if ("reply" in fetched) {
+      // A sticker Telegram cannot give any more (its set deleted) is still its emoji.
+      if (fetched.unavailable && inbound.instead) return { parts: [], words: [inbound.instead] };
+      return { problem: fetched.reply };
+    }
+    return { parts: [fetched.part], words: fetched.note ? [fetched.note] : [] };
+  }
+
+  /**
+   * An album, as one turn: every item's file, the captions as the words. An item that cannot be
+   * read is told to the user, by its place in the album, and the rest go ahead without it.
+   */
+  async function answerAlbum(ctx: Context, updates: readonly unknown[]) {
+    const items = updates
+      .flatMap((u) => ((u as Update).message ? [(u as Update).message as Message] : []))
+      .sort((a, b) => a.message_id - b.message_id);
+    const leader = ctx.msg as Message;
+    // In a group, one item's caption addresses the bot, or the album is not for it.
+    if (leader.chat.type !== "private" && !items.some((m) => addressesBot(m, ctx.me))) return;
+    if (items.length <= 1) return answerMessage(ctx);
+    const conversation = conversationKeyOf(leader);
+    const parts: MediaPart[] = [];
+    const words: string[] = [];
+    const problems: string[] = [];
+    for (const [index, item] of items.entries()) {
+      const position = `${index + 1} of ${items.length}`;
+      const read = await readMessage(conversation, item);
+      if ("problem" in read) {
+        problems.push(`Album item ${position}: ${read.problem}`);
+        words.push(`[Item ${position} of the album could not be read]`);
+        continue;
+      }
+      parts.push(...read.parts);
+      words.push(...read.words);
+    }
+    const captioned = items.filter((m) => m.caption);
+    for (const item of captioned) {
+      const at = items.indexOf(item) + 1;
+      words.push(
+        captioned.length === 1 ? (item.caption as string) : `[Item ${at}] ${item.caption}`,
+      );
+    }
+    if (problems.length > 0) await reply(ctx, problems.join("\n\n"));
+    if (parts.length === 0) return;
+    return runAndAnswer(ctx, joinLines(...words), parts);
+  }
+
+  async function answerMessage(ctx: Context) {
+    const message = ctx.msg as Message;
+    const read = await readMessage(conversationKeyOf(message), message);
+    if ("problem" in read) return reply(ctx, read.problem);
+    return runAndAnswer(ctx, joinLines(...read.words, message.caption ?? ""), read.parts);
+  }
+
   composer.on("message:text", (ctx) => runAndAnswer(ctx, ctx.msg.text));
 
   composer.on("message", async (ctx) => {
-    const inbound = inboundOf(ctx.msg, media.maxBytes);
-    const caption = ctx.msg.caption ?? "";
-    if (!inbound) return reply(ctx, CANNOT_READ);
-    if (inbound.kind === "refuse") return reply(ctx, inbound.reply);
-    if (inbound.kind === "text") return runAndAnswer(ctx, joinLines(inbound.text, caption));
-    const fetched = await fetchFile(conversationKeyOf(ctx.msg), inbound.file);
-    if ("reply" in fetched) {
-      // A sticker Telegram cannot give any more (its set deleted) is still its emoji.
-      if (fetched.unavailable && inbound.instead) {
-        return runAndAnswer(ctx, joinLines(inbound.instead, caption));
-      }
-      return reply(ctx, fetched.reply);
-    }
-    return runAndAnswer(ctx, joinLines(fetched.note ?? "", caption), [fetched.part]);
+    const album = ctx.msg.media_group_id;
+    const lease = deps.leaseOf?.(ctx.update.update_id);
+    if (album === undefined || !lease) return answerMessage(ctx);
+    return answerAlbum(ctx, await lease.takeAlbum(album));
   });
 
   return composer;

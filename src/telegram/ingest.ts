@@ -103,7 +103,8 @@ export function createIngest(deps: {
   allowedUserIds: readonly number[];
   bot: BotIdentity;
   logger: Logger;
-  onStored(): void;
+  /** An update was stored; an album's item may run only once its album has settled. */
+  onStored(stored: { album: boolean }): void;
   /** Answers being written; a stop reaches them from here, ahead of the inbox's order. */
   answers?: RunningAnswers;
   now?: () => number;
@@ -165,8 +166,9 @@ export function createIngest(deps: {
         );
       return "rejected";
     }
-    const stored = await deps.inbox.add(update.update_id, route.conversation, update);
-    if (stored) deps.onStored();
+    const album = update.message?.media_group_id;
+    const stored = await deps.inbox.add(update.update_id, route.conversation, update, album);
+    if (stored) deps.onStored({ album: album !== undefined });
     return stored ? "stored" : "duplicate";
   };
 }

@@ -2,7 +2,13 @@ import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
 import { migrateToLatest } from "../../src/db/migrate.js";
-import { createInbox, type Inbox, type InboxItem, LeaseLostError } from "../../src/queue/inbox.js";
+import {
+  ALBUM_SETTLE_MS,
+  createInbox,
+  type Inbox,
+  type InboxItem,
+  LeaseLostError,
+} from "../../src/queue/inbox.js";
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../helpers/databases.js";
 import { captureLogger } from "../helpers/logs.js";
 
@@ -205,6 +211,58 @@ describe.each(DATABASE_KINDS)("inbox on %s", (kind) => {
     const next = await claimOne(inbox);
     expect(next.updateId).toBe(r2);
     await inbox.finish(next);
+  });
+
+  it("runs an album once it has been quiet, its first item taking in the rest for good", async () => {
+    const inbox = inboxFor("album");
+    const [a1, a2, text, a3, late] = [nextId++, nextId++, nextId++, nextId++, nextId++];
+    const other = nextId++;
+    await inbox.add(a1, "AL", { n: 1 }, "G");
+    await inbox.add(a2, "AL", { n: 2 }, "G");
+    await inbox.add(text, "AL", { n: "text" });
+    clock += 600;
+    await inbox.add(a3, "AL", { n: 3 }, "G");
+    await inbox.add(other, "OT", { n: "other chat" });
+    // The album is not quiet yet: it waits, holding back its chat, while other chats run.
+    const others = await claimAll(inbox);
+    expect(idsOf(others)).toEqual([other]);
+    await inbox.finish(others[0] as InboxItem);
+    clock += ALBUM_SETTLE_MS - 1;
+    expect(await inbox.claim()).toBeUndefined();
+    clock += 1;
+    const first = await claimOne(inbox);
+    expect(first.updateId).toBe(a1);
+    const album = await inbox.leaseOf(first).takeAlbum("G");
+    expect(album).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }]);
+    const merged = await handle.db
+      .selectFrom("inbox")
+      .select(["update_id", "status", "merged_into"])
+      .where("update_id", "in", [a1, a2, a3])
+      .orderBy("update_id")
+      .execute();
+    expect(merged).toEqual([
+      { update_id: a1, status: "running", merged_into: a1 },
+      { update_id: a2, status: "done", merged_into: a1 },
+      { update_id: a3, status: "done", merged_into: a1 },
+    ]);
+    // An item arriving now is not taken in, not even by a run after a crash: that run answers the
+    // album its first run stored.
+    await inbox.add(late, "AL", { n: 4 }, "G");
+    clock += 30_001;
+    const rerun = await claimOne(inboxFor("after-crash"));
+    expect(rerun).toMatchObject({ updateId: a1, attempts: 2 });
+    expect(await inboxFor("after-crash").leaseOf(rerun).takeAlbum("G")).toEqual(album);
+    await expect(inbox.leaseOf(first).takeAlbum("G")).rejects.toBeInstanceOf(LeaseLostError);
+    await inboxFor("after-crash").finish(rerun);
+    // The message after the album runs next; the late item, once quiet, as a turn of its own.
+    const next = await claimOne(inbox);
+    expect(next.updateId).toBe(text);
+    await inbox.finish(next);
+    clock += ALBUM_SETTLE_MS;
+    const alone = await claimOne(inbox);
+    expect(alone.updateId).toBe(late);
+    expect(await inbox.leaseOf(alone).takeAlbum("G")).toEqual([{ n: 4 }]);
+    await inbox.finish(alone);
   });
 
   it("after a crash, SQLite runs interrupted updates again at once; PostgreSQL waits for the lease", async () => {
