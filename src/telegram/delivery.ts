@@ -23,6 +23,10 @@ export type DeliveryProgress = {
 const inThread = (threadId: number | undefined) =>
   threadId === undefined ? {} : { message_thread_id: threadId };
 
+function ignoreNotModified(error: unknown): void {
+  if (!(error instanceof GrammyError && NOT_MODIFIED.test(error.description))) throw error;
+}
+
 const isCantParse = (error: unknown) =>
   error instanceof GrammyError && error.error_code === 400 && CANT_PARSE.test(error.description);
 
@@ -85,6 +89,30 @@ export function createDelivery(deps: DeliveryDeps) {
     }
   }
 
+  /** Whether answers go out rich: RICH_MESSAGES is on, and Telegram has not said it has none. */
+  const richWanted = () => deps.richMessages === true && !richUnavailable;
+
+  /**
+   * Whether a failed rich call (a message, a draft, an edit) is Telegram refusing rich content,
+   * to be said another way; a 404 turns rich content off for the rest of the process.
+   */
+  function richRefused(error: unknown): error is GrammyError {
+    if (!refusedRich(error)) return false;
+    if (error.error_code === 404) richUnavailable = true;
+    return true;
+  }
+
+  /** Sends one rich message, without a fallback (see richRefused); returns its id. */
+  async function sendRichChunk(chatId: number, html: string, threadId?: number): Promise<number> {
+    const sent = await api.sendRichMessage(chatId, { html }, inThread(threadId));
+    return sent.message_id;
+  }
+
+  /** Makes a message the given rich message; the same content again is not an error. */
+  async function editRich(chatId: number, messageId: number, html: string): Promise<void> {
+    await api.editMessageText(chatId, messageId, { html }).catch(ignoreNotModified);
+  }
+
   /** Replaces a message's text with one chunk of HTML; an unchanged text is not an error. */
   async function editChunk(chatId: number, messageId: number, html: string): Promise<void> {
     const options = { parse_mode: "HTML", link_preview_options: { is_disabled: true } } as const;
@@ -98,9 +126,7 @@ export function createDelivery(deps: DeliveryDeps) {
         .editMessageText(chatId, messageId, htmlToPlainText(html), {
           link_preview_options: { is_disabled: true },
         })
-        .catch((again: unknown) => {
-          if (!(again instanceof GrammyError && NOT_MODIFIED.test(again.description))) throw again;
-        });
+        .catch(ignoreNotModified);
     }
   }
 
@@ -166,11 +192,10 @@ export function createDelivery(deps: DeliveryDeps) {
   async function sendRich(chatId: number, chunk: RichChunk, threadId?: number): Promise<void> {
     if (!richUnavailable) {
       try {
-        await api.sendRichMessage(chatId, { html: chunk.html }, inThread(threadId));
+        await sendRichChunk(chatId, chunk.html, threadId);
         return;
       } catch (error) {
-        if (!refusedRich(error)) throw error;
-        if (error.error_code === 404) richUnavailable = true;
+        if (!richRefused(error)) throw error;
         deps.logger.warn(
           { err: error },
           "Telegram refused the rich message; sending its blocks as HTML",
@@ -210,5 +235,15 @@ export function createDelivery(deps: DeliveryDeps) {
     };
   }
 
-  return { sendHtml, sendMarkdown, showTyping, sendChunk, editChunk };
+  return {
+    sendHtml,
+    sendMarkdown,
+    showTyping,
+    sendChunk,
+    editChunk,
+    richWanted,
+    richRefused,
+    sendRichChunk,
+    editRich,
+  };
 }

@@ -5,6 +5,7 @@ import type { Logger } from "../logger.js";
 import { toolStatus } from "../tools/status.js";
 import { type Delivery, type DeliveryProgress, htmlChunks } from "./delivery.js";
 import { escapeHtml, renderMarkdown } from "./render.js";
+import { renderRichMessages, richDraftHtml } from "./rich/render.js";
 
 /**
  * Between two drafts of one chat: four a second, under the five Telegram allows, so that a draft
@@ -43,20 +44,38 @@ export type LiveAnswer = {
   close(): Promise<void>;
 };
 
-type Shown = { kind: "draft" } | { kind: "edit"; messages: number[]; chunks: string[] };
+/** What the live view shows: the answer so far, and what the model is doing, if anything. */
+type Frame = { readonly markdown: string; readonly status?: string };
+
+type Shown =
+  /** `rich`: sendRichMessageDraft, else sendMessageDraft with HTML. */
+  { kind: "draft"; rich: boolean } | { kind: "edit"; messages: number[]; chunks: string[] };
+
+type Edited = Extract<Shown, { kind: "edit" }>;
 
 const inThread = (threadId: number | undefined) =>
   threadId === undefined ? {} : { message_thread_id: threadId };
 
+/** A frame as Telegram HTML: the answer rendered, the status in italics after it. */
+function frameHtml({ markdown, status }: Frame): string {
+  if (status === undefined) return renderMarkdown(markdown);
+  const note = `<i>${escapeHtml(status)}</i>`;
+  return markdown.trim() === "" ? note : `${renderMarkdown(markdown)}\n\n${note}`;
+}
+
 /** The part of a long answer a draft can show: its last message's worth, where it is growing. */
-const draftHtml = (html: string): string => htmlChunks(html).at(-1) ?? "";
+const draftHtml = (frame: Frame): string => htmlChunks(frameHtml(frame)).at(-1) ?? "";
 
 /** Shows a Telegram answer while the model writes it: as a draft, or as a message edited in place. */
 export function startLiveAnswer(deps: LiveAnswerDeps): LiveAnswer {
   const { api, delivery, chatId, threadId } = deps;
   const drafts = deps.mode === "auto" || deps.mode === "draft";
   let shown: Shown | undefined =
-    deps.mode === "off" ? undefined : drafts && deps.privateChat ? { kind: "draft" } : edits();
+    deps.mode === "off"
+      ? undefined
+      : drafts && deps.privateChat
+        ? { kind: "draft", rich: delivery.richWanted() }
+        : edits();
   const interval = () =>
     shown?.kind === "draft"
       ? (deps.draftIntervalMs ?? DRAFT_INTERVAL_MS)
@@ -66,9 +85,13 @@ export function startLiveAnswer(deps: LiveAnswerDeps): LiveAnswer {
     return deps.mode === "draft" ? undefined : { kind: "edit", messages: [], chunks: [] };
   }
 
-  /** What to show next, rendered only when it is sent: most chunks are replaced before then. */
-  let wanted: (() => string) | undefined;
-  let lastShown = "";
+  /** What to show next; rendered only when it is sent, as most frames are replaced before then. */
+  let wanted: Frame | undefined;
+  /** The frame being sent, and the last one Telegram took (a draft not growing is shown again). */
+  let sending: Frame | undefined;
+  let lastFrame: Frame = { markdown: "" };
+  /** The last HTML edited in: an edit of the same text is not sent. */
+  let lastEdit = "";
   let busy: Promise<void> | undefined;
   let timer: NodeJS.Timeout | undefined;
   let nextAt = 0;
@@ -76,9 +99,9 @@ export function startLiveAnswer(deps: LiveAnswerDeps): LiveAnswer {
   const requests = new AbortController();
   const signal = requests.signal as unknown as Parameters<Api["sendMessageDraft"]>[4];
 
-  function show(html: () => string): void {
+  function show(frame: Frame): void {
     if (closed || shown === undefined) return;
-    wanted = html;
+    wanted = frame;
     pump();
   }
 
@@ -92,52 +115,72 @@ export function startLiveAnswer(deps: LiveAnswerDeps): LiveAnswer {
       }, wait);
       return;
     }
-    const html = wanted();
+    const frame = wanted;
     wanted = undefined;
-    if (html === lastShown && shown?.kind === "edit") return;
+    const send = request(frame);
+    if (send === undefined) return;
+    sending = frame;
     nextAt = Date.now() + interval();
-    busy = push(html)
+    busy = send()
       .then(() => {
-        lastShown = html;
+        lastFrame = frame;
       })
       .catch(failed)
       .finally(() => {
         busy = undefined;
+        sending = undefined;
         pump();
       });
   }
 
-  async function push(html: string): Promise<void> {
+  /** How to show a frame now; undefined when that would change nothing (the same edit again). */
+  function request(frame: Frame): (() => Promise<void>) | undefined {
     if (shown?.kind === "draft") {
-      const text = draftHtml(html);
+      const { rich } = shown;
+      return () => sendDraft(frame, rich);
+    }
+    if (shown?.kind !== "edit") return undefined;
+    const into = shown;
+    const html = frameHtml(frame);
+    if (html === lastEdit) return undefined;
+    return async () => {
+      await showInMessages(into, html === "" ? [] : htmlChunks(html));
+      lastEdit = html;
+    };
+  }
+
+  async function sendDraft(frame: Frame, rich: boolean): Promise<void> {
+    const options = { can_stop: true, ...inThread(threadId) };
+    const richHtml = rich ? richDraftHtml(frame.markdown, frame.status) : undefined;
+    // A rich draft must show something; an empty text draft shows "Thinking…".
+    if (richHtml !== undefined) {
+      await api.sendRichMessageDraft(chatId, deps.draftId, { html: richHtml }, options, signal);
+    } else {
+      const html = draftHtml(frame);
       await api.sendMessageDraft(
         chatId,
         deps.draftId,
-        text,
-        { parse_mode: "HTML", can_stop: true, ...inThread(threadId) },
+        html,
+        { parse_mode: "HTML", ...options },
         signal,
       );
-      scheduleRefresh();
-    } else if (shown?.kind === "edit") {
-      await showInMessages(shown, html === "" ? [] : htmlChunks(html));
     }
+    scheduleRefresh();
   }
 
-  /** Edits the messages that changed, and sends the ones the answer grew into. */
-  async function showInMessages(
-    into: Extract<Shown, { kind: "edit" }>,
-    chunks: readonly string[],
-  ): Promise<void> {
+  /** Edits the messages that changed from `from` on, and sends the ones the answer grew into. */
+  async function showInMessages(into: Edited, chunks: readonly string[], from = 0): Promise<void> {
     for (const [i, chunk] of chunks.entries()) {
-      const id = into.messages[i];
+      const at = from + i;
+      const id = into.messages[at];
       if (id === undefined) into.messages.push(await delivery.sendChunk(chatId, chunk, threadId));
-      else if (into.chunks[i] !== chunk) await delivery.editChunk(chatId, id, chunk);
-      into.chunks[i] = chunk;
+      else if (into.chunks[at] !== chunk) await delivery.editChunk(chatId, id, chunk);
+      into.chunks[at] = chunk;
     }
   }
 
   /** Messages a longer draft of the answer needed and the finished one does not (after a restart). */
-  async function dropExtraMessages(into: Extract<Shown, { kind: "edit" }>, keep: number) {
+  async function dropExtraMessages(into: Edited, keep: number) {
     for (const id of into.messages.splice(keep)) {
       await api.deleteMessage(chatId, id).catch((error: unknown) => {
         deps.logger.warn({ err: error, chat_id: chatId }, "could not delete a message left over");
@@ -145,10 +188,46 @@ export function startLiveAnswer(deps: LiveAnswerDeps): LiveAnswer {
     }
   }
 
+  /**
+   * The finished answer in the messages shown while it was written: rich messages when they are
+   * on (the first ones edited, further ones sent), and from the first Telegram refuses on, the
+   * rest as HTML; else HTML, as the live view showed it.
+   */
+  async function finishInMessages(into: Edited, markdown: string): Promise<void> {
+    const rich = delivery.richWanted() ? renderRichMessages(markdown) : [];
+    for (const [i, chunk] of rich.entries()) {
+      const id = into.messages[i];
+      try {
+        if (id === undefined)
+          into.messages.push(await delivery.sendRichChunk(chatId, chunk.html, threadId));
+        else await delivery.editRich(chatId, id, chunk.html);
+        into.chunks[i] = chunk.html;
+      } catch (error) {
+        if (!delivery.richRefused(error)) throw error;
+        deps.logger.warn(
+          { err: error, chat_id: chatId },
+          "Telegram refused the rich answer; showing the rest as HTML",
+        );
+        const rest = htmlChunks(
+          rich
+            .slice(i)
+            .map((c) => c.fallbackHtml)
+            .join("\n\n"),
+        );
+        await showInMessages(into, rest, i);
+        return dropExtraMessages(into, i + rest.length);
+      }
+    }
+    if (rich.length > 0) return dropExtraMessages(into, rich.length);
+    const chunks = htmlChunks(renderMarkdown(markdown));
+    await showInMessages(into, chunks);
+    await dropExtraMessages(into, chunks.length);
+  }
+
   let refresh: NodeJS.Timeout | undefined;
   function scheduleRefresh(): void {
     clearTimeout(refresh);
-    refresh = setTimeout(() => show(() => lastShown), DRAFT_REFRESH_MS);
+    refresh = setTimeout(() => show(lastFrame), DRAFT_REFRESH_MS);
     refresh.unref();
   }
 
@@ -162,6 +241,15 @@ export function startLiveAnswer(deps: LiveAnswerDeps): LiveAnswer {
       );
       return;
     }
+    if (shown?.kind === "draft" && shown.rich && delivery.richRefused(error)) {
+      deps.logger.info(
+        { chat_id: chatId, err: error.description },
+        "rich drafts refused; drafting in HTML instead",
+      );
+      shown = { kind: "draft", rich: false };
+      showAgain();
+      return;
+    }
     if (shown?.kind === "draft" && error instanceof GrammyError && error.error_code === 400) {
       // Drafts refused here (not a private chat after all, an older client): edit in place.
       deps.logger.info(
@@ -169,14 +257,17 @@ export function startLiveAnswer(deps: LiveAnswerDeps): LiveAnswer {
         "drafts refused; editing a message instead",
       );
       shown = edits();
-      nextAt = 0;
-      const again = lastShown;
-      wanted ??= () => again;
-      lastShown = "";
+      showAgain();
       return;
     }
     // Only the live view suffers; the finished answer is sent on its own.
     deps.logger.warn({ err: error, chat_id: chatId }, "could not update the live answer");
+  }
+
+  /** After a switch of how it is shown: the refused frame again at once, unless a newer waits. */
+  function showAgain(): void {
+    nextAt = 0;
+    wanted ??= sending;
   }
 
   async function close(): Promise<void> {
@@ -191,16 +282,14 @@ export function startLiveAnswer(deps: LiveAnswerDeps): LiveAnswer {
   const progress: TurnProgress = {
     text(text) {
       round = text;
-      show(() => renderMarkdown(text));
+      show({ markdown: text });
     },
     restart() {
       round = "";
-      show(() => "");
+      show({ markdown: "" });
     },
     tool(name, args) {
-      const status = `<i>${escapeHtml(toolStatus(name, args))}</i>`;
-      const before = round;
-      show(() => (before.trim() === "" ? status : `${renderMarkdown(before)}\n\n${status}`));
+      show({ markdown: round, status: toolStatus(name, args) });
     },
   };
 
@@ -211,9 +300,7 @@ export function startLiveAnswer(deps: LiveAnswerDeps): LiveAnswer {
       const live = shown;
       await close();
       if (live?.kind === "edit" && live.messages.length > 0) {
-        const chunks = htmlChunks(renderMarkdown(markdown));
-        await showInMessages(live, chunks);
-        await dropExtraMessages(live, chunks.length);
+        await finishInMessages(live, markdown);
         return;
       }
       await delivery.sendMarkdown(chatId, markdown, threadId, deliveryProgress);

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { text } from "../fakes/gemini.js";
+import { streamed, text } from "../fakes/gemini.js";
 import { validateRichHtml, validateTelegramHtml } from "../fakes/telegram.js";
+import { longMarkdownAnswer } from "../helpers/answers.js";
 import {
   ALLOWED_USER,
   eventually,
@@ -28,6 +29,8 @@ const TABLE_AND_CODE = [
   "Costs $5 and $10, a==b, x || y, <div>literal</div>.",
 ].join("\n");
 
+const GROUP = -4_000_002;
+
 let w: ServiceWorld;
 let nextUser = ALLOWED_USER;
 
@@ -44,6 +47,12 @@ function allowedUsers(): string {
 }
 
 const sentTo = (chatId: number) => w.telegram.sent.filter((m) => m.chat_id === chatId);
+/** The kinds of block Telegram reads in a rich message's HTML; undefined when it refuses it. */
+function blockTypes(html: string | undefined): string[] | undefined {
+  const parsed = validateRichHtml(html ?? "");
+  return parsed.ok ? parsed.blocks.map((block) => block.type) : undefined;
+}
+
 const callsTo = (chatId: number, method: string) =>
   w.telegram.calls.filter((c) => c.method === method && c.body.chat_id === chatId);
 
@@ -54,15 +63,47 @@ describe("rich messages end to end (RICH_MESSAGES=true)", () => {
     await w.say(QUESTION, { userId: user });
     const [message] = await eventually(() => sentTo(user).length === 1 && sentTo(user));
     expect(message?.parse_mode).toBe("rich");
-    const parsed = validateRichHtml(message?.text ?? "");
-    expect(parsed.ok && parsed.blocks.map((block) => block.type)).toEqual([
-      "heading",
-      "table",
-      "pre",
-      "paragraph",
-    ]);
+    expect(blockTypes(message?.text)).toEqual(["heading", "table", "pre", "paragraph"]);
     expect(message?.plain_text).toContain("Costs $5 and $10, a==b, x || y, <div>literal</div>.");
     expect(callsTo(user, "sendMessage")).toEqual([]);
+  });
+
+  it("streams a 10,000-character answer as rich drafts, then sends it as one rich message within the limits", async () => {
+    const user = nextUser++;
+    const answer = longMarkdownAnswer();
+    w.gemini.script(streamed(text(answer), { chunkChars: 500, chunkDelayMs: 40 }));
+    const updateId = await w.say(QUESTION, { userId: user });
+    const [message] = await eventually(() => sentTo(user).length === 1 && sentTo(user));
+    const drafts = callsTo(user, "sendRichMessageDraft");
+    expect(drafts.length).toBeGreaterThan(1);
+    expect(drafts.every((c) => c.response?.ok && c.body.can_stop === true)).toBe(true);
+    expect(new Set(drafts.map((c) => c.body.draft_id))).toEqual(new Set([updateId]));
+    expect(callsTo(user, "sendMessageDraft")).toEqual([]);
+    // Tables and code render while the answer grows.
+    expect(drafts.some((c) => JSON.stringify(c.body).includes("<table bordered>"))).toBe(true);
+    expect(message?.parse_mode).toBe("rich");
+    const types = blockTypes(message?.text);
+    expect(types).toContain("table");
+    expect(types).toContain("pre");
+    expect(types?.[0]).toBe("heading");
+    const sentAt = callsTo(user, "sendRichMessage")[0]?.at ?? 0;
+    expect(drafts.every((c) => c.at <= sentAt)).toBe(true);
+  });
+
+  it("a group: one message edited in HTML as the answer grows, the last edit makes it the rich answer", async () => {
+    const user = nextUser++;
+    w.gemini.script(streamed(text(TABLE_AND_CODE), { chunkChars: 20, chunkDelayMs: 250 }));
+    await w.say(`@${w.telegram.bot.username} ${QUESTION}`, { userId: user, chatId: GROUP });
+    await eventually(() => sentTo(GROUP)[0]?.parse_mode === "rich");
+    const [message, ...more] = sentTo(GROUP);
+    expect(more).toEqual([]);
+    const edits = callsTo(GROUP, "editMessageText");
+    expect(edits.length).toBeGreaterThan(1);
+    expect(edits.slice(0, -1).every((c) => c.body.parse_mode === "HTML")).toBe(true);
+    expect(edits.at(-1)?.body.rich_message).toEqual({ html: message?.text });
+    expect(blockTypes(message?.text)).toEqual(["heading", "table", "pre", "paragraph"]);
+    expect(callsTo(GROUP, "sendRichMessage")).toEqual([]);
+    expect(w.telegram.calls.filter((c) => c.response?.ok === false)).toEqual([]);
   });
 
   it("falls back to HTML when Telegram refuses the rich message, then to plain text", async () => {

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { renderRichMessages } from "../../src/telegram/rich/render.js";
 import { validateTelegramHtml } from "../fakes/telegram-html.js";
 import { validateRichHtml } from "../fakes/telegram-rich.js";
+import { longMarkdownAnswer } from "../helpers/answers.js";
 
 /** Each message as the fake Telegram parses it; fails the test on one Telegram would refuse. */
 function parsed(markdown: string): { blocks: RichBlock[]; text: string }[] {
@@ -317,29 +318,7 @@ describe("renderRichMessages: limits of one rich message, at their edges", () =>
   });
 
   it("sends a 10,000-character answer with a table and code as one valid rich message", () => {
-    const prose = Array.from(
-      { length: 60 },
-      (_, i) => `Paragraph ${i} says **something** about $x_${i}$ and more words here.`,
-    );
-    const table = [
-      "| n | square |",
-      "|--:|--:|",
-      ...Array.from({ length: 40 }, (_, i) => `| ${i} | ${i * i} |`),
-    ];
-    const code = [
-      "```ts",
-      ...Array.from({ length: 60 }, (_, i) => `const v${i} = ${i} < 10 && "a" ? 1 : 2;`),
-      "```",
-    ];
-    let answer = [
-      "# Report",
-      ...prose.slice(0, 30),
-      table.join("\n"),
-      code.join("\n"),
-      ...prose.slice(30),
-      "- one\n  - two\n    - three",
-    ].join("\n\n");
-    while (answer.length < 10_000) answer += "\n\nFiller sentence with $5 and $10 in it.";
+    const answer = longMarkdownAnswer();
     expect(answer.length).toBeGreaterThanOrEqual(10_000);
     const [message, ...rest] = parsed(answer);
     expect(rest).toEqual([]);

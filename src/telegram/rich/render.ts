@@ -28,6 +28,41 @@ export function renderRichMessages(
   markdown: string,
   budget: RichBudget = RICH_LIMITS,
 ): RichChunk[] {
+  const { groups, perOrigin, source } = richGroups(markdown, budget);
+  return groups.map((group) => ({
+    html: blocksToRichHtml(group.map((piece) => piece.block)),
+    fallbackHtml: fallbackHtml(group, perOrigin, source),
+  }));
+}
+
+/**
+ * A rich draft of an answer being written: its last message's worth (where it grows), and after
+ * it, in italics, what the model is doing; undefined when there is nothing to show.
+ */
+export function richDraftHtml(markdown: string, status?: string): string | undefined {
+  const note: Block[] =
+    status === undefined
+      ? []
+      : [
+          {
+            kind: "paragraph",
+            inline: [{ kind: "format", tag: "i", children: [{ kind: "text", text: status }] }],
+          },
+        ];
+  const room = note.reduce(
+    (left, block) => {
+      const size = cost(block);
+      return { chars: left.chars - size.chars, blocks: left.blocks - size.blocks };
+    },
+    { chars: RICH_LIMITS.chars, blocks: RICH_LIMITS.blocks } as RichBudget,
+  );
+  const last = richGroups(markdown, room).groups.at(-1) ?? [];
+  const blocks = [...last.map((piece) => piece.block), ...note];
+  return blocks.length === 0 ? undefined : blocksToRichHtml(blocks);
+}
+
+/** The answer's blocks, fitted to the budget and packed into messages that show something. */
+function richGroups(markdown: string, budget: RichBudget) {
   const source = markdown.toWellFormed().split(/\r\n?|\n/);
   const pieces = markdownToBlocks(markdown.toWellFormed()).flatMap(
     ({ block, lines }, origin): Piece[] =>
@@ -35,13 +70,10 @@ export function renderRichMessages(
         .filter((part) => part.kind === "divider" || VISIBLE.test(shownText(part)))
         .map((part) => ({ block: part, origin, lines })),
   );
-  const perOrigin = countBy(pieces);
-  return pack(pieces, (piece) => cost(piece.block), budget)
-    .filter((group) => group.some((piece) => VISIBLE.test(shownText(piece.block))))
-    .map((group) => ({
-      html: blocksToRichHtml(group.map((piece) => piece.block)),
-      fallbackHtml: fallbackHtml(group, perOrigin, source),
-    }));
+  const groups = pack(pieces, (piece) => cost(piece.block), budget).filter((group) =>
+    group.some((piece) => VISIBLE.test(shownText(piece.block))),
+  );
+  return { groups, perOrigin: countBy(pieces), source };
 }
 
 function fallbackHtml(

@@ -1,0 +1,221 @@
+import { Api } from "grammy";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createDelivery, type Delivery } from "../../src/telegram/delivery.js";
+import { type LiveAnswer, startLiveAnswer } from "../../src/telegram/live-answer.js";
+import { renderMarkdown } from "../../src/telegram/render.js";
+import {
+  type FakeTelegram,
+  type RecordedCall,
+  startFakeTelegram,
+  validateTelegramHtml,
+} from "../fakes/telegram.js";
+import { captureLogger } from "../helpers/logs.js";
+
+/**
+ * The live view of an answer against the fake Telegram, through grammY: rich drafts, and the
+ * rich final edit in edit mode, with their fallbacks. Each test has chats of its own.
+ */
+
+const TABLE = "## Sizes\n\n| name | size |\n|:--|--:|\n| a | 1 |\n| b | 22 |";
+const ANSWER = `${TABLE}\n\n\`\`\`ts\nconst x = 1 < 2;\n\`\`\`\n\nCosts $5 and $10.`;
+
+let telegram: FakeTelegram;
+let api: Api;
+let nextChat = 5_000;
+let nextGroup = -1_005_000;
+
+beforeAll(async () => {
+  telegram = await startFakeTelegram();
+  api = new Api(telegram.token, { apiRoot: telegram.apiRoot });
+});
+afterAll(() => telegram.close());
+
+function richDelivery(richMessages = true): Delivery {
+  return createDelivery({ api, logger: captureLogger().logger, richMessages });
+}
+
+function live(delivery: Delivery, chatId: number): LiveAnswer {
+  return startLiveAnswer({
+    api,
+    delivery,
+    logger: captureLogger().logger,
+    chatId,
+    privateChat: chatId > 0,
+    mode: "auto",
+    draftId: 77,
+    draftIntervalMs: 0,
+    editIntervalMs: 0,
+  });
+}
+
+const callsTo = (chatId: number, method?: string) =>
+  telegram.calls.filter(
+    (c) => Number(c.body.chat_id) === chatId && (method === undefined || c.method === method),
+  );
+const answered = (chatId: number, method: string) => (c: RecordedCall) =>
+  c.method === method && Number(c.body.chat_id) === chatId && c.response !== undefined;
+const sentTo = (chatId: number) => telegram.sent.filter((m) => m.chat_id === chatId);
+
+/** Shows the answer so far, and waits until it reached Telegram as a call of `method`. */
+async function shows(
+  answer: LiveAnswer,
+  chatId: number,
+  method: string,
+  markdown: string,
+): Promise<void> {
+  const before = callsTo(chatId, method).length;
+  answer.progress.text(markdown);
+  await telegram.waitFor(
+    (c) => answered(chatId, method)(c) && callsTo(chatId, method).indexOf(c) >= before,
+    5_000,
+  );
+}
+
+describe("live answer in a private chat, rich messages on", () => {
+  it("drafts rich with the stop button, shows the tool at work, then sends one rich message", async () => {
+    const chat = nextChat++;
+    const answer = live(richDelivery(), chat);
+    await shows(answer, chat, "sendRichMessageDraft", TABLE);
+    answer.progress.tool("read_file", { path: "notes.txt" });
+    await telegram.waitFor(
+      (c) =>
+        answered(chat, "sendRichMessageDraft")(c) && JSON.stringify(c.body).includes("notes.txt"),
+      5_000,
+    );
+    answer.progress.text(ANSWER);
+    await answer.finish(ANSWER);
+
+    const drafts = telegram.drafts.filter((d) => d.chat_id === chat);
+    expect(drafts.length).toBeGreaterThanOrEqual(2);
+    expect(drafts.every((d) => d.rich_html !== undefined && d.draft_id === 77)).toBe(true);
+    expect(drafts[0]?.rich_html).toContain("<table bordered>");
+    expect(drafts[1]?.plain_text).toMatch(/Sizes[\s\S]*Reading notes\.txt…$/);
+    expect(callsTo(chat, "sendRichMessageDraft").every((c) => c.body.can_stop === true)).toBe(true);
+    expect(callsTo(chat, "sendMessageDraft")).toEqual([]);
+    const [message, ...more] = sentTo(chat);
+    expect(more).toEqual([]);
+    expect(message?.parse_mode).toBe("rich");
+    const sentAt = callsTo(chat, "sendRichMessage")[0]?.at ?? 0;
+    expect(callsTo(chat, "sendRichMessageDraft").every((c) => c.at <= sentAt)).toBe(true);
+  });
+
+  it("a rich draft refused (400) drafts this answer in HTML; the next answer tries rich again", async () => {
+    const chat = nextChat++;
+    const delivery = richDelivery();
+    telegram.failNext("sendRichMessageDraft", {
+      error_code: 400,
+      description: "Bad Request: can't parse rich message",
+    });
+    const first = live(delivery, chat);
+    await shows(first, chat, "sendMessageDraft", TABLE);
+    await shows(first, chat, "sendMessageDraft", ANSWER);
+    await first.finish(ANSWER);
+    const htmlDrafts = callsTo(chat, "sendMessageDraft");
+    expect(htmlDrafts[0]?.body).toMatchObject({ parse_mode: "HTML", can_stop: true, draft_id: 77 });
+    expect(validateTelegramHtml(String(htmlDrafts[0]?.body.text)).ok).toBe(true);
+    expect(sentTo(chat).map((m) => m.parse_mode)).toEqual(["rich"]);
+
+    const second = live(delivery, chat);
+    second.progress.text("again");
+    await telegram.waitFor(
+      (c) => answered(chat, "sendRichMessageDraft")(c) && c.response?.ok === true,
+      5_000,
+    );
+    await second.finish("again");
+    expect(callsTo(chat, "sendRichMessageDraft").map((c) => c.response?.ok)).toEqual([false, true]);
+  });
+
+  it("a server without rich drafts (404): HTML drafts, and the process sends HTML from then on", async () => {
+    const chat = nextChat++;
+    const delivery = richDelivery();
+    telegram.failNext("sendRichMessageDraft", { error_code: 404, description: "Not Found" });
+    const first = live(delivery, chat);
+    await shows(first, chat, "sendMessageDraft", "**bold** start");
+    await first.finish("**bold** start and end");
+    const second = live(delivery, chat);
+    await shows(second, chat, "sendMessageDraft", "**second**");
+    await second.finish("**second**");
+    expect(callsTo(chat, "sendRichMessageDraft")).toHaveLength(1);
+    expect(callsTo(chat, "sendRichMessage")).toEqual([]);
+    expect(sentTo(chat).map((m) => [m.parse_mode, m.text])).toEqual([
+      ["HTML", "<b>bold</b> start and end"],
+      ["HTML", "<b>second</b>"],
+    ]);
+  });
+
+  it("with rich messages off, drafts and the answer are HTML as before", async () => {
+    const chat = nextChat++;
+    const answer = live(richDelivery(false), chat);
+    await shows(answer, chat, "sendMessageDraft", TABLE);
+    await answer.finish(ANSWER);
+    expect(callsTo(chat, "sendRichMessageDraft")).toEqual([]);
+    expect(sentTo(chat).map((m) => m.parse_mode)).toEqual(["HTML"]);
+  });
+});
+
+describe("live answer edited in place (a group), rich messages on", () => {
+  it("edits in HTML while written; the last edit makes the message the rich answer", async () => {
+    const group = nextGroup--;
+    const answer = live(richDelivery(), group);
+    await shows(answer, group, "sendMessage", "## Si");
+    await shows(answer, group, "editMessageText", TABLE);
+    await answer.finish(ANSWER);
+    const edits = callsTo(group, "editMessageText");
+    expect(edits.slice(0, -1).every((c) => c.body.parse_mode === "HTML")).toBe(true);
+    expect(edits.at(-1)?.body).toMatchObject({ rich_message: { html: expect.any(String) } });
+    const [message, ...more] = sentTo(group);
+    expect(more).toEqual([]);
+    expect(message?.parse_mode).toBe("rich");
+    expect(message?.plain_text).toContain("const x = 1 < 2;");
+    expect(callsTo(group, "sendRichMessage")).toEqual([]);
+  });
+
+  it("an answer shown in several HTML messages ends as one rich message; the others are deleted", async () => {
+    const group = nextGroup--;
+    const long = Array.from({ length: 200 }, (_, i) => `Sentence ${i} of a long answer.`).join(" ");
+    const answer = live(richDelivery(), group);
+    answer.progress.text(long);
+    await telegram.waitFor(
+      (c) => answered(group, "sendMessage")(c) && callsTo(group, "sendMessage").indexOf(c) === 1,
+      5_000,
+    );
+    await answer.finish(long);
+    expect(sentTo(group).map((m) => [m.parse_mode, m.plain_text])).toEqual([["rich", long]]);
+    expect(telegram.deleted.filter((d) => d.chat_id === group)).toHaveLength(1);
+  });
+
+  it("a rich answer of two messages: the first edited, the second sent rich", async () => {
+    const group = nextGroup--;
+    const paragraphs = ["first", "second"].map((word) => `${word} `.repeat(4_000).trim());
+    const markdown = paragraphs.join("\n\n");
+    const answer = live(richDelivery(), group);
+    await shows(answer, group, "sendMessage", "beginning");
+    await answer.finish(markdown);
+    expect(sentTo(group).map((m) => [m.parse_mode, m.plain_text])).toEqual([
+      ["rich", paragraphs[0]],
+      ["rich", paragraphs[1]],
+    ]);
+    expect(callsTo(group, "sendRichMessage")).toHaveLength(1);
+  });
+
+  it("the rich edit refused: the message is edited into the HTML answer instead", async () => {
+    const group = nextGroup--;
+    const answer = live(richDelivery(), group);
+    await shows(answer, group, "sendMessage", TABLE);
+    telegram.failNext("editMessageText", {
+      error_code: 400,
+      description: "Bad Request: can't parse rich message",
+    });
+    await answer.finish(ANSWER);
+    const [message, ...more] = sentTo(group);
+    expect(more).toEqual([]);
+    expect(message?.parse_mode).toBe("HTML");
+    expect(message?.text).toBe(renderMarkdown(ANSWER));
+    expect(
+      callsTo(group, "editMessageText").map((c) => [c.response?.ok, "rich_message" in c.body]),
+    ).toEqual([
+      [false, true],
+      [true, false],
+    ]);
+  });
+});
