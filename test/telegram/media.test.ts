@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { BotError } from "grammy";
 import type { Message, Update } from "grammy/types";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { MAX_TRANSCRIPT_CHARS } from "../../src/agent/transcription.js";
 import { putAttachment, sha256Hex } from "../../src/session/attachments.js";
 import { historyLines } from "../../src/session/history-view.js";
 import { type RecordedRequest, status, text } from "../fakes/gemini.js";
@@ -67,7 +68,7 @@ describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
   });
 
   /** Runs a message from the user in their private chat `chat` and returns what was sent back. */
-  async function send(chat: number, content: Partial<Message>): Promise<string[]> {
+  async function send(chat: number, content: Partial<Message>, via = bot): Promise<string[]> {
     const id = ++updateId;
     const before = telegram.sent.length;
     const update = {
@@ -80,7 +81,7 @@ describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
         ...content,
       },
     } as Update;
-    await bot.handleUpdate(update).catch((error: unknown) => {
+    await via.handleUpdate(update).catch((error: unknown) => {
       throw error instanceof BotError ? error.error : error;
     });
     return telegram.sent.slice(before).map((m) => m.plain_text);
@@ -166,6 +167,12 @@ describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
       mimeType: "text/plain",
       data: Buffer.from("print('hi')\n").toString("base64"),
     });
+    // A bare path for a name climbs nowhere either: the last piece is the name.
+    const notes = telegram.addFile(Buffer.from("climb\n"));
+    await send(chat, { document: { ...notes, file_name: "../../x", mime_type: "text/plain" } });
+    expect(wordsOf(h.fake.requests.at(-1))).toBe("[Saved in the workspace as inbox/x]");
+    expect(readFileSync(join(h.dirs.workspace, "inbox", "x"), "utf8")).toBe("climb\n");
+    expect(existsSync(join(h.dirs.workspace, "..", "x"))).toBe(false);
     // A PNG its sender called a JPEG goes to Gemini as what it is.
     const lying = telegram.addFile(png());
     await send(chat, { document: { ...lying, file_name: "shot.jpg", mime_type: "image/jpeg" } });
@@ -191,6 +198,23 @@ describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
     const broken = telegram.addFile(Buffer.from("%PDF-1.4 no end", "latin1"));
     const [pdfReply] = await send(chat, { document: { ...broken, file_name: "cut.pdf" } });
     expect(pdfReply).toMatch(/^Your document “cut\.pdf” looks damaged/);
+    const nothing = telegram.addFile(Buffer.alloc(0));
+    expect(await send(chat, { document: { ...nothing, file_name: "empty.txt" } })).toEqual([
+      "Your document “empty.txt” is empty (0 bytes), so there is nothing for me to read.",
+    ]);
+    // Types that lie: an archive calling itself a JPEG, text calling itself a PDF.
+    const zipAsJpeg = telegram.addFile(Buffer.from("PK\x03\x04 not an image", "latin1"));
+    const [fakePhoto] = await send(chat, {
+      document: { ...zipAsJpeg, file_name: "photo.jpg", mime_type: "image/jpeg" },
+    });
+    expect(fakePhoto).toMatch(
+      /^Your document “photo\.jpg” looks damaged or is not what its type says/,
+    );
+    const textAsPdf = telegram.addFile(Buffer.from("just some words\n"));
+    const [fakePdf] = await send(chat, {
+      document: { ...textAsPdf, file_name: "notes.pdf", mime_type: "application/pdf" },
+    });
+    expect(fakePdf).toMatch(/^Your document “notes\.pdf” looks damaged/);
     const binary = telegram.addFile(Buffer.from([0xc3, 0x28, 0xff]));
     const [notText] = await send(chat, { document: { ...binary, file_name: "notes.txt" } });
     expect(notText).toMatch(/is not plain text/);
@@ -254,6 +278,56 @@ describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
       { chatId: String(chat) },
     );
     expect(JSON.stringify(found)).toContain("Buy oat milk and call Mira.");
+  });
+
+  it("takes an hour-long voice note within a raised limit, answers before its transcript, and caps that", async () => {
+    const chat = USER + 9;
+    const hour = Buffer.concat([Buffer.from("OggS"), Buffer.alloc(5 * 1024 * 1024 - 4, 7)]);
+    const voice = { ...telegram.addFile(hour), duration: 3_600, mime_type: "audio/ogg" };
+    // Over the limit (64 KB here): told so, never fetched, nothing stored.
+    const [refused] = await send(chat, { voice });
+    expect(refused).toMatch(/^Your voice note \(5\.0 MB\) is larger than the 64 KB I can take/);
+    expect(telegram.calls.filter((c) => c.body.file_id === voice.file_id)).toEqual([]);
+    expect(await h.app.store.lastTurns(String(chat), 1)).toEqual([]);
+    // Within a raised MEDIA_MAX_BYTES it is read, and answered while its transcript is written.
+    let transcribed: Promise<unknown> = Promise.resolve();
+    const raised = botOnHarness(h, telegram, {
+      allowedUserIds: [USER],
+      settings: { model: CHAT_MODEL, maxEvents: 0, maxTokens: 0 },
+      media: {
+        save: (conversation, file) => putAttachment(h.app.database.db, conversation, file),
+        maxBytes: 8 * 1024 * 1024,
+        workspaceDir: h.dirs.workspace,
+        transcribe: (conversation) => {
+          transcribed = h.app.transcriber.transcribePending(conversation);
+          return transcribed;
+        },
+      },
+    }).bot;
+    let finishTranscript = () => {};
+    const transcriptAsked = new Promise<void>((resolve) => {
+      h.fake.scriptFor(SUMMARY_MODEL, async () => {
+        resolve();
+        await new Promise<void>((release) => {
+          finishTranscript = release;
+        });
+        return text("and then we talked on. ".repeat(6_000));
+      });
+    });
+    h.fake.script(text("an hour of it, heard"));
+    expect(await send(chat, { voice }, raised)).toEqual(["an hour of it, heard"]);
+    const asked = h.fake.requests.filter((r) => r.model === CHAT_MODEL).at(-1);
+    expect(inlineOf(asked)).toEqual([{ mimeType: "audio/ogg", data: hour.toString("base64") }]);
+    await transcriptAsked;
+    const [pending] = historyLines(await h.app.store.lastTurns(String(chat), 1));
+    expect(pending).toEqual({ kind: "user", text: "🎤 1:00:00" });
+    finishTranscript();
+    expect(await transcribed).toBe(1);
+    const [event] = (await h.app.store.loadContext(String(chat))).events;
+    const part = event?.event.parts.find((p) => p.kind === "media");
+    const transcript = part?.kind === "media" ? (part.transcript ?? "") : "";
+    expect(transcript).toHaveLength(MAX_TRANSCRIPT_CHARS + 1);
+    expect(transcript.endsWith("…")).toBe(true);
   });
 
   it("reads a file a local Bot API server gives by absolute path", async () => {

@@ -1,5 +1,6 @@
 import type { Message, Update } from "grammy/types";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { openDatabase } from "../../src/db/connect.js";
 import { type RecordedRequest, text } from "../fakes/gemini.js";
 import type { FileRef } from "../fakes/telegram.js";
 import { chatFor } from "../fakes/telegram-objects.js";
@@ -12,9 +13,10 @@ import {
 } from "../helpers/service-process.js";
 
 /**
- * Albums through the real service: Telegram sends each item as an update of its own, and the
- * album becomes one turn — one stored user event, one model call, one answer — across a crash
- * and across replicas.
+ * Photos through the real service. Albums: Telegram sends each item as an update of its own, and
+ * the album becomes one turn — one stored user event, one model call, one answer — across a crash
+ * and across replicas. Floods: fifty photos at once in one chat are all stored and answered in
+ * order, while other chats go on.
  */
 
 const BOT = "koroku_test_bot";
@@ -28,6 +30,12 @@ const jpeg = (seed: number) =>
     Buffer.alloc(1_500, seed),
     Buffer.from([0xff, 0xd9]),
   ]);
+
+/** How many files the user's newest message holds, and its words. */
+const answerSeen = (r: RecordedRequest) => {
+  const answer = text(`seen ${inlineOf(r).length}: ${wordsOf(r)}`);
+  return wordsOf(r).startsWith("flood") ? { ...answer, delayMs: FLOOD_TURN_MS } : answer;
+};
 
 const inlineOf = (r: RecordedRequest | undefined) =>
   (r?.body.contents.at(-1)?.parts ?? []).flatMap((p) => (p.inlineData ? [p.inlineData] : []));
@@ -62,6 +70,73 @@ function albumUpdates(
   });
 }
 
+/** A photo message from the user in their private chat. */
+function photoUpdate(w: ServiceWorld, chatId: number, file: FileRef, caption: string): Update {
+  const id = w.nextUpdateId();
+  const message = {
+    message_id: id,
+    date: Math.floor(Date.now() / 1000),
+    chat: chatFor(chatId),
+    from: { id: chatId, is_bot: false, first_name: "T" },
+    photo: [{ ...file, width: 800, height: 600 }],
+    caption,
+  } as Message;
+  return { update_id: id, message } as Update;
+}
+
+const FLOOD = 50;
+/** The fake model's time for each turn of a flooded chat: the flood takes a while to answer. */
+const FLOOD_TURN_MS = 20;
+
+/**
+ * Fifty photos in one chat, posted one after another as fast as the webhook takes them (through
+ * `services` in turn), and a text in another chat among them. Every photo is stored and answered,
+ * in order; the other chat is answered before the flood is through; the stored events hold
+ * references, not bytes, so contexts in memory stay small however many photos come.
+ */
+async function floodOfPhotos(
+  w: ServiceWorld,
+  chat: number,
+  other: number,
+  services: RunningService[],
+): Promise<void> {
+  const photos = Array.from({ length: FLOOD }, (_, i) => jpeg(100 + i));
+  for (const [i, photo] of photos.entries()) {
+    const update = photoUpdate(w, chat, w.telegram.addFile(photo), `flood ${chat} #${i + 1}`);
+    const service = services[i % services.length] as RunningService;
+    expect((await w.post(update, { service })).status).toBe(200);
+    if (i === 9) await w.say(`quick one ${other}`, { chatId: other, userId: other });
+  }
+  // Compaction notices come in between (the default budget is 30 events): answers only.
+  const answers = () =>
+    w.telegram.sent
+      .filter((m) => m.chat_id === chat && m.plain_text.startsWith("seen"))
+      .map((m) => m.plain_text);
+  await eventually(() => answers().length >= FLOOD);
+  expect(answers()).toEqual(photos.map((_, i) => `seen 1: flood ${chat} #${i + 1}`));
+  const order = w.telegram.sent.map((m) => m.chat_id);
+  expect(order.indexOf(other)).toBeLessThan(order.lastIndexOf(chat));
+  const db = openDatabase(w.db.target);
+  try {
+    const files = await db.db
+      .selectFrom("attachment_uses")
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .where("chat_id", "=", String(chat))
+      .executeTakeFirstOrThrow();
+    expect(Number(files.n)).toBe(FLOOD);
+    const events = await db.db
+      .selectFrom("messages")
+      .select("event_json")
+      .where("chat_id", "=", String(chat))
+      .where("kind", "=", "session")
+      .execute();
+    expect(events).toHaveLength(2 * FLOOD);
+    expect(Math.max(...events.map((e) => e.event_json.length))).toBeLessThan(1_000);
+  } finally {
+    await db.close();
+  }
+}
+
 /** Posts updates at once, as Telegram's parallel webhook connections do (`services` in turn). */
 async function postAll(w: ServiceWorld, updates: readonly Update[], services?: RunningService[]) {
   const responses = await Promise.all(
@@ -73,7 +148,7 @@ async function postAll(w: ServiceWorld, updates: readonly Update[], services?: R
   expect(responses.map((r) => r.status)).toEqual(updates.map(() => 200));
 }
 
-describe("albums on SQLite", () => {
+describe("albums and floods of photos on SQLite", () => {
   let w: ServiceWorld;
   let nextUser = 0;
   const user = () => USERS[nextUser++] as number;
@@ -84,7 +159,7 @@ describe("albums on SQLite", () => {
 
   beforeAll(async () => {
     w = await startWorld({ env: { ALLOWED_USER_IDS: [ALLOWED_USER, ...USERS].join(",") } });
-    w.gemini.setDefault((r) => text(`seen ${inlineOf(r).length}: ${wordsOf(r)}`));
+    w.gemini.setDefault(answerSeen);
   });
   afterEach(() => {
     expect(w.service.proc.exitCode).toBeNull();
@@ -181,6 +256,10 @@ describe("albums on SQLite", () => {
     expect(sentTo(GROUP)).toHaveLength(1);
   });
 
+  it("stores and answers fifty photos sent at once in one chat, in order, other chats unaffected", async () => {
+    await floodOfPhotos(w, user(), user(), [w.service]);
+  });
+
   it("answers an album whose turn a kill -9 interrupted once, with every item, after the restart", async () => {
     const chat = user();
     w.gemini.script({ ...text("never delivered"), delayMs: 30_000 });
@@ -203,20 +282,26 @@ describe("albums on SQLite", () => {
   });
 });
 
-describe("albums on two PostgreSQL replicas", () => {
+describe("albums and floods of photos on two PostgreSQL replicas", () => {
   let w: ServiceWorld;
+  let b: RunningService;
+  beforeAll(async () => {
+    w = await startWorld({
+      kind: "postgres",
+      env: { ALLOWED_USER_IDS: [ALLOWED_USER, ...USERS].join(",") },
+    });
+    w.gemini.setDefault(answerSeen);
+    b = await w.start();
+  });
+  afterEach(() => {
+    expect(w.gemini.rejections).toEqual([]);
+  });
   afterAll(async () => {
     await w?.close();
   });
 
   it("answer an album whose items reached both replicas, in any order, once", async () => {
     const chat = USERS[0] as number;
-    w = await startWorld({
-      kind: "postgres",
-      env: { ALLOWED_USER_IDS: [ALLOWED_USER, ...USERS].join(",") },
-    });
-    w.gemini.setDefault((r) => text(`seen ${inlineOf(r).length}: ${wordsOf(r)}`));
-    const b = await w.start();
     const updates = albumUpdates(
       w,
       chat,
@@ -229,11 +314,14 @@ describe("albums on two PostgreSQL replicas", () => {
     await postAll(w, [...updates].reverse(), [w.service, b]);
     const answer = await eventually(() => w.telegram.sent.find((m) => m.chat_id === chat));
     expect(answer.plain_text).toBe("seen 5: five");
-    // Both replicas have had time to look again: still one call and one answer.
+    // A later message of the chat runs after everything of the album: still one call, one answer.
     await w.say("/history", { chatId: chat, userId: chat });
     await eventually(() => w.telegram.sent.some((m) => m.plain_text.startsWith("You:")));
     expect(w.gemini.requests).toHaveLength(1);
     expect(w.telegram.sent.filter((m) => m.plain_text.startsWith("seen"))).toHaveLength(1);
-    expect(w.gemini.rejections).toEqual([]);
+  });
+
+  it("store and answer fifty photos sent to either replica, in order, other chats unaffected", async () => {
+    await floodOfPhotos(w, USERS[1] as number, USERS[2] as number, [w.service, b]);
   });
 });
