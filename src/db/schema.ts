@@ -59,6 +59,11 @@ export interface InboxTable {
    * once the album's items are fixed.
    */
   merged_into: ColumnType<number | null, number | null | undefined, number | null>;
+  /**
+   * JSON array of the message ids the answer was shown in while written (edit mode), so that a
+   * run after a crash edits them instead of sending the answer again; null when none.
+   */
+  live_messages: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** A topic /new opened, until its first message names it. */

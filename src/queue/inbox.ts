@@ -27,6 +27,8 @@ export type InboxItem = {
   leaseUntil: number;
   /** Messages of the answer that earlier runs got to Telegram (all but the last, at most). */
   delivered: number;
+  /** Messages earlier runs showed the answer in while it was written (edit mode), in order. */
+  liveMessages: readonly number[];
 };
 
 /** What fences a worker's writes to an update: its claim, told apart from any later one. */
@@ -72,6 +74,14 @@ export type Lease = {
    * only the rest; throws LeaseLostError when the update is no longer this worker's.
    */
   recordDelivered(count: number): Promise<void>;
+  /** Messages earlier runs of this update showed its answer in while it was written. */
+  readonly liveMessages: readonly number[];
+  /**
+   * Records the messages the answer is being shown in (all of them, in order), so that a later
+   * run edits them rather than sending the answer anew; throws LeaseLostError when the update is
+   * no longer this worker's.
+   */
+  recordLiveMessages(ids: readonly number[]): Promise<void>;
   /**
    * The updates of this update's album (`mediaGroupId`) that its turn answers, this one included,
    * oldest first. The first call takes in the album's other items that are still waiting and
@@ -83,6 +93,17 @@ export type Lease = {
 };
 
 export type Inbox = ReturnType<typeof createInbox>;
+
+/** The stored message ids; anything but a JSON array of integers (a hand-edited row) is none. */
+function parseLiveMessages(json: string | null): number[] {
+  if (json === null) return [];
+  try {
+    const ids: unknown = JSON.parse(json);
+    return Array.isArray(ids) && ids.every(Number.isSafeInteger) ? (ids as number[]) : [];
+  } catch {
+    return [];
+  }
+}
 
 type InboxUpdate = UpdateQueryBuilder<Database, "inbox", "inbox", UpdateResult>;
 
@@ -214,7 +235,7 @@ export function createInbox(deps: {
           .limit(1)
           .$if(deps.kind === "postgres", (q) => q.forUpdate().skipLocked()),
       )
-      .returning(["update_id", "chat_id", "update_json", "attempts", "delivered"]),
+      .returning(["update_id", "chat_id", "update_json", "attempts", "delivered", "live_messages"]),
   );
 
   /** Takes the next update that may run now, or undefined when there is none. */
@@ -231,6 +252,7 @@ export function createInbox(deps: {
       attempts: row.attempts,
       leaseUntil,
       delivered: row.delivered,
+      liveMessages: parseLiveMessages(row.live_messages),
     };
   }
 
@@ -262,6 +284,12 @@ export function createInbox(deps: {
   function recordDelivered(claim: Claim, count: number): Promise<boolean> {
     // Telegram has the message: until this commits, a crash means sending it again.
     return commitAtOnce(() => updateHeld(claim, { delivered: count }));
+  }
+
+  /** Records the messages a claim's answer is shown in; false when the claim was lost. */
+  function recordLiveMessages(claim: Claim, ids: readonly number[]): Promise<boolean> {
+    const json = ids.length === 0 ? null : JSON.stringify(ids);
+    return commitAtOnce(() => updateHeld(claim, { live_messages: json }));
   }
 
   const markFinished = prepareQuery(
@@ -376,6 +404,13 @@ export function createInbox(deps: {
       delivered: item.delivered,
       async recordDelivered(count) {
         if (!(await recordDelivered(item, count))) {
+          lost = true;
+          throw new LeaseLostError(item.updateId);
+        }
+      },
+      liveMessages: item.liveMessages,
+      async recordLiveMessages(ids) {
+        if (!(await recordLiveMessages(item, ids))) {
           lost = true;
           throw new LeaseLostError(item.updateId);
         }

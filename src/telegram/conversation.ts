@@ -126,6 +126,8 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
       privateChat: message.chat.type === "private",
       mode: deps.streaming,
       draftId,
+      shownBefore: lease?.liveMessages,
+      recordMessages: lease && ((ids) => lease.recordLiveMessages(ids)),
     });
     const running = deps.answers.start(session, chatId, draftId);
     let visible = false;

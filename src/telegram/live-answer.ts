@@ -2,6 +2,7 @@ import { type Api, GrammyError } from "grammy";
 import type { TurnProgress } from "../agent/turn.js";
 import type { StreamingMode } from "../config.js";
 import type { Logger } from "../logger.js";
+import { LeaseLostError } from "../queue/inbox.js";
 import { toolStatus } from "../tools/status.js";
 import { type Delivery, type DeliveryProgress, htmlChunks } from "./delivery.js";
 import { escapeHtml, renderMarkdown } from "./render.js";
@@ -31,6 +32,13 @@ export type LiveAnswerDeps = {
   draftId: number;
   draftIntervalMs?: number;
   editIntervalMs?: number;
+  /**
+   * Messages an earlier run of this update showed the answer in (edit mode, then the process
+   * died): this run shows it in them again, edited, instead of sending it a second time.
+   */
+  shownBefore?: readonly number[];
+  /** Records the messages the answer is shown in, all of them, whenever one is added or dropped. */
+  recordMessages?(ids: readonly number[]): Promise<void>;
 };
 
 export type LiveAnswer = {
@@ -53,6 +61,9 @@ type Shown =
 
 type Edited = Extract<Shown, { kind: "edit" }>;
 
+/** An edit of a message that is no longer there (the user deleted it). */
+const GONE = /message to edit not found|MESSAGE_ID_INVALID/i;
+
 const inThread = (threadId: number | undefined) =>
   threadId === undefined ? {} : { message_thread_id: threadId };
 
@@ -70,12 +81,15 @@ const draftHtml = (frame: Frame): string => htmlChunks(frameHtml(frame)).at(-1) 
 export function startLiveAnswer(deps: LiveAnswerDeps): LiveAnswer {
   const { api, delivery, chatId, threadId } = deps;
   const drafts = deps.mode === "auto" || deps.mode === "draft";
+  const shownBefore = deps.shownBefore ?? [];
   let shown: Shown | undefined =
-    deps.mode === "off"
-      ? undefined
-      : drafts && deps.privateChat
-        ? { kind: "draft", rich: delivery.richWanted() }
-        : edits();
+    shownBefore.length > 0
+      ? { kind: "edit", messages: [...shownBefore], chunks: [] }
+      : deps.mode === "off"
+        ? undefined
+        : drafts && deps.privateChat
+          ? { kind: "draft", rich: delivery.richWanted() }
+          : edits();
   const interval = () =>
     shown?.kind === "draft"
       ? (deps.draftIntervalMs ?? DRAFT_INTERVAL_MS)
@@ -172,16 +186,61 @@ export function startLiveAnswer(deps: LiveAnswerDeps): LiveAnswer {
   async function showInMessages(into: Edited, chunks: readonly string[], from = 0): Promise<void> {
     for (const [i, chunk] of chunks.entries()) {
       const at = from + i;
-      const id = into.messages[at];
-      if (id === undefined) into.messages.push(await delivery.sendChunk(chatId, chunk, threadId));
-      else if (into.chunks[at] !== chunk) await delivery.editChunk(chatId, id, chunk);
+      if (into.chunks[at] === chunk && into.messages[at] !== undefined) continue;
+      await showAt(
+        into,
+        at,
+        (id) => delivery.editChunk(chatId, id, chunk),
+        () => delivery.sendChunk(chatId, chunk, threadId),
+      );
       into.chunks[at] = chunk;
     }
   }
 
+  /**
+   * Shows the `at`-th message of the answer: edits it, or sends it when the answer grew into it
+   * or the message is gone (the user deleted it); a message sent is recorded at once.
+   */
+  async function showAt(
+    into: Edited,
+    at: number,
+    edit: (id: number) => Promise<void>,
+    send: () => Promise<number>,
+  ): Promise<void> {
+    const id = into.messages[at];
+    if (id !== undefined) {
+      try {
+        return await edit(id);
+      } catch (error) {
+        if (!(error instanceof GrammyError && GONE.test(error.description))) throw error;
+      }
+    }
+    into.messages[at] = await send();
+    await recordMessages(into);
+  }
+
+  /**
+   * A crash after a message went out but before this record would show the answer twice; the
+   * database away costs only that protection, while a lost lease stops the run.
+   */
+  async function recordMessages(into: Edited): Promise<void> {
+    await deps.recordMessages?.([...into.messages]).catch((error: unknown) => {
+      if (error instanceof LeaseLostError) throw error;
+      deps.logger.warn(
+        { err: error, chat_id: chatId },
+        "could not record the messages an answer is shown in",
+      );
+    });
+  }
+
   /** Messages a longer draft of the answer needed and the finished one does not (after a restart). */
   async function dropExtraMessages(into: Edited, keep: number) {
-    for (const id of into.messages.splice(keep)) {
+    if (into.messages.length <= keep) return;
+    const extra = into.messages.splice(keep);
+    into.chunks.splice(keep);
+    // Recorded first: a later run must not edit a message that is gone.
+    await recordMessages(into);
+    for (const id of extra) {
       await api.deleteMessage(chatId, id).catch((error: unknown) => {
         deps.logger.warn({ err: error, chat_id: chatId }, "could not delete a message left over");
       });
@@ -196,11 +255,13 @@ export function startLiveAnswer(deps: LiveAnswerDeps): LiveAnswer {
   async function finishInMessages(into: Edited, markdown: string): Promise<void> {
     const rich = delivery.richWanted() ? renderRichMessages(markdown) : [];
     for (const [i, chunk] of rich.entries()) {
-      const id = into.messages[i];
       try {
-        if (id === undefined)
-          into.messages.push(await delivery.sendRichChunk(chatId, chunk.html, threadId));
-        else await delivery.editRich(chatId, id, chunk.html);
+        await showAt(
+          into,
+          i,
+          (id) => delivery.editRich(chatId, id, chunk.html),
+          () => delivery.sendRichChunk(chatId, chunk.html, threadId),
+        );
         into.chunks[i] = chunk.html;
       } catch (error) {
         if (!delivery.richRefused(error)) throw error;

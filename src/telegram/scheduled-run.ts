@@ -82,6 +82,8 @@ export function createScheduledRunner(deps: {
       // Private chats are the ones with positive ids.
       privateChat: task.chatId > 0,
       draftId,
+      shownBefore: lease.liveMessages,
+      recordMessages: (ids) => lease.recordLiveMessages(ids),
     });
     const running = deps.answers.start(task.conversation, task.chatId, draftId);
     try {

@@ -135,4 +135,21 @@ describe("answers shown while Gemini writes them", () => {
     expect(sentTo(w, ALLOWED_USER)).toHaveLength(1);
     expect(w.gemini.requests).toHaveLength(2);
   });
+
+  it("a group killed in the middle of a stream: after the restart the message it was editing becomes the answer", async () => {
+    w = await startWorld();
+    w.gemini.script(slowly(), slowly());
+    await w.say(`@${w.telegram.bot.username} write a lot`, { chatId: GROUP });
+    // Edited once: the message it was first sent as is recorded by then.
+    await eventually(() => w.telegram.edits.some((e) => e.chat_id === GROUP));
+    w.service.proc.kill("SIGKILL");
+    await w.service.exited;
+    const [shown] = sentTo(w, GROUP);
+    w.service = await w.start();
+    await eventually(() => sentTo(w, GROUP)[0]?.plain_text === ANSWER, 20_000);
+    await eventually(() => w.gemini.pendingSteps() === 0);
+    expect(sentTo(w, GROUP).map((m) => m.message_id)).toEqual([shown?.message_id]);
+    expect(callsOf(w, "sendMessage").filter((c) => c.body.chat_id === GROUP)).toHaveLength(1);
+    expect(w.gemini.requests).toHaveLength(2);
+  });
 });

@@ -58,6 +58,7 @@ describe.each(DATABASE_KINDS)("inbox on %s", (kind) => {
       attempts: 1,
       leaseUntil: clock + 30_000,
       delivered: 0,
+      liveMessages: [],
     });
     expect(await inbox.finish(item)).toBe(true);
     expect(await inbox.claim()).toBeUndefined();
@@ -135,6 +136,9 @@ describe.each(DATABASE_KINDS)("inbox on %s", (kind) => {
     expect(await inbox.renew(stale)).toBeUndefined();
     expect(await inbox.recordDelivered(stale, 2)).toBe(false);
     await expect(inbox.leaseOf(stale).recordDelivered(2)).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(inbox.leaseOf(stale).recordLiveMessages([5])).rejects.toBeInstanceOf(
+      LeaseLostError,
+    );
     const row = await handle.db
       .selectFrom("inbox")
       .select(["status", "attempts", "lease_until", "delivered"])
@@ -162,6 +166,28 @@ describe.each(DATABASE_KINDS)("inbox on %s", (kind) => {
     expect(second).toMatchObject({ updateId: id, attempts: 2, delivered: 2 });
     expect(inbox.leaseOf(second).delivered).toBe(2);
     expect(await inbox.finish(second)).toBe(true);
+  });
+
+  it("hands the next claim the messages an earlier run showed the answer in", async () => {
+    const inbox = inboxFor("live");
+    const id = nextId++;
+    await inbox.add(id, "L", {});
+    const first = await claimOne(inbox);
+    const lease = inbox.leaseOf(first);
+    expect(lease.liveMessages).toEqual([]);
+    await lease.recordLiveMessages([41]);
+    await lease.recordLiveMessages([41, 42]);
+    // The process dies: its lease runs out and another worker takes the update.
+    clock += 30_001;
+    const second = await claimOne(inboxFor("after"));
+    expect(second).toMatchObject({ updateId: id, attempts: 2, liveMessages: [41, 42] });
+    const after = inboxFor("after").leaseOf(second);
+    await after.recordLiveMessages([]);
+    expect(await inboxFor("after").release(second, "again", 0)).toBe(true);
+    clock += 1;
+    const third = await claimOne(inbox);
+    expect(third.liveMessages).toEqual([]);
+    expect(await inbox.finish(third)).toBe(true);
   });
 
   it("vouches for a lease from its own clock while half of it is left, and asks the database after", async () => {

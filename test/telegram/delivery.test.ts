@@ -117,6 +117,7 @@ describe("delivery to a fake Telegram", () => {
         attempts: 5,
         leaseUntil: 0,
         delivered: 0,
+        liveMessages: [],
       };
     }
 

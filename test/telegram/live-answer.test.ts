@@ -1,7 +1,11 @@
 import { Api } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDelivery, type Delivery } from "../../src/telegram/delivery.js";
-import { type LiveAnswer, startLiveAnswer } from "../../src/telegram/live-answer.js";
+import {
+  type LiveAnswer,
+  type LiveAnswerDeps,
+  startLiveAnswer,
+} from "../../src/telegram/live-answer.js";
 import { renderMarkdown } from "../../src/telegram/render.js";
 import {
   type FakeTelegram,
@@ -34,8 +38,13 @@ function richDelivery(richMessages = true): Delivery {
   return createDelivery({ api, logger: captureLogger().logger, richMessages });
 }
 
-function live(delivery: Delivery, chatId: number): LiveAnswer {
+function live(
+  delivery: Delivery,
+  chatId: number,
+  more: Pick<LiveAnswerDeps, "shownBefore" | "recordMessages"> = {},
+): LiveAnswer {
   return startLiveAnswer({
+    ...more,
     api,
     delivery,
     logger: captureLogger().logger,
@@ -217,5 +226,63 @@ describe("live answer edited in place (a group), rich messages on", () => {
       [false, true],
       [true, false],
     ]);
+  });
+});
+
+describe("live answer after a crash: the messages an earlier run showed it in", () => {
+  const LONG = Array.from({ length: 200 }, (_, i) => `Sentence ${i} of a long answer.`).join(" ");
+
+  it("are recorded as they are sent, and a later run edits them instead of sending the answer again", async () => {
+    const group = nextGroup--;
+    const recorded: number[][] = [];
+    const recordMessages = async (ids: readonly number[]) => void recorded.push([...ids]);
+    const dead = live(richDelivery(), group, { recordMessages });
+    dead.progress.text(LONG);
+    await telegram.waitFor(
+      (c) => answered(group, "sendMessage")(c) && callsTo(group, "sendMessage").indexOf(c) === 1,
+      5_000,
+    );
+    await dead.close();
+    const ids = sentTo(group).map((m) => m.message_id);
+    expect(ids).toHaveLength(2);
+    expect(recorded).toEqual([ids.slice(0, 1), ids]);
+
+    // The next run writes a shorter answer: the first message becomes it, the second goes.
+    recorded.length = 0;
+    const next = live(richDelivery(), group, { shownBefore: ids, recordMessages });
+    await next.finish(ANSWER);
+    expect(sentTo(group).map((m) => [m.message_id, m.parse_mode])).toEqual([[ids[0], "rich"]]);
+    expect(telegram.deleted.filter((d) => d.chat_id === group)).toEqual([
+      { chat_id: group, message_id: ids[1] },
+    ]);
+    expect(recorded).toEqual([ids.slice(0, 1)]);
+    expect(callsTo(group, "sendRichMessage")).toEqual([]);
+  });
+
+  it("a run that resumes the stored answer in a private chat edits the message too, not a draft", async () => {
+    const chat = nextChat++;
+    const first = await api.sendMessage(chat, "partial");
+    const answer = live(richDelivery(), chat, { shownBefore: [first.message_id] });
+    await answer.finish(ANSWER);
+    expect(sentTo(chat).map((m) => [m.message_id, m.parse_mode])).toEqual([
+      [first.message_id, "rich"],
+    ]);
+    expect(callsTo(chat, "sendRichMessageDraft")).toEqual([]);
+  });
+
+  it("one the user deleted meanwhile is sent anew, and recorded", async () => {
+    const group = nextGroup--;
+    const first = await api.sendMessage(group, "partial");
+    await api.deleteMessage(group, first.message_id);
+    const recorded: number[][] = [];
+    const answer = live(richDelivery(false), group, {
+      shownBefore: [first.message_id],
+      recordMessages: async (ids) => void recorded.push([...ids]),
+    });
+    await answer.finish("the **answer**");
+    const [message, ...more] = sentTo(group);
+    expect(more).toEqual([]);
+    expect(message?.text).toBe("the <b>answer</b>");
+    expect(recorded).toEqual([[message?.message_id]]);
   });
 });
