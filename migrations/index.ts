@@ -8,6 +8,7 @@ import * as fullTextSearch from "./20261202033000_full_text_search.js";
 import * as modelUsage from "./20261202040000_model_usage.js";
 import * as inboxAlbums from "./20261203010000_inbox_albums.js";
 import * as inboxLiveMessages from "./20261203020000_inbox_live_messages.js";
+import * as inboxStopRequested from "./20261203030000_inbox_stop_requested.js";
 
 /** Every migration, by name; names sort in the order they must run. Add new files here. */
 export const migrations: Record<string, Migration> = {
@@ -20,4 +21,5 @@ export const migrations: Record<string, Migration> = {
   "20261202040000_model_usage": modelUsage,
   "20261203010000_inbox_albums": inboxAlbums,
   "20261203020000_inbox_live_messages": inboxLiveMessages,
+  "20261203030000_inbox_stop_requested": inboxStopRequested,
 };

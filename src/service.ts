@@ -11,6 +11,7 @@ import type { Logger } from "./logger.js";
 import { Dispatcher } from "./queue/dispatcher.js";
 import { ALBUM_SETTLE_MS, createInbox, type Lease } from "./queue/inbox.js";
 import { startInboxPruner } from "./queue/inbox-pruner.js";
+import { listenForStops, replicaStopper } from "./queue/replica-stops.js";
 import { putAttachment } from "./session/attachments.js";
 import { moveMemory } from "./session/memory-files.js";
 import { startScheduler } from "./tasks/scheduler.js";
@@ -198,13 +199,17 @@ export async function startService(
       resyncMs: CLOCK_RESYNC_MS,
     }).catch(abandon);
   }
+  const workerId = `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
   const inbox = createInbox({
     db: app.database.db,
     kind: app.database.kind,
-    workerId: `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`,
+    workerId,
     leaseMs: config.inboxLeaseSeconds * 1000,
     now: clock?.now,
+    onStopRequested: (updateId) => answers.stopUpdate(updateId),
   });
+  // Replicas share a PostgreSQL database: a stop may reach one that is not writing the answer.
+  const replicas = config.database.kind === "postgres" ? config.database : undefined;
   checkStop();
   app.metrics.watchInbox(() => inbox.backlog());
   const recovered = await inbox.recoverAfterCrash().catch(abandon);
@@ -260,6 +265,7 @@ export async function startService(
       if (album) dispatcher.announceAfter(ALBUM_SETTLE_MS + 20);
     },
     answers,
+    stopElsewhere: replicas && replicaStopper({ db: app.database.db, inbox, logger }),
   });
 
   let polling: ReturnType<typeof startPolling> | undefined;
@@ -282,6 +288,14 @@ export async function startService(
   } catch (error) {
     abandon(error);
   }
+  const stopListener =
+    replicas &&
+    listenForStops({
+      connectionString: replicas.connectionString,
+      workerId,
+      stopUpdate: (updateId) => answers.stopUpdate(updateId),
+      logger,
+    });
   dispatcher.start();
   const scheduler = startScheduler({
     tasks: app.tasks,
@@ -322,6 +336,7 @@ export async function startService(
       if (!drained)
         logger.warn("some turns were still running; they will run again after the restart");
       await pruner.stop();
+      await stopListener?.close();
       await app.usageRecorder.flush();
       clock?.stop();
       // Turns still running may yet send their answers: the lock then goes only with the process,

@@ -29,7 +29,7 @@ export type DatabaseHandle = {
  * pg is loaded only when a PostgreSQL URL is configured: loading it costs about 45 ms of the
  * start-up of a SQLite service, which never uses it.
  */
-const loadPg = (): typeof Pg => createRequire(import.meta.url)("pg") as typeof Pg;
+export const loadPg = (): typeof Pg => createRequire(import.meta.url)("pg") as typeof Pg;
 
 const INT8_OID = 20;
 

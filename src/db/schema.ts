@@ -64,6 +64,8 @@ export interface InboxTable {
    * run after a crash edits them instead of sending the answer again; null when none.
    */
   live_messages: ColumnType<string | null, string | null | undefined, string | null>;
+  /** 1 once a stop reached another replica than the one running the update (see replica-stops). */
+  stop_requested: ColumnType<number, number | undefined, number>;
 }
 
 /** A topic /new opened, until its first message names it. */

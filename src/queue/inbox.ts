@@ -94,6 +94,9 @@ export type Lease = {
 
 export type Inbox = ReturnType<typeof createInbox>;
 
+/** What a stop is for: a conversation's answer (/stop), or a draft's (its stop button). */
+export type StopTarget = { conversation: string } | { chatId: number; draftId: number };
+
 /** The stored message ids; anything but a JSON array of integers (a hand-edited row) is none. */
 function parseLiveMessages(json: string | null): number[] {
   if (json === null) return [];
@@ -120,6 +123,8 @@ export function createInbox(deps: {
   now?: () => number;
   /** See ALBUM_SETTLE_MS. */
   albumSettleMs?: number;
+  /** A renewal found a stop another replica recorded for this running update (requestStop). */
+  onStopRequested?(updateId: number): void;
 }) {
   const { db, workerId, leaseMs } = deps;
   const now = deps.now ?? Date.now;
@@ -274,10 +279,47 @@ export function createInbox(deps: {
     return Number(result.numUpdatedRows) > 0;
   }
 
-  /** Extends a claim's lease; returns its new end, or undefined when the claim was lost. */
+  /**
+   * Extends a claim's lease; returns its new end, or undefined when the claim was lost. A stop
+   * another replica recorded on the update meanwhile is passed on (`onStopRequested`).
+   */
   async function renew(claim: Claim): Promise<number | undefined> {
     const leaseUntil = now() + leaseMs;
-    return (await updateHeld(claim, { lease_until: leaseUntil })) ? leaseUntil : undefined;
+    const row = await held(db.updateTable("inbox").set({ lease_until: leaseUntil }), claim)
+      .returning("stop_requested")
+      .executeTakeFirst();
+    if (row === undefined) return undefined;
+    if (row.stop_requested !== 0) deps.onStopRequested?.(claim.updateId);
+    return leaseUntil;
+  }
+
+  /**
+   * Records a stop on the updates it is for that other workers are running under a live lease,
+   * for them to find at their next renewal; returns them, with the worker running each. This
+   * worker's own are not marked: its own registry of answers has them.
+   */
+  async function requestStop(target: StopTarget): Promise<{ updateId: number; worker: string }[]> {
+    const rows = await db
+      .updateTable("inbox")
+      .set({ stop_requested: 1 })
+      .where("status", "=", "running")
+      .where("lease_until", ">=", now())
+      .where("claimed_by", "<>", workerId)
+      .where((w) =>
+        "conversation" in target
+          ? w("chat_id", "=", target.conversation)
+          : w.and([
+              // A scheduled run's draft is named by its (negative) update id, negated.
+              w("update_id", "in", [target.draftId, -target.draftId]),
+              w.or([
+                w("chat_id", "=", String(target.chatId)),
+                w("chat_id", "like", `${target.chatId}:%`),
+              ]),
+            ]),
+      )
+      .returning(["update_id", "claimed_by"])
+      .execute();
+    return rows.map((row) => ({ updateId: row.update_id, worker: row.claimed_by ?? "" }));
   }
 
   /** Records how many messages of a claim's answer reached Telegram; false when the claim was lost. */
@@ -489,6 +531,7 @@ export function createInbox(deps: {
     backlog,
     claim,
     renew,
+    requestStop,
     leaseOf,
     recordDelivered,
     finish,

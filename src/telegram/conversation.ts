@@ -129,7 +129,7 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
       shownBefore: lease?.liveMessages,
       recordMessages: lease && ((ids) => lease.recordLiveMessages(ids)),
     });
-    const running = deps.answers.start(session, chatId, draftId);
+    const running = deps.answers.start(session, chatId, draftId, ctx.update.update_id);
     let visible = false;
     const nowVisible = () => {
       if (visible) return;

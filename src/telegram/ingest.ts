@@ -1,7 +1,7 @@
 import type { Update } from "grammy/types";
 import { z } from "zod";
 import type { Logger } from "../logger.js";
-import type { Inbox } from "../queue/inbox.js";
+import type { Inbox, StopTarget } from "../queue/inbox.js";
 import { type BotIdentity, isStopCommand, rejectionHtml, routeUpdate } from "./access.js";
 import type { Delivery } from "./delivery.js";
 import { escapeHtml } from "./render.js";
@@ -85,6 +85,8 @@ export function checkUpdate(json: unknown): UpdateCheck {
 export type IngestResult = "stored" | "duplicate" | "rejected" | "ignored" | "stopped";
 
 export const NOTHING_TO_STOP = "There is no answer being written to stop.";
+export const STOP_FAILED =
+  "I could not stop the answer: the database did not answer. Please try again in a moment.";
 
 /** A user who is not allowed is told so once in this time, however many messages they send. */
 export const REJECTION_QUIET_MS = 60 * 60 * 1000;
@@ -107,6 +109,11 @@ export function createIngest(deps: {
   onStored(stored: { album: boolean }): void;
   /** Answers being written; a stop reaches them from here, ahead of the inbox's order. */
   answers?: RunningAnswers;
+  /**
+   * With replicas: a stop for no answer written here goes to the replica writing it; true when
+   * one is (src/queue/replica-stops.ts).
+   */
+  stopElsewhere?(target: StopTarget): Promise<boolean>;
   now?: () => number;
 }): Ingest {
   const allowed = new Set(deps.allowedUserIds);
@@ -122,12 +129,28 @@ export function createIngest(deps: {
     if (told.size > MAX_TOLD_USERS) told.delete(told.keys().next().value as number);
     return true;
   };
+  /**
+   * Stops the answer a stop is for, here or on the replica writing it: false when none is being
+   * written anywhere, undefined when that could not be found out.
+   */
+  async function stop(target: StopTarget, here: boolean | undefined): Promise<boolean | undefined> {
+    if (here || !deps.stopElsewhere) return here ?? false;
+    try {
+      return await deps.stopElsewhere(target);
+    } catch (error) {
+      deps.logger.warn({ err: error }, "could not pass a stop on to the other replicas");
+      return undefined;
+    }
+  }
+
   return async (update) => {
     const pressed = update.stopped_message_generation;
     if (pressed) {
       // Drafts exist in private chats only, whose id is their user's.
       if (!allowed.has(pressed.chat.id)) return "ignored";
-      deps.answers?.stopDraft(pressed.chat.id, pressed.draft_id);
+      const { id: chatId } = pressed.chat;
+      const draftId = pressed.draft_id;
+      await stop({ chatId, draftId }, deps.answers?.stopDraft(chatId, draftId));
       return "stopped";
     }
     const route = routeUpdate(update, allowed, deps.bot);
@@ -141,12 +164,15 @@ export function createIngest(deps: {
       return "ignored";
     }
     if (route.action === "run" && update.message && isStopCommand(update.message, deps.bot)) {
-      if (!deps.answers?.stopConversation(route.conversation)) {
+      const { conversation } = route;
+      const stopped = await stop({ conversation }, deps.answers?.stopConversation(conversation));
+      if (!stopped) {
         const { chat } = update.message;
+        const text = stopped === false ? NOTHING_TO_STOP : STOP_FAILED;
         deps.delivery
-          .sendHtml(chat.id, escapeHtml(NOTHING_TO_STOP), threadOfMessage(update.message))
+          .sendHtml(chat.id, escapeHtml(text), threadOfMessage(update.message))
           .catch((error: unknown) =>
-            deps.logger.warn({ err: error }, "could not say there is nothing to stop"),
+            deps.logger.warn({ err: error }, "could not say why nothing was stopped"),
           );
       }
       return "stopped";

@@ -3,8 +3,8 @@
  * in the inbox (which runs one update per conversation at a time, behind the very answer it
  * stops), so the ingest handles it as it arrives and signals the running turn here.
  *
- * In-process only: with several replicas behind one webhook, a stop must reach the replica that
- * runs the answer (docs/streaming.md).
+ * In-process: a stop for an answer another replica writes goes there through the database
+ * (src/queue/replica-stops.ts), which ends it here by its update id.
  */
 export type RunningAnswers = ReturnType<typeof createRunningAnswers>;
 
@@ -15,6 +15,7 @@ const draftKey = (chatId: number, draftId: number) => `${chatId}/${draftId}`;
 export function createRunningAnswers() {
   const byConversation = new Map<string, Running>();
   const byDraft = new Map<string, Running>();
+  const byUpdate = new Map<number, Running>();
 
   const stop = (running: Running | undefined): boolean => {
     if (running === undefined || running.controller.signal.aborted) return false;
@@ -23,8 +24,8 @@ export function createRunningAnswers() {
   };
 
   return {
-    /** Registers an answer being written; `done` when it ends, stopped or not. */
-    start(conversation: string, chatId: number, draftId: number) {
+    /** Registers the answer to update `updateId`; `done` when it ends, stopped or not. */
+    start(conversation: string, chatId: number, draftId: number, updateId: number) {
       const running: Running = {
         conversation,
         draft: draftKey(chatId, draftId),
@@ -32,18 +33,22 @@ export function createRunningAnswers() {
       };
       byConversation.set(conversation, running);
       byDraft.set(running.draft, running);
+      byUpdate.set(updateId, running);
       return {
         signal: running.controller.signal,
         done() {
           if (byConversation.get(conversation) === running) byConversation.delete(conversation);
           if (byDraft.get(running.draft) === running) byDraft.delete(running.draft);
+          if (byUpdate.get(updateId) === running) byUpdate.delete(updateId);
         },
       };
     },
-    /** /stop: false when the conversation has no answer being written. */
+    /** /stop: false when the conversation has no answer being written here. */
     stopConversation: (conversation: string): boolean => stop(byConversation.get(conversation)),
     /** The draft's stop button (a stopped_message_generation update). */
     stopDraft: (chatId: number, draftId: number): boolean =>
       stop(byDraft.get(draftKey(chatId, draftId))),
+    /** A stop that reached another replica, for the answer to this update. */
+    stopUpdate: (updateId: number): boolean => stop(byUpdate.get(updateId)),
   };
 }

@@ -85,7 +85,7 @@ export function createScheduledRunner(deps: {
       shownBefore: lease.liveMessages,
       recordMessages: (ids) => lease.recordLiveMessages(ids),
     });
-    const running = deps.answers.start(task.conversation, task.chatId, draftId);
+    const running = deps.answers.start(task.conversation, task.chatId, draftId, item.updateId);
     try {
       const result = await deps.agent.runTurn(task.conversation, {
         text: taskPrompt(task, due, late),

@@ -190,6 +190,53 @@ describe.each(DATABASE_KINDS)("inbox on %s", (kind) => {
     expect(await inbox.finish(third)).toBe(true);
   });
 
+  it("records a stop for what another worker runs, which that worker's next renewal passes on", async () => {
+    const stopped: number[] = [];
+    const runner = createInbox({
+      db: handle.db,
+      kind: handle.kind,
+      workerId: "runner",
+      leaseMs: 30_000,
+      now: () => clock,
+      onStopRequested: (updateId) => stopped.push(updateId),
+    });
+    const other = inboxFor("other");
+    const [chat, topic, draft] = [nextId++, nextId++, nextId++];
+    await runner.add(chat, "900", {});
+    await runner.add(topic, "901:7", {});
+    await runner.add(draft, "902", {});
+    const items = await claimAll(runner);
+    expect(idsOf(items)).toEqual([chat, topic, draft]);
+
+    // Its own answers are the runner's registry's business, not the database's.
+    expect(await runner.requestStop({ conversation: "900" })).toEqual([]);
+    expect(await other.requestStop({ conversation: "900" })).toEqual([
+      { updateId: chat, worker: "runner" },
+    ]);
+    // A draft's button: its id is the update's (negated for a scheduled run's negative id).
+    expect(await other.requestStop({ chatId: 901, draftId: topic })).toEqual([
+      { updateId: topic, worker: "runner" },
+    ]);
+    expect(await other.requestStop({ chatId: 902, draftId: -draft })).toEqual([
+      { updateId: draft, worker: "runner" },
+    ]);
+    // Nothing for another chat's draft of the same id, nor a conversation with nothing running.
+    expect(await other.requestStop({ chatId: 903, draftId: chat })).toEqual([]);
+    expect(await other.requestStop({ conversation: "904" })).toEqual([]);
+
+    const [first, second, third] = items as [InboxItem, InboxItem, InboxItem];
+    await runner.renew(first);
+    await runner.renew(second);
+    expect(stopped).toEqual([chat, topic]);
+    await runner.finish(first);
+    await runner.finish(second);
+    // Finished, or its lease run out (its worker died): nothing runs it any more.
+    expect(await other.requestStop({ conversation: "900" })).toEqual([]);
+    clock += 30_001;
+    expect(await other.requestStop({ conversation: "902" })).toEqual([]);
+    expect(await runner.finish(third)).toBe(true);
+  });
+
   it("vouches for a lease from its own clock while half of it is left, and asks the database after", async () => {
     const first = inboxFor("first");
     const second = inboxFor("second");

@@ -1,0 +1,91 @@
+import type Pg from "pg";
+import type { Logger } from "../logger.js";
+import { loadPg } from "./connect.js";
+
+const RETRY_MIN_MS = 1_000;
+const RETRY_MAX_MS = 30_000;
+
+export type PostgresListener = {
+  /** Resolves once the first LISTEN is in place (or the listener was closed first). */
+  readonly ready: Promise<void>;
+  close(): Promise<void>;
+};
+
+/**
+ * Listens on a PostgreSQL channel with a connection of its own: LISTEN belongs to a session, which
+ * a pooled connection would give to the next query. A lost connection (the server restarted, the
+ * network failed) is opened again, waiting 1 s, then twice as long each time up to 30 s;
+ * notifications sent meanwhile are missed, so whatever they carry must reach its reader another
+ * way too.
+ */
+export function listenPostgres(deps: {
+  connectionString: string;
+  channel: string;
+  onNotification(payload: string): void;
+  logger: Logger;
+}): PostgresListener {
+  const pg = loadPg();
+  const log = deps.logger.child({ channel: deps.channel });
+  let client: Pg.Client | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  let failures = 0;
+  let closed = false;
+  let markReady = () => {};
+  const ready = new Promise<void>((resolve) => {
+    markReady = resolve;
+  });
+
+  async function connect(): Promise<void> {
+    retry = undefined;
+    const connection = new pg.Client({
+      connectionString: deps.connectionString,
+      connectionTimeoutMillis: 5_000,
+    });
+    client = connection;
+    connection.on("error", (error) => lost(connection, error));
+    connection.on("end", () => lost(connection, new Error("the connection ended")));
+    connection.on("notification", (message) => {
+      if (message.channel === deps.channel && message.payload !== undefined) {
+        deps.onNotification(message.payload);
+      }
+    });
+    try {
+      await connection.connect();
+      await connection.query(`LISTEN ${connection.escapeIdentifier(deps.channel)}`);
+    } catch (error) {
+      lost(connection, error);
+      return;
+    }
+    if (failures > 0) log.info("listening for notifications again");
+    failures = 0;
+    markReady();
+  }
+
+  function lost(connection: Pg.Client, error: unknown): void {
+    if (client !== connection) return;
+    client = undefined;
+    connection.end().catch(() => {});
+    if (closed) return;
+    failures++;
+    // Once per outage: a database away for minutes would otherwise log every attempt.
+    if (failures === 1) {
+      log.warn({ err: error }, "not listening for notifications; trying to reconnect");
+    }
+    const wait = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** (failures - 1));
+    retry = setTimeout(() => void connect(), wait);
+    retry.unref();
+  }
+
+  void connect();
+  return {
+    ready,
+    async close() {
+      closed = true;
+      clearTimeout(retry);
+      markReady();
+      const connection = client;
+      client = undefined;
+      await connection?.end().catch(() => {});
+    },
+  };
+}
