@@ -1,7 +1,9 @@
 import { createCompactor } from "./agent/compaction.js";
 import { createGeminiClient, type GeminiClientDeps } from "./agent/gemini-client.js";
+import { createGeminiFiles, type GeminiFiles, type GeminiFilesDeps } from "./agent/gemini-files.js";
 import { AgentHooks } from "./agent/hooks.js";
 import type { ModelClient } from "./agent/model-client.js";
+import { createMediaSource } from "./agent/request-media.js";
 import { createTranscriber } from "./agent/transcription.js";
 import { createAgent } from "./agent/turn.js";
 import type { Config } from "./config.js";
@@ -11,6 +13,7 @@ import type { Logger } from "./logger.js";
 import { instrumentAgent, instrumentModel, observeHooks } from "./metrics/instrument.js";
 import { createMetrics } from "./metrics/metrics.js";
 import { readAttachments } from "./session/attachments.js";
+import { findGeminiFiles, forgetGeminiFiles, saveGeminiFile } from "./session/gemini-file-refs.js";
 import { createSessionStore } from "./session/store.js";
 import { createTaskStore } from "./tasks/store.js";
 import { createTaskTools } from "./tasks/tools.js";
@@ -31,8 +34,12 @@ export async function createApp(
   overrides: {
     database?: DatabaseHandle;
     gemini?: Pick<GeminiClientDeps, "retry" | "sleep" | "timeoutMs">;
+    /** The Files API's timing: tests poll a processing video without waiting seconds. */
+    geminiFiles?: Pick<GeminiFilesDeps, "retry" | "sleep" | "pollMs" | "timeoutMs">;
     /** Wraps the Gemini client, e.g. to time model calls apart from everything else. */
     wrapModel?: (model: ModelClient) => ModelClient;
+    /** Wraps the Files API client, e.g. to time uploads apart from everything else. */
+    wrapFiles?: (files: GeminiFiles) => GeminiFiles;
   } = {},
 ) {
   const metrics = createMetrics();
@@ -68,6 +75,23 @@ export async function createApp(
     }),
   );
   const readBytes = (hashes: readonly string[]) => readAttachments(handle.db, hashes);
+  const media = createMediaSource({
+    readAttachments: readBytes,
+    store: {
+      find: (hashes) => findGeminiFiles(handle.db, hashes),
+      save: (sha256, ref) => saveGeminiFile(handle.db, sha256, ref),
+      forget: (hashes) => forgetGeminiFiles(handle.db, hashes),
+    },
+    files: (overrides.wrapFiles ?? ((files) => files))(
+      createGeminiFiles({
+        apiKey: config.geminiApiKey,
+        baseUrl: config.geminiBaseUrl,
+        logger,
+        ...overrides.geminiFiles,
+      }),
+    ),
+    logger,
+  });
   const transcriber = createTranscriber({
     store,
     model,
@@ -90,7 +114,7 @@ export async function createApp(
   const agent = instrumentAgent(
     createAgent({
       store,
-      readAttachments: readBytes,
+      media,
       model,
       tools,
       hooks,
@@ -122,6 +146,7 @@ export async function createApp(
     agent,
     compactor,
     transcriber,
+    media,
     tools,
     metrics,
     tasks,

@@ -1,5 +1,4 @@
 import type {
-  ApiError,
   Content,
   GenerateContentConfig,
   GenerateContentParameters,
@@ -19,6 +18,7 @@ import {
   GeminiRefusedError,
   GeminiUnavailableError,
 } from "./gemini-errors.js";
+import { lazyGenAi } from "./genai-sdk.js";
 import type { GenerateRequest, GenerateResult, ModelClient } from "./model-client.js";
 import { capResponseBytes, MAX_MODEL_RESPONSE_BYTES, tooLargeIn } from "./response-cap.js";
 import { StreamAssembly } from "./stream-assembly.js";
@@ -178,24 +178,13 @@ export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
   const policy: RetryPolicy = { ...DEFAULT_RETRY, ...deps.retry };
   const sleep = deps.sleep ?? defaultSleep;
   const random = deps.random ?? Math.random;
-  // Loading the SDK takes a tenth of a second, a seventh of the service's start-up, and nothing
-  // before the first model call needs it: the service answers /healthz and stores updates first.
-  let sdk: Promise<{ ai: GoogleGenAI; apiError: typeof ApiError }> | undefined;
-  const loadSdk = () =>
-    (sdk ??= import("@google/genai").then(({ GoogleGenAI, ApiError }) => ({
-      // Our own loop retries, so the SDK's retryOptions stay unset (it then sends one request).
-      ai: new GoogleGenAI({
-        apiKey: deps.apiKey,
-        vertexai: false,
-        // Node's own fetch (the SDK's default): it streams bodies, which SSE needs. Capped, so
-        // that no answer can fill the memory before it is refused.
-        httpOptions: {
-          ...(deps.baseUrl ? { baseUrl: deps.baseUrl } : {}),
-          fetch: capResponseBytes(fetch, deps.maxResponseBytes ?? MAX_MODEL_RESPONSE_BYTES),
-        },
-      }),
-      apiError: ApiError,
-    })));
+  const loadSdk = lazyGenAi({
+    apiKey: deps.apiKey,
+    baseUrl: deps.baseUrl,
+    // Node's own fetch (the SDK's default): it streams bodies, which SSE needs. Capped, so that no
+    // answer can fill the memory before it is refused.
+    fetch: capResponseBytes(fetch, deps.maxResponseBytes ?? MAX_MODEL_RESPONSE_BYTES),
+  });
 
   /** Delay before the next attempt, or throws the error that ends generate(). */
   function planRetry(failure: Failure, attempt: number, spentMs: number): number {

@@ -1,17 +1,40 @@
 import type { Part } from "@google/genai";
+import type { Logger } from "../logger.js";
 import type { MediaPart, MediaToGemini } from "../session/events.js";
+import type { GeminiFileRef } from "../session/gemini-file-refs.js";
 import { mediaNote } from "../session/media-text.js";
 import type { ChatContext } from "../session/store.js";
+import { GeminiRefusedError } from "./gemini-errors.js";
+import { GeminiFileRefusedError, type GeminiFiles } from "./gemini-files.js";
 
 /**
- * Media bytes one request carries inline, at most. Gemini takes up to 100 MB inline per request;
- * base64 makes the body a third larger than the bytes, and each request's bytes are held in
- * memory while it is sent, so Koroku stays well under: the newest media are attached, older ones
- * are described in words (see docs/media.md).
+ * A media part is sent inline (its bytes in the request) when it is at most this large: a photo
+ * as Telegram sends it, a voice note of minutes, a short PDF. Larger files go through Gemini's
+ * Files API, uploaded once and named by uri in every request after.
  */
-export const INLINE_MEDIA_BUDGET_BYTES = 20 * 1024 * 1024;
+export const INLINE_PART_MAX_BYTES = 2 * 1024 * 1024;
+
+/**
+ * Inline bytes one request carries at most, counted from the oldest media of the context on.
+ * Gemini takes 100 MB, but every request sends them again (each tool round, each turn) and holds
+ * them in memory while it is sent; the rest go by uri.
+ */
+export const INLINE_BUDGET_BYTES = 8 * 1024 * 1024;
+
+/** A file expiring sooner than this is uploaded again: a turn must not outlive its files. */
+export const REUPLOAD_MARGIN_MS = 60 * 60 * 1000;
+
+/** How many files a request uploads at once (after 48 hours, all of a context's files expire). */
+const UPLOADS_AT_ONCE = 4;
 
 export type ReadAttachments = (hashes: readonly string[]) => Promise<Map<string, Buffer>>;
+
+/** What request-media needs of the gemini_files table (src/session/gemini-file-refs.ts). */
+export type GeminiFileStore = {
+  find(hashes: readonly string[]): Promise<Map<string, GeminiFileRef>>;
+  save(sha256: string, ref: GeminiFileRef): Promise<void>;
+  forget(hashes: readonly string[]): Promise<void>;
+};
 
 /** The MIME type Gemini is given: it reads text and code files only under text/plain. */
 export function geminiMimeType(part: MediaPart): string {
@@ -20,42 +43,165 @@ export function geminiMimeType(part: MediaPart): string {
   return part.mimeType;
 }
 
-function mediaParts(context: ChatContext): MediaPart[] {
-  const parts: MediaPart[] = [];
-  for (const stored of context.events) {
-    for (const part of stored.event.parts) if (part.kind === "media") parts.push(part);
-  }
-  return parts;
-}
+export type Route = "inline" | "file";
 
 /**
- * How each media part of the context reaches Gemini in the next request: newest first, inline
- * while the budget lasts, read from the database now (the context holds no bytes). A part whose
- * bytes are gone (cleared by another process meanwhile) or past the budget is described.
+ * How each file of the context reaches Gemini, by SHA-256. The rule only looks at a part and the
+ * parts before it, so a part keeps its form from one request to the next however many media
+ * come after it: the request's prefix stays the same, which Gemini's prompt cache needs. Only a
+ * compaction, which changes the start of the context anyway, can move a file from uri to inline.
  */
-export async function mediaForRequest(
-  context: ChatContext,
-  read: ReadAttachments,
-  budgetBytes: number = INLINE_MEDIA_BUDGET_BYTES,
-): Promise<MediaToGemini> {
-  const inline = new Set<string>();
-  let used = 0;
-  for (const part of mediaParts(context).reverse()) {
-    if (inline.has(part.sha256)) continue;
-    if (used + part.size > budgetBytes) continue;
-    inline.add(part.sha256);
-    used += part.size;
-  }
-  const bytes = await read([...inline]);
-  const encoded = new Map<string, string>();
-  return (part): Part => {
-    const data = bytes.get(part.sha256);
-    if (!data) return mediaNote(part);
-    let base64 = encoded.get(part.sha256);
-    if (base64 === undefined) {
-      base64 = data.toString("base64");
-      encoded.set(part.sha256, base64);
+export function routeMedia(context: ChatContext): Map<string, Route> {
+  const routes = new Map<string, Route>();
+  let inlineBytes = 0;
+  for (const stored of context.events) {
+    for (const part of stored.event.parts) {
+      if (part.kind !== "media") continue;
+      const known = routes.get(part.sha256);
+      if (known !== undefined) {
+        // Sent again where it appears again.
+        if (known === "inline") inlineBytes += part.size;
+        continue;
+      }
+      const inline =
+        part.size <= INLINE_PART_MAX_BYTES && inlineBytes + part.size <= INLINE_BUDGET_BYTES;
+      routes.set(part.sha256, inline ? "inline" : "file");
+      if (inline) inlineBytes += part.size;
     }
-    return { inlineData: { mimeType: geminiMimeType(part), data: base64 } };
-  };
+  }
+  return routes;
+}
+
+/** A request's media: how each part is sent, and which uploaded file stands for which bytes. */
+export type RequestMedia = {
+  toGemini: MediaToGemini;
+  /** The Files API names (`files/…`) the request refers to, each to its attachment's SHA-256. */
+  files: ReadonlyMap<string, string>;
+};
+
+export type MediaSource = {
+  /**
+   * Reads the inline media from the database and makes sure every other one is uploaded, and
+   * not about to expire (uploading it again if it is).
+   */
+  forRequest(context: ChatContext): Promise<RequestMedia>;
+  /**
+   * Gemini answered that a file the request named is gone (deleted early, or a new API key):
+   * it is forgotten, to be uploaded again, and true returned. False for any other error.
+   */
+  recover(error: unknown, media: RequestMedia): Promise<boolean>;
+};
+
+export type MediaSourceDeps = {
+  readAttachments: ReadAttachments;
+  store: GeminiFileStore;
+  files: GeminiFiles;
+  logger: Logger;
+  now?: () => number;
+};
+
+// Gemini's words for a file it no longer holds (403), or one a request may not use yet (400).
+const GONE =
+  /access the File ([a-z0-9-]+) or it may not exist|The File ([a-z0-9-]+) is not in an ACTIVE state/;
+
+const mediaPartsOf = (context: ChatContext): MediaPart[] =>
+  context.events.flatMap((stored) =>
+    stored.event.parts.filter((part): part is MediaPart => part.kind === "media"),
+  );
+
+export function createMediaSource(deps: MediaSourceDeps): MediaSource {
+  const now = deps.now ?? Date.now;
+  const usable = (ref: GeminiFileRef | undefined) =>
+    ref !== undefined && Date.parse(ref.expiresAt) - REUPLOAD_MARGIN_MS > now();
+
+  /** Uploads one attachment (or records why Gemini will not take it); undefined if its bytes are gone. */
+  async function upload(part: MediaPart): Promise<GeminiFileRef | undefined> {
+    const bytes = (await deps.readAttachments([part.sha256])).get(part.sha256);
+    if (!bytes) return undefined;
+    const mimeType = geminiMimeType(part);
+    const started = performance.now();
+    let ref: GeminiFileRef;
+    try {
+      ref = { kind: "uploaded", ...(await deps.files.upload(bytes, mimeType, part.sha256)) };
+      deps.logger.info(
+        { sha256: part.sha256, bytes: part.size, ms: Math.round(performance.now() - started) },
+        "uploaded a file to Gemini",
+      );
+    } catch (error) {
+      if (!(error instanceof GeminiFileRefusedError)) throw error;
+      deps.logger.warn(
+        { sha256: part.sha256, mime_type: mimeType, reason: error.reason },
+        "Gemini refused a file; it is described in words",
+      );
+      // Asked again only once Gemini would have deleted it anyway.
+      const expiresAt = new Date(now() + 48 * 60 * 60 * 1000).toISOString();
+      ref = { kind: "failed", mimeType, reason: error.reason, expiresAt };
+    }
+    await deps.store.save(part.sha256, ref);
+    return ref;
+  }
+
+  async function uploadAll(parts: readonly MediaPart[], into: Map<string, GeminiFileRef>) {
+    for (let i = 0; i < parts.length; i += UPLOADS_AT_ONCE) {
+      await Promise.all(
+        parts.slice(i, i + UPLOADS_AT_ONCE).map(async (part) => {
+          const ref = await upload(part);
+          if (ref) into.set(part.sha256, ref);
+        }),
+      );
+    }
+  }
+
+  async function forRequest(context: ChatContext): Promise<RequestMedia> {
+    const routes = routeMedia(context);
+    const byRoute = (route: Route) =>
+      [...routes].filter(([, r]) => r === route).map(([sha256]) => sha256);
+    const [bytes, refs] = await Promise.all([
+      deps.readAttachments(byRoute("inline")),
+      deps.store.find(byRoute("file")),
+    ]);
+    const stale = new Map<string, MediaPart>();
+    for (const part of mediaPartsOf(context)) {
+      if (routes.get(part.sha256) === "file" && !usable(refs.get(part.sha256)))
+        stale.set(part.sha256, part);
+    }
+    await uploadAll([...stale.values()], refs);
+    const files = new Map<string, string>();
+    for (const [sha256, ref] of refs) if (ref.kind === "uploaded") files.set(ref.name, sha256);
+
+    const encoded = new Map<string, string>();
+    const toGemini = (part: MediaPart): Part => {
+      const data = bytes.get(part.sha256);
+      if (data) {
+        let base64 = encoded.get(part.sha256);
+        if (base64 === undefined) {
+          base64 = data.toString("base64");
+          encoded.set(part.sha256, base64);
+        }
+        return { inlineData: { mimeType: geminiMimeType(part), data: base64 } };
+      }
+      const ref = refs.get(part.sha256);
+      if (ref?.kind !== "uploaded") return mediaNote(part);
+      return { fileData: { fileUri: ref.uri, mimeType: ref.mimeType } };
+    };
+    return { toGemini, files };
+  }
+
+  async function recover(error: unknown, media: RequestMedia): Promise<boolean> {
+    if (!(error instanceof GeminiRefusedError) || media.files.size === 0) return false;
+    const match = GONE.exec(error.message);
+    if (!match) return false;
+    const id = match[1] ?? match[2];
+    const named = media.files.get(`files/${id}`);
+    // A file Koroku did not name: every file of the request is suspect.
+    const hashes = named ? [named] : [...media.files.values()];
+    deps.logger.warn(
+      { file: id, files: hashes.length },
+      "Gemini no longer holds a file; uploading it again",
+    );
+    await deps.store.forget(hashes);
+    return true;
+  }
+
+  return { forRequest, recover };
 }

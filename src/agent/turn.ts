@@ -42,7 +42,7 @@ import {
   type Usage,
 } from "./model-client.js";
 import { dayFormat, systemInstruction, toolBudgetInstruction } from "./prompts.js";
-import { mediaForRequest, type ReadAttachments } from "./request-media.js";
+import type { MediaSource } from "./request-media.js";
 import { sourcesBlock, sourcesOf } from "./sources.js";
 import { runInOrder } from "./tool-batch.js";
 
@@ -60,8 +60,8 @@ export interface Compactor {
 
 export type AgentDeps = {
   store: SessionStore;
-  /** The bytes of media parts, read when a request is built (contexts never hold them). */
-  readAttachments: ReadAttachments;
+  /** How media parts reach Gemini: bytes read when a request is built, or uploaded files. */
+  media: MediaSource;
   model: ModelClient;
   tools: ToolRegistry;
   hooks: AgentHooks;
@@ -279,22 +279,31 @@ export function createAgent(deps: AgentDeps) {
       const used = toolCallsSinceUserMessage(context.events);
       const remaining = settings.maxToolCallsPerTurn - used;
       const offerTools = remaining > 0;
+      let media = await deps.media.forRequest(context);
+      const note = offerTools ? undefined : toolBudgetInstruction(used);
       const request = {
         model: settings.model,
         systemInstruction: systemInstruction(day.format(now()), timeZone),
-        contents: contentsFor(
-          context,
-          await mediaForRequest(context, deps.readAttachments),
-          offerTools ? undefined : toolBudgetInstruction(used),
-        ),
+        contents: contentsFor(context, media.toGemini, note),
         tools: offerTools ? tools.declarations() : undefined,
         ...(offerTools && settings.builtinTools ? { builtinTools: settings.builtinTools } : {}),
         ...(settings.thinkingLevel ? { thinkingLevel: settings.thinkingLevel } : {}),
         stream,
         ...(input.stop ? { stop: input.stop } : {}),
       };
-      const ask = async () => {
-        const answer = await model.generate(request);
+      // Asks; a file Gemini lost is uploaded again and the request sent anew (twice at most).
+      const ask = async (): Promise<GenerateResult> => {
+        let answer: GenerateResult;
+        for (let reuploads = 0; ; reuploads++) {
+          try {
+            answer = await model.generate(request);
+            break;
+          } catch (error) {
+            if (reuploads >= 2 || !(await deps.media.recover(error, media))) throw error;
+            media = await deps.media.forRequest(context);
+            request.contents = contentsFor(context, media.toGemini, note);
+          }
+        }
         modelCalls++;
         addUsage(usage, answer.usage);
         hooks.emit("modelCall", { chatId, model: request.model, usage: answer.usage });

@@ -144,6 +144,23 @@ export interface ModelUsageTable {
   created_at: string;
 }
 
+/**
+ * An attachment's copy in Gemini's Files API (see migrations/20261203040000_gemini_files.ts).
+ */
+export interface GeminiFilesTable {
+  /** The attachment's hex SHA-256. */
+  sha256: string;
+  /** `files/…`; null when Gemini could not take the file (`failure` says why). */
+  name: string | null;
+  /** What a fileData part names; null with `failure`. */
+  uri: string | null;
+  mime_type: string;
+  /** ISO time Gemini deletes the file (a failure is tried again after it, too). */
+  expires_at: string;
+  failure: string | null;
+  created_at: string;
+}
+
 export interface Database {
   messages: MessagesTable;
   inbox: InboxTable;
@@ -153,6 +170,7 @@ export interface Database {
   tasks: TasksTable;
   task_runs: TaskRunsTable;
   model_usage: ModelUsageTable;
+  gemini_files: GeminiFilesTable;
 }
 
 export type MessageRow = Selectable<MessagesTable>;

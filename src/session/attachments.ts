@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { Kysely, Transaction } from "kysely";
 import type { Database } from "../db/schema.js";
+import { forgetGeminiFiles } from "./gemini-file-refs.js";
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -66,7 +67,8 @@ export async function readAttachments(
 
 /**
  * Forgets which attachments this conversation holds, and deletes the bytes no other conversation
- * holds. Returns how many files' bytes were deleted.
+ * holds (and the record of their copies in Gemini's Files API). Returns how many files' bytes
+ * were deleted.
  */
 export async function removeChatAttachments(db: Db, chatId: string): Promise<number> {
   const uses = await db
@@ -75,7 +77,7 @@ export async function removeChatAttachments(db: Db, chatId: string): Promise<num
     .returning("sha256")
     .execute();
   if (uses.length === 0) return 0;
-  const result = await db
+  const deleted = await db
     .deleteFrom("attachments")
     .where(
       "sha256",
@@ -91,8 +93,14 @@ export async function removeChatAttachments(db: Db, chatId: string): Promise<num
         ),
       ),
     )
-    .executeTakeFirst();
-  return Number(result.numDeletedRows);
+    .returning("sha256")
+    .execute();
+  // Gemini deletes its copies within 48 hours; what Koroku knew of them goes with the bytes.
+  await forgetGeminiFiles(
+    db,
+    deleted.map((row) => row.sha256),
+  );
+  return deleted.length;
 }
 
 /** A conversation's attachments follow it to its new key (a group that became a supergroup). */

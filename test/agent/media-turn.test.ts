@@ -1,5 +1,9 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { INLINE_MEDIA_BUDGET_BYTES } from "../../src/agent/request-media.js";
+import {
+  INLINE_BUDGET_BYTES,
+  INLINE_PART_MAX_BYTES,
+  REUPLOAD_MARGIN_MS,
+} from "../../src/agent/request-media.js";
 import { putAttachment } from "../../src/session/attachments.js";
 import type { MediaPart } from "../../src/session/events.js";
 import { historyLines } from "../../src/session/history-view.js";
@@ -63,19 +67,113 @@ describe.each(DATABASE_KINDS)("media in turns on %s", (kind) => {
     expect(inlineParts(asked)).toEqual([]);
   });
 
-  it("describes the oldest media in words once the request's inline budget is spent", async () => {
+  /** Each request's media parts, as sent: inline data, a file uri, or words. */
+  const mediaOf = (request: RecordedRequest | undefined) =>
+    (request?.body.contents ?? []).flatMap((c) =>
+      (c.parts ?? []).flatMap((p) => {
+        if (p.inlineData) return [`inline ${p.inlineData.data?.length}`];
+        if (p.fileData) return [`file ${p.fileData.fileUri}`];
+        return p.text?.startsWith("[") ? [`words ${p.text}`] : [];
+      }),
+    );
+
+  it("uploads a file past the inline rule once and names it by uri, after a restart too", async () => {
     h = await startHarness({ kind });
-    const size = Math.floor(INLINE_MEDIA_BUDGET_BYTES / 2) - 1000;
-    const parts = [
-      await photo("p2", 1, size),
-      await photo("p2", 2, size),
-      await photo("p2", 3, size),
+    const big = INLINE_PART_MAX_BYTES + 1;
+    const part = await photo("f1", 9, big);
+    h.fake.script(text("a big photo"), text("yes"), text("still"));
+    await h.app.agent.runTurn("f1", { text: "look", media: [part] });
+    await h.app.agent.runTurn("f1", { text: "again?" });
+    const restarted = await h.restart();
+    await restarted.agent.runTurn("f1", { text: "and after a restart?" });
+    expect(h.fake.files.uploaded).toHaveLength(1);
+    const file = h.fake.files.files.get(h.fake.files.uploaded[0]?.name ?? "");
+    expect(file?.bytes.equals(Buffer.alloc(big, 9))).toBe(true);
+    for (const request of h.fake.requests) {
+      expect(mediaOf(request)).toEqual([`file ${file?.uri}`]);
+      expect(inlineParts(request)).toEqual([]);
+    }
+  });
+
+  it("keeps every part's form as newer media arrive: the oldest 8 MB inline, the rest by uri", async () => {
+    h = await startHarness({ kind });
+    const MB = 1024 * 1024;
+    // The sizes below are chosen around these two.
+    expect([INLINE_PART_MAX_BYTES, INLINE_BUDGET_BYTES]).toEqual([2 * MB, 8 * MB]);
+    const turns = [
+      [2 * MB, 2 * MB, 2 * MB],
+      // Past the size rule, then the last one the budget takes.
+      [3 * MB, 1.5 * MB],
+      // Small, but the budget is spent.
+      [1 * MB],
     ];
-    h.fake.script(text("one"), text("two"), text("three"));
-    for (const part of parts) await h.app.agent.runTurn("p2", { text: "", media: [part] });
-    const last = h.fake.requests[2];
-    expect(inlineParts(last)).toHaveLength(2);
-    const first = last?.body.contents[0]?.parts?.[0];
-    expect(first?.text).toMatch(/^\[photo, image\/jpeg, 10\.0 MB\]$/);
+    let seed = 0;
+    for (const sizes of turns) {
+      const media = [];
+      for (const size of sizes) media.push(await photo("f2", ++seed, size));
+      h.fake.script(text(`${sizes.length} photos`));
+      await h.app.agent.runTurn("f2", { text: "", media });
+    }
+    const forms = mediaOf(h.fake.requests.at(-1)).map((m) => m.split(" ")[0]);
+    expect(forms).toEqual(["inline", "inline", "inline", "file", "inline", "file"]);
+    // Each request begins with the one before it, media and all: a stable prefix for the cache.
+    for (let i = 1; i < h.fake.requests.length; i++) {
+      const before = h.fake.requests[i - 1]?.body.contents ?? [];
+      const after = h.fake.requests[i]?.body.contents ?? [];
+      expect(after.slice(0, before.length)).toEqual(before);
+    }
+    expect(h.fake.files.uploaded.map((f) => f.size)).toEqual([3 * MB, 1 * MB]);
+  });
+
+  it("uploads again a file about to expire", async () => {
+    h = await startHarness({ kind, gemini: { files: { lifetimeMs: REUPLOAD_MARGIN_MS / 2 } } });
+    const part = await photo("f3", 3, INLINE_PART_MAX_BYTES + 10);
+    h.fake.script(text("one"), text("two"));
+    await h.app.agent.runTurn("f3", { text: "", media: [part] });
+    // Its expiry is within the margin at the next turn: uploaded again before the request.
+    await h.app.agent.runTurn("f3", { text: "again" });
+    expect(h.fake.files.uploaded).toHaveLength(2);
+    expect(h.fake.rejections).toEqual([]);
+    expect(mediaOf(h.fake.requests[1])).toEqual([
+      `file ${h.fake.files.files.get(h.fake.files.uploaded[1]?.name ?? "")?.uri}`,
+    ]);
+  });
+
+  it("uploads again a file Gemini lost, and sends the request anew", async () => {
+    h = await startHarness({ kind });
+    const part = await photo("f4", 4, INLINE_PART_MAX_BYTES + 10);
+    h.fake.script(text("one"), text("two"));
+    await h.app.agent.runTurn("f4", { text: "", media: [part] });
+    h.fake.files.expire();
+    const result = await h.app.agent.runTurn("f4", { text: "still there?" });
+    expect(result.text).toBe("two");
+    expect(h.fake.files.uploaded).toHaveLength(2);
+    expect(h.fake.rejections.map((r) => r.status)).toEqual([403]);
+    h.fake.rejections.length = 0;
+    const [first, refused, resent] = h.fake.requests.map(mediaOf);
+    expect(refused).toEqual(first);
+    expect(resent).not.toEqual(first);
+    expect(resent?.[0]).toMatch(/^file /);
+  });
+
+  it("waits for Gemini to process a video, and describes one it could not process", async () => {
+    h = await startHarness({ kind });
+    const video = async (chatId: string, seed: number): Promise<MediaPart> => {
+      const stored = await putAttachment(h.app.database.db, chatId, {
+        bytes: Buffer.alloc(INLINE_PART_MAX_BYTES + 1, seed),
+        mimeType: "video/mp4",
+      });
+      return { kind: "media", media: "video", ...stored, duration: 3 };
+    };
+    h.fake.script(text("a video"), text("a broken video"), text("still broken"));
+    await h.app.agent.runTurn("v1", { text: "", media: [await video("v1", 1)] });
+    expect(mediaOf(h.fake.requests[0])[0]).toMatch(/^file /);
+    h.fake.files.failProcessing();
+    await h.app.agent.runTurn("v2", { text: "", media: [await video("v2", 2)] });
+    await h.app.agent.runTurn("v2", { text: "and?" });
+    expect(mediaOf(h.fake.requests[1])).toEqual(["words [video 0:03, video/mp4, 2.0 MB]"]);
+    expect(mediaOf(h.fake.requests[2])).toEqual(["words [video 0:03, video/mp4, 2.0 MB]"]);
+    // Not uploaded again on the next turn: Gemini would fail it the same way.
+    expect(h.fake.files.uploaded).toHaveLength(2);
   });
 });

@@ -110,7 +110,7 @@ describe("tool calls of a turn", () => {
     const hooks = new AgentHooks();
     const agent = createAgent({
       store: h.app.store,
-      readAttachments: async () => new Map(),
+      media: h.app.media,
       model: createGeminiClient({ apiKey: "k", baseUrl: h.fake.baseUrl, logger: h.app.logger }),
       tools: createToolRegistry([wait, serial]),
       hooks,

@@ -171,6 +171,18 @@ function checkInlineData(raw: unknown, path: string): string | undefined {
   return undefined;
 }
 
+/** A fileData part names an uploaded file by uri, with its MIME type (see gemini-files.ts). */
+function checkFileData(raw: unknown, path: string): string | undefined {
+  if (!isRecord(raw)) return field(path, "Invalid value, expected a FileData object.");
+  const { fileUri, mimeType } = raw;
+  if (typeof fileUri !== "string" || fileUri === "")
+    return field(`${path}.file_uri`, "Required field.");
+  if (typeof mimeType !== "string" || !GEMINI_INLINE_MIME_TYPES.has(mimeType)) {
+    return `Unsupported MIME type: ${String(mimeType)}`;
+  }
+  return undefined;
+}
+
 function parsePart(raw: unknown, path: string): WirePart | string {
   if (!isRecord(raw)) return field(path, "Invalid value, expected a Part object.");
   const present = DATA_FIELDS.filter((key) => raw[key] !== undefined);
@@ -192,6 +204,10 @@ function parsePart(raw: unknown, path: string): WirePart | string {
     const problem = checkInlineData(raw.inlineData, `${path}.inline_data`);
     if (problem !== undefined) return problem;
     part.inlineBytes = base64Bytes((raw.inlineData as { data: string }).data);
+  }
+  if (raw.fileData !== undefined) {
+    const problem = checkFileData(raw.fileData, `${path}.file_data`);
+    if (problem !== undefined) return problem;
   }
   if (raw.functionCall !== undefined) {
     const named = parseNamed(raw.functionCall, `${path}.function_call`);

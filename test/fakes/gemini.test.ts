@@ -1,5 +1,6 @@
-import { ApiError, type Content, GoogleGenAI, type Part } from "@google/genai";
+import { type Content, GoogleGenAI, type Part } from "@google/genai";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { apiErrorOf } from "../helpers/api-error.js";
 import {
   blockedPrompt,
   call,
@@ -27,14 +28,6 @@ describe("fake Gemini through the real SDK", () => {
   let ai: GoogleGenAI;
   const generate = (contents: Content[], model = MODEL) =>
     ai.models.generateContent({ model, contents });
-  const apiErrorOf = async (promise: Promise<unknown>): Promise<ApiError> => {
-    const error = await promise.then(
-      () => undefined,
-      (reason: unknown) => reason,
-    );
-    if (!(error instanceof ApiError)) throw new Error(`expected an ApiError, got ${String(error)}`);
-    return error;
-  };
   /** Asks once and returns the model turn the fake answered with. */
   const modelTurn = async (contents: Content[]): Promise<Content> => {
     const response = await generate(contents);

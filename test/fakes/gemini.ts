@@ -14,6 +14,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { setTimeout as delay } from "node:timers/promises";
 import type { Part } from "@google/genai";
+import { FakeFiles, type FileProblem, type FilesOptions } from "./gemini-files.js";
 import {
   type ErrorStep,
   type GenerateBody,
@@ -26,11 +27,14 @@ import {
 import { DEFAULT_STREAM_SHAPE, type StreamShape, streamChunks } from "./gemini-stream.js";
 import { callKey, type IssuedCall, serverPartKey, validateRequest } from "./gemini-validation.js";
 
+export { type FakeFile, FakeFiles, FILE_LIFETIME_MS } from "./gemini-files.js";
 export * from "./gemini-steps.js";
 export { type IssuedCall, SKIP_SIGNATURE } from "./gemini-validation.js";
 
 export interface Rejection {
   status: number;
+  /** Gemini's status name when it is not the usual one for `status` (FAILED_PRECONDITION). */
+  statusName?: string;
   message: string;
   request?: RecordedRequest;
 }
@@ -51,6 +55,8 @@ export interface FakeGemini {
   setDefault(step: Step): void;
   /** Scripted steps not consumed yet, over all queues. */
   pendingSteps(): number;
+  /** The Files API: what was uploaded, and ways to expire files or fail their processing. */
+  readonly files: FakeFiles;
   close(): Promise<void>;
 }
 
@@ -59,6 +65,8 @@ export interface FakeGeminiOptions {
   apiKey?: string;
   /** How streamed answers are cut and paced, unless a step says otherwise. */
   stream?: Partial<StreamShape>;
+  /** How long uploaded files live and how long videos are processed. */
+  files?: FilesOptions;
 }
 
 const STATUS_NAMES: Record<number, string> = {
@@ -93,11 +101,14 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
   res.end(JSON.stringify(body));
 }
 
-function sendError(res: ServerResponse, step: Omit<ErrorStep, "kind">): void {
+function sendError(
+  res: ServerResponse,
+  step: Omit<ErrorStep, "kind"> & { statusName?: string | undefined },
+): void {
   const details = step.retryDelay
     ? [{ "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay: step.retryDelay }]
     : undefined;
-  const status = STATUS_NAMES[step.status] ?? "UNKNOWN";
+  const status = step.statusName ?? STATUS_NAMES[step.status] ?? "UNKNOWN";
   sendJson(res, step.status, {
     error: { code: step.status, message: step.message, status, ...(details ? { details } : {}) },
   });
@@ -146,6 +157,8 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
   const shared: Step[] = [];
   const perModel = new Map<string, Step[]>();
   let fallback: Step = text("ok");
+  let baseUrl = "";
+  const files = new FakeFiles(() => baseUrl, options.files);
 
   const nextStep = (model: string): Step =>
     perModel.get(model)?.shift() ?? shared.shift() ?? fallback;
@@ -243,12 +256,38 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
     sendError(res, rejection);
   };
 
+  const refuseFile = (res: ServerResponse, problem: FileProblem, request?: RecordedRequest) =>
+    refuse(res, {
+      status: problem.status,
+      message: problem.message,
+      ...(problem.statusName ? { statusName: problem.statusName } : {}),
+      ...(request ? { request } : {}),
+    });
+
+  /** The first fileData part of the request that names no file Gemini holds ready. */
+  const fileProblem = (body: GenerateBody): FileProblem | undefined => {
+    for (const content of body.contents) {
+      for (const part of content.parts ?? []) {
+        const data = part.fileData;
+        if (data === undefined) continue;
+        const problem = files.checkReference(data.fileUri ?? "", data.mimeType ?? "");
+        if (problem) return problem;
+      }
+    }
+    return undefined;
+  };
+
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? "/", "http://fake");
     const path = url.pathname;
+    if (files.serves(req, url)) {
+      const apiKey = req.headers["x-goog-api-key"];
+      const denied = keyProblem(typeof apiKey === "string" ? apiKey : undefined, options.apiKey);
+      return files.handle(req, res, url, denied, (problem) => refuseFile(res, problem));
+    }
     const match = req.method === "POST" ? GENERATE_PATH.exec(path) : null;
     if (!match?.[1] || !match[2]) {
-      const message = `The fake Gemini serves only POST /{v1,v1beta,v1alpha}/models/{model}:generateContent or :streamGenerateContent, not ${req.method} ${path}.`;
+      const message = `The fake Gemini serves only POST /{v1,v1beta,v1alpha}/models/{model}:generateContent or :streamGenerateContent and the Files API (upload, get), not ${req.method} ${path}.`;
       return refuse(res, { status: 404, message });
     }
     const stream = match[3] === "streamGenerateContent";
@@ -282,6 +321,8 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
       );
     if (typeof problem === "string") return refuse(res, { status: 400, message: problem, request });
     if (problem !== undefined) return refuse(res, { ...problem, request });
+    const missing = fileProblem(request.body);
+    if (missing) return refuseFile(res, missing, request);
     const step = nextStep(request.model);
     await answer(res, typeof step === "function" ? await step(request) : step, request);
   };
@@ -293,9 +334,11 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
+  baseUrl = `http://127.0.0.1:${port}`;
 
   return {
-    baseUrl: `http://127.0.0.1:${port}`,
+    baseUrl,
+    files,
     requests,
     rejections,
     get lastError() {

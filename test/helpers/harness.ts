@@ -59,6 +59,7 @@ export async function startHarness(
   const boot = async () => {
     const app = await createApp(config, logger, {
       gemini: fastRetry,
+      geminiFiles: { ...fastRetry, pollMs: 1 },
       ...(options.wrapModel ? { wrapModel: options.wrapModel } : {}),
     });
     apps.push(app);

@@ -7,6 +7,7 @@ import {
   removeChatAttachments,
   sha256Hex,
 } from "../../src/session/attachments.js";
+import { findGeminiFiles, saveGeminiFile } from "../../src/session/gemini-file-refs.js";
 import { createSessionStore } from "../../src/session/store.js";
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../helpers/databases.js";
 import { captureLogger } from "../helpers/logs.js";
@@ -76,6 +77,15 @@ describe.each(DATABASE_KINDS)("attachments on %s", (kind) => {
       mimeType: "audio/ogg",
     });
     await putAttachment(handle.db, "d", { bytes: bytesOf(3), mimeType: "audio/ogg" });
+    const uploaded = (sha256: string) => ({
+      kind: "uploaded" as const,
+      name: `files/${sha256.slice(0, 8)}`,
+      uri: `https://gemini/v1beta/files/${sha256.slice(0, 8)}`,
+      mimeType: "image/png",
+      expiresAt: "2030-01-02T03:04:05.000Z",
+    });
+    await saveGeminiFile(handle.db, own.sha256, uploaded(own.sha256));
+    await saveGeminiFile(handle.db, shared.sha256, uploaded(shared.sha256));
     await store.append("c", [
       {
         event: {
@@ -89,6 +99,10 @@ describe.each(DATABASE_KINDS)("attachments on %s", (kind) => {
     expect(await store.clear("c")).toBe(1);
     const left = await readAttachments(handle.db, [own.sha256, shared.sha256]);
     expect([...left.keys()]).toEqual([shared.sha256]);
+    // What Gemini holds of the deleted bytes is forgotten with them; the shared file's stays.
+    const refs = await findGeminiFiles(handle.db, [own.sha256, shared.sha256]);
+    expect([...refs.keys()]).toEqual([shared.sha256]);
+    expect(refs.get(shared.sha256)).toEqual(uploaded(shared.sha256));
     // The other chat's clear then removes the last use, and the bytes with it.
     expect(await removeChatAttachments(handle.db, "d")).toBe(1);
     expect((await readAttachments(handle.db, [shared.sha256])).size).toBe(0);

@@ -1,0 +1,129 @@
+import type { File as GeminiFile } from "@google/genai";
+import type { Logger } from "pino";
+import { backoffDelay, type RetryPolicy } from "./gemini-client.js";
+import { describeFailure, GeminiUnavailableError } from "./gemini-errors.js";
+import { lazyGenAi } from "./genai-sdk.js";
+
+/** A file Gemini holds and a request may name by its uri. */
+export type UploadedFile = { name: string; uri: string; mimeType: string; expiresAt: string };
+
+/**
+ * Gemini will not take the file (it refused it, or could not process it): uploading it again
+ * would fail the same way, so the caller describes it instead.
+ */
+export class GeminiFileRefusedError extends Error {
+  constructor(readonly reason: string) {
+    super(`Gemini refused the file: ${reason}`);
+    this.name = "GeminiFileRefusedError";
+  }
+}
+
+export interface GeminiFiles {
+  /**
+   * Uploads the bytes through the Files API (the resumable protocol, 8 MB a request) and waits
+   * until Gemini has processed them (videos take a while). Throws GeminiFileRefusedError, or
+   * GeminiUnavailableError when Gemini could not be reached within the retries.
+   */
+  upload(bytes: Buffer, mimeType: string, displayName: string): Promise<UploadedFile>;
+}
+
+export type GeminiFilesDeps = {
+  apiKey: string;
+  baseUrl?: string;
+  logger: Logger;
+  /** Per HTTP request of an upload (one 8 MB chunk) or a status check. */
+  timeoutMs?: number;
+  /** Between two status checks of a file Gemini is processing. */
+  pollMs?: number;
+  /** How long a file may take to process before the upload counts as failed for now. */
+  maxProcessingMs?: number;
+  retry?: Partial<RetryPolicy>;
+  sleep?: (ms: number) => Promise<void>;
+  random?: () => number;
+};
+
+const DEFAULTS = {
+  timeoutMs: 120_000,
+  pollMs: 2_000,
+  maxProcessingMs: 180_000,
+  retry: { maxAttempts: 4, baseDelayMs: 500, maxDelayMs: 8_000, maxTotalMs: 60_000 },
+};
+
+const defaultSleep = (ms: number): Promise<void> =>
+  new Promise((resolve) => setTimeout(resolve, ms));
+
+export function createGeminiFiles(deps: GeminiFilesDeps): GeminiFiles {
+  const policy: RetryPolicy = { ...DEFAULTS.retry, ...deps.retry };
+  const sleep = deps.sleep ?? defaultSleep;
+  const random = deps.random ?? Math.random;
+  const timeoutMs = deps.timeoutMs ?? DEFAULTS.timeoutMs;
+  const pollMs = deps.pollMs ?? DEFAULTS.pollMs;
+  const maxProcessingMs = deps.maxProcessingMs ?? DEFAULTS.maxProcessingMs;
+  // The SDK's upload takes no abort signal, so every request it makes gets its deadline here.
+  const timedFetch: typeof fetch = (input, init) => {
+    const deadline = AbortSignal.timeout(timeoutMs);
+    const signal = init?.signal ? AbortSignal.any([init.signal, deadline]) : deadline;
+    return fetch(input, { ...init, signal });
+  };
+  const loadSdk = lazyGenAi({ apiKey: deps.apiKey, baseUrl: deps.baseUrl, fetch: timedFetch });
+
+  /** One Files API call with retries; a refusal (4xx) ends it with GeminiFileRefusedError. */
+  async function withRetries<T>(what: string, call: () => Promise<T>): Promise<T> {
+    const { apiError } = await loadSdk();
+    let spentMs = 0;
+    for (let attempt = 1; ; attempt++) {
+      const started = Date.now();
+      try {
+        return await call();
+      } catch (error) {
+        spentMs += Date.now() - started;
+        const failure = describeFailure(error, deps.apiKey, apiError);
+        if (!failure.retryable) throw new GeminiFileRefusedError(failure.reason);
+        const delayMs = backoffDelay(attempt, failure, policy, random);
+        if (attempt >= policy.maxAttempts || spentMs + delayMs > policy.maxTotalMs) {
+          throw new GeminiUnavailableError(`${what}: ${failure.reason}`, attempt, failure.status);
+        }
+        deps.logger.warn({ attempt, reason: failure.reason, delayMs }, `${what} failed; retrying`);
+        await sleep(delayMs);
+        spentMs += delayMs;
+      }
+    }
+  }
+
+  function uploaded(file: GeminiFile, mimeType: string): UploadedFile {
+    if (!file.name || !file.uri || !file.expirationTime) {
+      throw new GeminiFileRefusedError("Gemini answered the upload without a file name or uri");
+    }
+    return {
+      name: file.name,
+      uri: file.uri,
+      mimeType: file.mimeType ?? mimeType,
+      expiresAt: file.expirationTime,
+    };
+  }
+
+  async function upload(bytes: Buffer, mimeType: string, displayName: string) {
+    const { ai } = await loadSdk();
+    let file = await withRetries("uploading a file to Gemini", () =>
+      ai.files.upload({ file: new Blob([bytes]), config: { mimeType, displayName } }),
+    );
+    const started = Date.now();
+    while (file.state === "PROCESSING") {
+      if (Date.now() - started > maxProcessingMs) {
+        throw new GeminiUnavailableError(
+          `Gemini was still processing ${file.name} after ${maxProcessingMs / 1000} s`,
+          1,
+        );
+      }
+      await sleep(pollMs);
+      const name = file.name ?? "";
+      file = await withRetries("checking an uploaded file", () => ai.files.get({ name }));
+    }
+    if (file.state === "FAILED") {
+      throw new GeminiFileRefusedError(file.error?.message ?? "Gemini could not process the file");
+    }
+    return uploaded(file, mimeType);
+  }
+
+  return { upload };
+}
