@@ -6,6 +6,13 @@ import { createWebhookPoster } from "./webhook-poster.js";
 /** The fake Gemini's default answer, rendered to Telegram HTML (plain words stay as they are). */
 const EXPECTED_ANSWER = "ok";
 const ANSWER_TIMEOUT_MS = 30_000;
+
+export type ChatDriverOptions = {
+  /** The answer's text as it reaches sendMessage (plain words stay as they are in HTML). */
+  expectedAnswer?: string;
+  /** How long a turn may wait for its answer before it counts as dropped. */
+  answerTimeoutMs?: number;
+};
 // Telegram itself keeps up to 40 webhook connections open to one bot.
 const MAX_SOCKETS = 40;
 
@@ -31,7 +38,13 @@ export type ChatDriver = {
 type Waiting = { resolve(arrival: TelegramArrival): void; timer: NodeJS.Timeout };
 
 /** Plays Telegram (webhook POSTs) and the users, one turn at a time per chat. */
-export function createChatDriver(fakes: Fakes, baseUrl: string): ChatDriver {
+export function createChatDriver(
+  fakes: Fakes,
+  baseUrl: string,
+  options: ChatDriverOptions = {},
+): ChatDriver {
+  const expectedAnswer = options.expectedAnswer ?? EXPECTED_ANSWER;
+  const answerTimeoutMs = options.answerTimeoutMs ?? ANSWER_TIMEOUT_MS;
   const poster = createWebhookPoster({ baseUrl, secret: WEBHOOK_SECRET, maxSockets: MAX_SOCKETS });
   const waiting = new Map<number, Waiting>();
   const counts: DriverCounts = { answered: 0, unexpected: 0, wrongText: 0 };
@@ -47,7 +60,7 @@ export function createChatDriver(fakes: Fakes, baseUrl: string): ChatDriver {
     waiting.delete(arrival.chatId);
     clearTimeout(turn.timer);
     counts.answered++;
-    if (arrival.text !== EXPECTED_ANSWER) counts.wrongText++;
+    if (arrival.text !== expectedAnswer) counts.wrongText++;
     turn.resolve(arrival);
   });
 
@@ -59,10 +72,10 @@ export function createChatDriver(fakes: Fakes, baseUrl: string): ChatDriver {
         waiting.delete(chatId);
         reject(
           new Error(
-            `no answer for chat ${chatId} within ${ANSWER_TIMEOUT_MS} ms: the service dropped or stalled the update`,
+            `no answer for chat ${chatId} within ${answerTimeoutMs} ms: the service dropped or stalled the update`,
           ),
         );
-      }, ANSWER_TIMEOUT_MS);
+      }, answerTimeoutMs);
       waiting.set(chatId, { resolve, timer });
       cancel = () => {
         clearTimeout(timer);

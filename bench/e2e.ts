@@ -10,6 +10,7 @@ import type { BenchRow } from "./run.js";
 import {
   type CpuTime,
   freePort,
+  profileArgs,
   type ServiceProcess,
   START_COMMAND,
   serviceEnv,
@@ -254,11 +255,6 @@ function cpuRow({ latencies, cpu }: Measured): Row {
     unit: "ms",
     note: `user ${round(cpu.userMs / latencies.length)} + system ${round(cpu.systemMs / latencies.length)} ms (/proc, 10 ms ticks): one core runs at most ${Math.round(1_000 / perTurn)} turns/s`,
   };
-}
-
-function profileArgs(dir: string | undefined, name: string): string[] {
-  if (dir === undefined) return [];
-  return ["--cpu-prof", `--cpu-prof-dir=${dir}`, `--cpu-prof-name=${name}.cpuprofile`];
 }
 
 function cpuSince(service: ServiceProcess, before: CpuTime): CpuTime {

@@ -1,5 +1,5 @@
 import { subscribe, unsubscribe } from "node:diagnostics_channel";
-import { IncomingMessage } from "node:http";
+import { IncomingMessage, ServerResponse } from "node:http";
 import { type FakeGemini, type FakeGeminiOptions, startFakeGemini } from "../test/fakes/gemini.js";
 import { type FakeTelegram, startFakeTelegram } from "../test/fakes/telegram.js";
 
@@ -17,7 +17,7 @@ export type FakesStats = {
   /** Time each generateContent request spent in the fake Gemini, from arrival to answer sent. */
   geminiMs: number[];
   /** Running totals since the fakes started, unlike geminiMs. */
-  totals: { geminiRejections: number; sendMessages: number };
+  totals: { geminiRejections: number; sendMessages: number; telegram429s: number };
 };
 
 /**
@@ -62,6 +62,11 @@ function requestOf(message: unknown): IncomingMessage | undefined {
   return message.request instanceof IncomingMessage ? message.request : undefined;
 }
 
+function responseOf(message: unknown): ServerResponse | undefined {
+  if (typeof message !== "object" || message === null || !("response" in message)) return undefined;
+  return message.response instanceof ServerResponse ? message.response : undefined;
+}
+
 function readBody(raw: string): { chatId: number | undefined; text: string | undefined } {
   try {
     const body: unknown = JSON.parse(raw);
@@ -89,6 +94,7 @@ export async function startFakes(
   const geminiStarts = new WeakMap<IncomingMessage, number>();
   let geminiMs: number[] = [];
   let sendMessages = 0;
+  let telegram429s = 0;
 
   const report = (request: IncomingMessage, method: string, at: number) => {
     const chunks: Buffer[] = [];
@@ -119,6 +125,10 @@ export async function startFakes(
   };
   const onResponseFinish = (message: unknown) => {
     const request = requestOf(message);
+    if (request?.socket.localPort === telegramPort) {
+      if (responseOf(message)?.statusCode === 429) telegram429s++;
+      return;
+    }
     const started = request && geminiStarts.get(request);
     if (started === undefined) return;
     geminiMs.push(performance.now() - started);
@@ -157,7 +167,7 @@ export async function startFakes(
     stats() {
       const stats = {
         geminiMs,
-        totals: { geminiRejections: gemini.rejections.length, sendMessages },
+        totals: { geminiRejections: gemini.rejections.length, sendMessages, telegram429s },
       };
       geminiMs = [];
       return stats;

@@ -5,6 +5,7 @@ import { compactionBenchmark } from "./compaction.js";
 import { BENCH_DATABASES, parseBenchDatabases } from "./databases.js";
 import { e2eBenchmark } from "./e2e.js";
 import { killUnderLoadBenchmark } from "./kill-under-load.js";
+import { loadBenchmark } from "./load.js";
 import { mediaBenchmark } from "./media.js";
 import { memoryBenchmark } from "./memory.js";
 import { searchBenchmark } from "./search.js";
@@ -33,7 +34,7 @@ const POSTGRES_URL =
 // BENCH_DATABASES=sqlite runs the database benchmarks on SQLite only.
 const databases = parseBenchDatabases(process.env.BENCH_DATABASES);
 const progress = (line: string) => process.stderr.write(`${line}\n`);
-// Profiles only the e2e services; profiling slows them, so the numbers of such a run are not the real ones.
+// Profiles only the e2e and load services; profiling slows them, so the numbers of such a run are not the real ones.
 const cpuProfileDir = process.env.BENCH_CPU_PROFILE_DIR;
 
 /** Every benchmark `npm run bench` runs, in order. */
@@ -42,6 +43,7 @@ const benchmarks: ReadonlyMap<string, Benchmark> = new Map([
   ["search", () => searchBenchmark({ databases, postgresUrl: POSTGRES_URL, progress })],
   ["compaction", () => compactionBenchmark({ progress })],
   ["e2e", () => e2eBenchmark({ databases, postgresUrl: POSTGRES_URL, progress, cpuProfileDir })],
+  ["load", () => loadBenchmark({ databases, postgresUrl: POSTGRES_URL, progress, cpuProfileDir })],
   ["memory", () => memoryBenchmark({ databases, postgresUrl: POSTGRES_URL, progress })],
   ["streaming", () => streamingBenchmark({ progress })],
   ["media", () => mediaBenchmark({ progress })],

@@ -107,6 +107,12 @@ export function serviceEnv(options: ServiceEnvOptions): Record<string, string> {
   };
 }
 
+/** Node options that make a service write a V8 CPU profile into `dir` (none without a dir). */
+export function profileArgs(dir: string | undefined, name: string): string[] {
+  if (dir === undefined) return [];
+  return ["--cpu-prof", `--cpu-prof-dir=${dir}`, `--cpu-prof-name=${name}.cpuprofile`];
+}
+
 export type CpuTime = { userMs: number; systemMs: number };
 
 export type ServiceProcess = {

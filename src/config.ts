@@ -31,6 +31,8 @@ const builtinTools = z
     }
     return Object.freeze([...new Set(names)] as BuiltinTool[]);
   });
+/** Turns one process runs at once unless MAX_CONCURRENT_TURNS says otherwise. */
+export const DEFAULT_MAX_CONCURRENT_TURNS = 64;
 const DEFAULT_SQLITE_PATH = "./data/agent.db";
 const DEFAULT_DATABASE_URL = `sqlite:${DEFAULT_SQLITE_PATH}`;
 
@@ -175,7 +177,7 @@ const envSchema = (requireTelegram: boolean) =>
     MAX_TOOL_CALLS_PER_TURN: count("MAX_TOOL_CALLS_PER_TURN", 15, 1),
     // A turn spends nearly all its time waiting on Gemini, so the bound is what waits, not the
     // CPU: 64 streaming turns at once kept 50 chats from queueing behind a whole answer.
-    MAX_CONCURRENT_TURNS: count("MAX_CONCURRENT_TURNS", 64, 1),
+    MAX_CONCURRENT_TURNS: count("MAX_CONCURRENT_TURNS", DEFAULT_MAX_CONCURRENT_TURNS, 1),
     COMPACTION_MAX_EVENTS: count("COMPACTION_MAX_EVENTS", 30, 0),
     COMPACTION_MAX_TOKENS: count("COMPACTION_MAX_TOKENS", 200_000, 0),
     MEMORY_DIR: text("./data/memory"),
