@@ -10,6 +10,7 @@ import type {
   UrlContextMetadata,
 } from "@google/genai";
 import type { Logger } from "pino";
+import { nextRetryDelay, type Random, type RetryBudget } from "../retry/backoff.js";
 import { toolsConfig } from "./builtin-tools.js";
 import {
   describeFailure,
@@ -27,20 +28,10 @@ import { thinkingConfigFor } from "./thinking.js";
 /** Documented value that makes Gemini skip signature validation for a function call. */
 export const SKIP_THOUGHT_SIGNATURE = "skip_thought_signature_validator";
 
-export interface RetryPolicy {
-  /** Requests per generate() call, the first one included. */
-  maxAttempts: number;
-  baseDelayMs: number;
-  /** Cap on one backoff delay, Gemini's own retry hint included. */
-  maxDelayMs: number;
-  /** No retry starts once attempts plus delays would exceed this. */
-  maxTotalMs: number;
-}
-
-const DEFAULT_RETRY: RetryPolicy = {
+const DEFAULT_RETRY: RetryBudget = {
   maxAttempts: 5,
-  baseDelayMs: 500,
-  maxDelayMs: 8_000,
+  baseMs: 500,
+  maxMs: 8_000,
   maxTotalMs: 45_000,
 };
 const DEFAULT_TIMEOUT_MS = 60_000;
@@ -51,28 +42,16 @@ export interface GeminiClientDeps {
   logger: Logger;
   /** Per attempt. */
   timeoutMs?: number;
-  retry?: Partial<RetryPolicy>;
+  retry?: Partial<RetryBudget>;
   sleep?: (ms: number) => Promise<void>;
   /** Cap on one response's bytes (MAX_MODEL_RESPONSE_BYTES); tests lower it. */
   maxResponseBytes?: number;
   /** Jitter source in [0, 1); injectable so tests can pin the backoff. */
-  random?: () => number;
+  random?: Random;
 }
 
 const defaultSleep = (ms: number): Promise<void> =>
   new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Full-jitter exponential backoff; Gemini's RetryInfo hint wins when present, within the cap. */
-export function backoffDelay(
-  retry: number,
-  failure: Failure,
-  policy: RetryPolicy,
-  random: () => number,
-): number {
-  if (failure.retryAfterMs !== undefined) return Math.min(failure.retryAfterMs, policy.maxDelayMs);
-  const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (retry - 1));
-  return Math.floor(random() * ceiling);
-}
 
 /**
  * Copy of `contents` whose function calls all carry the placeholder signature. Which signatures
@@ -175,7 +154,7 @@ class MidStreamFailure extends Error {
  * prompt, empty candidate) is not an error: it comes back without parts, with its reason.
  */
 export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
-  const policy: RetryPolicy = { ...DEFAULT_RETRY, ...deps.retry };
+  const budget: RetryBudget = { ...DEFAULT_RETRY, ...deps.retry };
   const sleep = deps.sleep ?? defaultSleep;
   const random = deps.random ?? Math.random;
   const loadSdk = lazyGenAi({
@@ -189,8 +168,8 @@ export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
   /** Delay before the next attempt, or throws the error that ends generate(). */
   function planRetry(failure: Failure, attempt: number, spentMs: number): number {
     if (!failure.retryable) throw new GeminiRefusedError(failure.reason, failure.status);
-    const delayMs = backoffDelay(attempt, failure, policy, random);
-    if (attempt >= policy.maxAttempts || spentMs + delayMs > policy.maxTotalMs) {
+    const delayMs = nextRetryDelay(attempt, spentMs, budget, random, failure.retryAfterMs);
+    if (delayMs === undefined) {
       throw new GeminiUnavailableError(failure.reason, attempt, failure.status);
     }
     return delayMs;

@@ -1,6 +1,6 @@
 import type { File as GeminiFile } from "@google/genai";
 import type { Logger } from "pino";
-import { backoffDelay, type RetryPolicy } from "./gemini-client.js";
+import { nextRetryDelay, type Random, type RetryBudget } from "../retry/backoff.js";
 import { describeFailure, GeminiUnavailableError } from "./gemini-errors.js";
 import { lazyGenAi } from "./genai-sdk.js";
 
@@ -37,23 +37,23 @@ export type GeminiFilesDeps = {
   pollMs?: number;
   /** How long a file may take to process before the upload counts as failed for now. */
   maxProcessingMs?: number;
-  retry?: Partial<RetryPolicy>;
+  retry?: Partial<RetryBudget>;
   sleep?: (ms: number) => Promise<void>;
-  random?: () => number;
+  random?: Random;
 };
 
 const DEFAULTS = {
   timeoutMs: 120_000,
   pollMs: 2_000,
   maxProcessingMs: 180_000,
-  retry: { maxAttempts: 4, baseDelayMs: 500, maxDelayMs: 8_000, maxTotalMs: 60_000 },
+  retry: { maxAttempts: 4, baseMs: 500, maxMs: 8_000, maxTotalMs: 60_000 },
 };
 
 const defaultSleep = (ms: number): Promise<void> =>
   new Promise((resolve) => setTimeout(resolve, ms));
 
 export function createGeminiFiles(deps: GeminiFilesDeps): GeminiFiles {
-  const policy: RetryPolicy = { ...DEFAULTS.retry, ...deps.retry };
+  const budget: RetryBudget = { ...DEFAULTS.retry, ...deps.retry };
   const sleep = deps.sleep ?? defaultSleep;
   const random = deps.random ?? Math.random;
   const timeoutMs = deps.timeoutMs ?? DEFAULTS.timeoutMs;
@@ -79,8 +79,8 @@ export function createGeminiFiles(deps: GeminiFilesDeps): GeminiFiles {
         spentMs += Date.now() - started;
         const failure = describeFailure(error, deps.apiKey, apiError);
         if (!failure.retryable) throw new GeminiFileRefusedError(failure.reason);
-        const delayMs = backoffDelay(attempt, failure, policy, random);
-        if (attempt >= policy.maxAttempts || spentMs + delayMs > policy.maxTotalMs) {
+        const delayMs = nextRetryDelay(attempt, spentMs, budget, random, failure.retryAfterMs);
+        if (delayMs === undefined) {
           throw new GeminiUnavailableError(`${what}: ${failure.reason}`, attempt, failure.status);
         }
         deps.logger.warn({ attempt, reason: failure.reason, delayMs }, `${what} failed; retrying`);

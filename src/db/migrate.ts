@@ -1,9 +1,12 @@
 import { type Kysely, type MigrationResultSet, Migrator, PostgresAdapter, sql } from "kysely";
 import { migrations } from "../../migrations/index.js";
 import type { Logger } from "../logger.js";
+import { backoffDelay, pause } from "../retry/backoff.js";
 import type { Database } from "./schema.js";
 
 const SQLITE_BUSY = /SQLITE_BUSY|database is locked/i;
+// Another process's migration holds SQLite's write lock for well under a second.
+const BUSY_BACKOFF = { baseMs: 50, maxMs: 1_000 };
 
 /**
  * The PostgreSQL schema to keep Kysely's own tables in: the connection's current one. Without it
@@ -32,7 +35,7 @@ export async function migrateToLatest(db: Kysely<Database>, logger: Logger): Pro
   });
   let result: MigrationResultSet = await migrator.migrateToLatest();
   for (let attempt = 1; attempt < 20 && isBusy(result.error); attempt++) {
-    await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+    await pause(backoffDelay(attempt, BUSY_BACKOFF, Math.random));
     result = await migrator.migrateToLatest();
   }
   for (const r of result.results ?? []) {

@@ -1,9 +1,9 @@
 import type Pg from "pg";
 import type { Logger } from "../logger.js";
+import { createBackoff } from "../retry/backoff.js";
 import { loadPg } from "./connect.js";
 
-const RETRY_MIN_MS = 1_000;
-const RETRY_MAX_MS = 30_000;
+const RECONNECT_BACKOFF = { baseMs: 1_000, maxMs: 30_000 };
 
 export type PostgresListener = {
   /** Resolves once the first LISTEN is in place (or the listener was closed first). */
@@ -14,7 +14,7 @@ export type PostgresListener = {
 /**
  * Listens on a PostgreSQL channel with a connection of its own: LISTEN belongs to a session, which
  * a pooled connection would give to the next query. A lost connection (the server restarted, the
- * network failed) is opened again, waiting 1 s, then twice as long each time up to 30 s;
+ * network failed) is opened again, waiting up to 1 s, then up to twice as long each time up to 30 s;
  * notifications sent meanwhile are missed, so whatever they carry must reach its reader another
  * way too.
  */
@@ -28,7 +28,7 @@ export function listenPostgres(deps: {
   const log = deps.logger.child({ channel: deps.channel });
   let client: Pg.Client | undefined;
   let retry: NodeJS.Timeout | undefined;
-  let failures = 0;
+  const failures = createBackoff(RECONNECT_BACKOFF);
   let closed = false;
   let markReady = () => {};
   const ready = new Promise<void>((resolve) => {
@@ -56,8 +56,8 @@ export function listenPostgres(deps: {
       lost(connection, error);
       return;
     }
-    if (failures > 0) log.info("listening for notifications again");
-    failures = 0;
+    if (failures.failures > 0) log.info("listening for notifications again");
+    failures.reset();
     markReady();
   }
 
@@ -66,12 +66,11 @@ export function listenPostgres(deps: {
     client = undefined;
     connection.end().catch(() => {});
     if (closed) return;
-    failures++;
+    const wait = failures.next();
     // Once per outage: a database away for minutes would otherwise log every attempt.
-    if (failures === 1) {
+    if (failures.failures === 1) {
       log.warn({ err: error }, "not listening for notifications; trying to reconnect");
     }
-    const wait = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** (failures - 1));
     retry = setTimeout(() => void connect(), wait);
     retry.unref();
   }

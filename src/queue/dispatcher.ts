@@ -1,4 +1,5 @@
 import type { Logger } from "../logger.js";
+import { type Backoff, backoffDelay, createBackoff, pause, type Random } from "../retry/backoff.js";
 import type { Inbox, InboxItem, Lease } from "./inbox.js";
 
 export type DispatcherDeps = {
@@ -22,13 +23,17 @@ export type DispatcherDeps = {
   retryDelay?(error: unknown): number | undefined;
   /** Called once when an update is given up, to tell its chat. */
   onGiveUp?(item: InboxItem, error: unknown): Promise<void>;
+  /** The jitter of every retry delay; tests pass their own. */
+  random?: Random;
 };
 
-// A database restart or a network blip is over in seconds: 1 s, 2 s, 4 s, 8 s between attempts.
-const backoffMs = (attempts: number) => 1_000 * 2 ** Math.max(0, attempts - 1);
-// Recording how an update ended is tried again after 0.1 s, 0.2 s, 0.4 s … up to 2 s apart.
-const FINISH_RETRY_MS = 100;
-const FINISH_RETRY_MAX_MS = 2_000;
+// A database restart or a network blip is over in seconds: up to 1 s, 2 s, 4 s, 8 s between
+// attempts. A flood wait Telegram asked for is waited in full, however long.
+const RELEASE_BACKOFF = { baseMs: 1_000, maxMs: 60 * 60 * 1000 };
+// Recording how an update ended is tried again within 0.1 s, 0.2 s, 0.4 s … up to 2 s apart.
+const FINISH_BACKOFF = { baseMs: 100, maxMs: 2_000 };
+// An inbox that cannot be read is asked again within 1 s, 2 s, 4 s … up to 30 s apart.
+const CLAIM_BACKOFF = { baseMs: 1_000, maxMs: 30_000 };
 
 /**
  * Pulls updates from the inbox and runs them: as many at once as `concurrency` allows, never two
@@ -53,7 +58,14 @@ export class Dispatcher {
   /** Announcements due later (see announceAfter). */
   private readonly later = new Set<NodeJS.Timeout>();
 
-  constructor(private readonly deps: DispatcherDeps) {}
+  private readonly random: Random;
+  /** Claims that failed in a row (the database away). */
+  private readonly claimFailures: Backoff;
+
+  constructor(private readonly deps: DispatcherDeps) {
+    this.random = deps.random ?? Math.random;
+    this.claimFailures = createBackoff(CLAIM_BACKOFF, this.random);
+  }
 
   start(): void {
     if (this.running) return;
@@ -122,9 +134,14 @@ export class Dispatcher {
       let item: InboxItem | undefined;
       try {
         item = await this.deps.inbox.claim();
+        this.claimFailures.reset();
       } catch (error) {
-        this.deps.logger.error({ err: error }, "could not read the inbox; retrying");
-        await this.sleep(this.deps.pollMs);
+        const waitMs = this.claimFailures.next();
+        this.deps.logger.error(
+          { err: error, retry_in_ms: waitMs },
+          "could not read the inbox; retrying",
+        );
+        await this.sleep(waitMs);
         continue;
       }
       if (!item) {
@@ -198,7 +215,12 @@ export class Dispatcher {
           );
         await this.recordFinished(item, lease, log, { error: reason });
       } else {
-        const delayMs = this.deps.retryDelay?.(error) ?? backoffMs(item.attempts);
+        const delayMs = backoffDelay(
+          item.attempts,
+          RELEASE_BACKOFF,
+          this.random,
+          this.deps.retryDelay?.(error),
+        );
         log.warn(
           { err: error, attempts: item.attempts, retry_in_ms: delayMs },
           "update failed; it will run again",
@@ -224,7 +246,7 @@ export class Dispatcher {
     log: Logger,
     outcome: { error?: string } = {},
   ): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
+    for (let failures = 1; ; failures++) {
       try {
         if (!(await this.deps.inbox.finish(item, outcome))) {
           log.warn(
@@ -233,13 +255,13 @@ export class Dispatcher {
         }
         return;
       } catch (error) {
-        const waitMs = Math.min(FINISH_RETRY_MAX_MS, FINISH_RETRY_MS * 2 ** attempt);
+        const waitMs = backoffDelay(failures, FINISH_BACKOFF, this.random);
         if (waitMs >= lease.remainingMs()) throw error;
         log.warn(
           { err: error, retry_in_ms: waitMs },
           "could not record how the update ended; trying again",
         );
-        await new Promise((resolve) => setTimeout(resolve, waitMs));
+        await pause(waitMs);
       }
     }
   }

@@ -1,9 +1,11 @@
-import type { Api } from "grammy";
+import { type Api, GrammyError } from "grammy";
 import type { Logger } from "../logger.js";
+import { createBackoff, pause, type Random } from "../retry/backoff.js";
 import type { Ingest } from "./ingest.js";
 
 const POLL_TIMEOUT_SECONDS = 25;
-const MAX_BACKOFF_MS = 30_000;
+// Up to 1 s, 2 s, 4 s … 30 s between failed polls, or what Telegram's retry_after asks.
+const POLL_BACKOFF = { baseMs: 1_000, maxMs: 30_000 };
 
 /**
  * Long polling for local development. An update is confirmed to Telegram (by asking for the next
@@ -14,24 +16,12 @@ export function startPolling(deps: {
   ingest: Ingest;
   logger: Logger;
   allowedUpdates: NonNullable<Parameters<Api["getUpdates"]>[0]>["allowed_updates"];
+  /** The jitter of the retry delays; tests pass their own. */
+  random?: Random;
 }) {
   const abort = new AbortController();
   let offset = 0;
-  let failures = 0;
-
-  const pause = (ms: number) =>
-    new Promise<void>((resolve) => {
-      const stop = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-      // Removed when the pause ends: failures can go on for hours, each adding a pause.
-      const timer = setTimeout(() => {
-        abort.signal.removeEventListener("abort", stop);
-        resolve();
-      }, ms);
-      abort.signal.addEventListener("abort", stop, { once: true });
-    });
+  const failures = createBackoff(POLL_BACKOFF, deps.random);
 
   const loop = (async () => {
     while (!abort.signal.aborted) {
@@ -45,13 +35,13 @@ export function startPolling(deps: {
           await deps.ingest(update);
           offset = update.update_id + 1;
         }
-        failures = 0;
+        failures.reset();
       } catch (error) {
         if (abort.signal.aborted) break;
-        failures++;
-        const wait = Math.min(MAX_BACKOFF_MS, 500 * 2 ** failures);
+        const retryAfter = error instanceof GrammyError ? error.parameters.retry_after : undefined;
+        const wait = failures.next(retryAfter === undefined ? undefined : retryAfter * 1000);
         deps.logger.warn({ err: error, retry_in_ms: wait }, "polling failed; retrying");
-        await pause(wait);
+        await pause(wait, abort.signal);
       }
     }
   })();

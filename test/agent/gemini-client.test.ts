@@ -162,7 +162,7 @@ describe("createGeminiClient against the fake Gemini", () => {
       status(429, "quota", { retryDelay: "30s" }),
       text("ok"),
     );
-    const { client, sleeps } = setup();
+    const { client, sleeps } = setup({ random: () => 0 });
     await client.generate({ model: MODEL, contents: [ask("hi")] });
     expect(sleeps).toEqual([3_000, 8_000]);
   });

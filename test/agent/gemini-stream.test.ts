@@ -55,7 +55,7 @@ describe("streamed model calls", () => {
       apiKey: "k",
       baseUrl: fake.baseUrl,
       logger,
-      retry: { baseDelayMs: 1, maxDelayMs: 2 },
+      retry: { baseMs: 1, maxMs: 2 },
     });
   });
   afterEach(async () => {

@@ -52,7 +52,7 @@ export async function startHarness(
   );
   const { logger, lines } = captureLogger(["test-key"]);
   const fastRetry = {
-    retry: { baseDelayMs: 1, maxDelayMs: 5, maxTotalMs: 2_000 },
+    retry: { baseMs: 1, maxMs: 5, maxTotalMs: 2_000 },
     timeoutMs: 5_000,
   };
   const apps: App[] = [];

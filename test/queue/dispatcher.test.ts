@@ -26,7 +26,10 @@ describe("dispatcher", () => {
 
   /** One update at a time, and no polling or renewing of its own: the test drives it. */
   const oneAtATime = (
-    deps: Pick<DispatcherDeps, "inbox" | "handle" | "logger" | "maxAttempts" | "onGiveUp">,
+    deps: Pick<
+      DispatcherDeps,
+      "inbox" | "handle" | "logger" | "maxAttempts" | "onGiveUp" | "random"
+    >,
   ) => new Dispatcher({ concurrency: 1, pollMs: 60_000, renewMs: 60_000, ...deps });
 
   /** A dispatcher whose one update waits in `handle` until the test lets it go on. */
@@ -146,6 +149,7 @@ describe("dispatcher", () => {
       },
       logger,
       maxAttempts: 5,
+      random: () => 0.5,
     });
     await inbox.add(3, "answered", {});
     dispatcher.start();
@@ -154,8 +158,8 @@ describe("dispatcher", () => {
     expect(handled).toEqual([3]);
     expect(await rowOf(3)).toEqual({ status: "done", claimed_by: "patient", attempts: 1 });
     expect(lines.map((l) => [l.msg, l.retry_in_ms])).toEqual([
+      ["could not record how the update ended; trying again", 50],
       ["could not record how the update ended; trying again", 100],
-      ["could not record how the update ended; trying again", 200],
     ]);
   });
 
@@ -176,6 +180,8 @@ describe("dispatcher", () => {
       logger,
       // The first failure would be final, were the run's own failure the one that counted.
       maxAttempts: 1,
+      // The first retry's wait (up to 100 ms) then always outlasts the 50 ms of lease left.
+      random: () => 0.99,
       onGiveUp: async (item) => {
         gaveUp.push(item.updateId);
       },
