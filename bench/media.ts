@@ -99,7 +99,8 @@ export async function mediaBenchmark(deps: { progress(line: string): void }): Pr
       botInfo: telegram.bot,
       streaming: "off",
       media: {
-        save: (conversation, file) => putAttachment(app.database.db, conversation, file),
+        save: app.attachments.save,
+        read: app.attachments.read,
         maxBytes: config.mediaMaxBytes,
         workspaceDir: config.workspaceDir,
       },

@@ -12,7 +12,7 @@ import { migrateToLatest } from "./db/migrate.js";
 import type { Logger } from "./logger.js";
 import { instrumentAgent, instrumentModel, observeHooks } from "./metrics/instrument.js";
 import { createMetrics } from "./metrics/metrics.js";
-import { readAttachments } from "./session/attachments.js";
+import { type NewAttachment, putAttachment, readAttachments } from "./session/attachments.js";
 import { findGeminiFiles, forgetGeminiFiles, saveGeminiFile } from "./session/gemini-file-refs.js";
 import { createSessionStore } from "./session/store.js";
 import { createTaskStore } from "./tasks/store.js";
@@ -75,6 +75,11 @@ export async function createApp(
     }),
   );
   const readBytes = (hashes: readonly string[]) => readAttachments(handle.db, hashes);
+  /** The conversation's files in the database (src/session/attachments.ts). */
+  const attachments = {
+    save: (chatId: string, file: NewAttachment) => putAttachment(handle.db, chatId, file),
+    read: readBytes,
+  };
   const media = createMediaSource({
     readAttachments: readBytes,
     store: {
@@ -115,6 +120,7 @@ export async function createApp(
     createAgent({
       store,
       media,
+      saveFile: attachments.save,
       model,
       tools,
       hooks,
@@ -147,6 +153,7 @@ export async function createApp(
     compactor,
     transcriber,
     media,
+    attachments,
     tools,
     metrics,
     tasks,

@@ -12,7 +12,6 @@ import { Dispatcher } from "./queue/dispatcher.js";
 import { ALBUM_SETTLE_MS, createInbox, type Lease } from "./queue/inbox.js";
 import { startInboxPruner } from "./queue/inbox-pruner.js";
 import { listenForStops, replicaStopper } from "./queue/replica-stops.js";
-import { putAttachment } from "./session/attachments.js";
 import { moveMemory } from "./session/memory-files.js";
 import { startScheduler } from "./tasks/scheduler.js";
 import { scheduledRunOf } from "./tasks/store.js";
@@ -170,7 +169,8 @@ export async function startService(
     streaming: config.streaming,
     answers,
     media: {
-      save: (conversation, file) => putAttachment(app.database.db, conversation, file),
+      save: app.attachments.save,
+      read: app.attachments.read,
       maxBytes: config.mediaMaxBytes,
       workspaceDir: config.workspaceDir,
       transcribe: (conversation) => app.transcriber.transcribePending(conversation),
@@ -219,6 +219,7 @@ export async function startService(
     tasks: app.tasks,
     agent: app.agent,
     delivery,
+    readAttachments: app.attachments.read,
     live: { api: liveApi, mode: config.streaming },
     answers,
     logger,

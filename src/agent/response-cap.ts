@@ -1,9 +1,10 @@
 /**
- * The most bytes one Gemini response may carry, streamed or not. Gemini's largest answers (65,536
- * output tokens, thought signatures, grounding) come to a few hundred kilobytes; this leaves room
- * for every honest answer and stops one that a broken model or a proxy at GEMINI_BASE_URL inflates.
+ * The most bytes one Gemini response may carry, streamed or not. Gemini's largest text answers
+ * (65,536 output tokens, thought signatures, grounding) come to a few hundred kilobytes, but an
+ * image model sends its pictures inline as base64, a 4K PNG in tens of megabytes; this leaves room
+ * for those and stops a response that a broken model or a proxy at GEMINI_BASE_URL inflates.
  */
-export const MAX_MODEL_RESPONSE_BYTES = 8 * 1024 * 1024;
+export const MAX_MODEL_RESPONSE_BYTES = 32 * 1024 * 1024;
 
 /** A response body that went past its cap; nothing of it is kept. */
 export class ResponseTooLargeError extends Error {

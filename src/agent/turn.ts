@@ -1,5 +1,6 @@
 import type { BuiltinTool, ThinkingLevel } from "../config.js";
 import type { Logger } from "../logger.js";
+import type { NewAttachment, StoredAttachment } from "../session/attachments.js";
 import {
   type EventPart,
   fromContent,
@@ -8,6 +9,7 @@ import {
   isRealUserMessage,
   type MediaPart,
   type SessionEvent,
+  type StoredFiles,
   textOf,
   UnsupportedPartError,
 } from "../session/events.js";
@@ -21,6 +23,7 @@ import {
   withAppended,
 } from "../session/store.js";
 import type { ToolRegistry } from "../tools/registry.js";
+import { storeAnswerFiles } from "./answer-files.js";
 import type { CompactionOutcome } from "./compaction.js";
 import { contentsFor } from "./contents.js";
 import { judgeAnswer, MALFORMED_TWICE } from "./finish-reasons.js";
@@ -62,6 +65,8 @@ export type AgentDeps = {
   store: SessionStore;
   /** How media parts reach Gemini: bytes read when a request is built, or uploaded files. */
   media: MediaSource;
+  /** Stores a file of a model answer as an attachment of the conversation. */
+  saveFile(chatId: string, file: NewAttachment): Promise<StoredAttachment>;
   model: ModelClient;
   tools: ToolRegistry;
   hooks: AgentHooks;
@@ -132,6 +137,8 @@ export type TurnResult = {
   resumed: boolean;
   /** True when the user stopped the answer (`text` is what was written until then). */
   stopped?: true;
+  /** Files the model made in this turn (images, code execution's charts), to send with `text`. */
+  files: MediaPart[];
 };
 
 // After the budget is spent the model gets no tools; if it still answers with calls, a couple of
@@ -141,15 +148,32 @@ const TOO_LARGE_OUTPUT = `the tool's output was larger than the ${MAX_EVENT_BYTE
 
 export type Agent = ReturnType<typeof createAgent>;
 
+/** The files a model event shows the user: its media parts, thinking's images left out. */
+const answerFilesOf = (event: SessionEvent): MediaPart[] =>
+  event.role === "model"
+    ? event.parts.filter((part): part is MediaPart => part.kind === "media" && !part.thought)
+    : [];
+
 export function createAgent(deps: AgentDeps) {
   const { store, model, tools, hooks, settings } = deps;
   const now = deps.now ?? (() => new Date());
   const timeZone = deps.timeZone ?? Intl.DateTimeFormat().resolvedOptions().timeZone;
   const day = dayFormat(timeZone);
 
-  function modelEvent(result: GenerateResult): SessionEvent {
+  /** The model's answer as an event; its files are stored first (after `guard`). */
+  async function modelEvent(
+    chatId: string,
+    result: GenerateResult,
+    guard: (() => Promise<void>) | undefined,
+  ): Promise<SessionEvent> {
+    const parts = result.content.parts ?? [];
+    let files: StoredFiles | undefined;
+    if (parts.some((part) => part.inlineData)) {
+      await guard?.();
+      files = await storeAnswerFiles(parts, (file) => deps.saveFile(chatId, file));
+    }
     try {
-      const event = fromContent({ ...result.content, role: "model" });
+      const event = fromContent({ ...result.content, role: "model" }, files);
       const { metadata, urlContext } = result.grounding ?? {};
       if (metadata || urlContext) {
         event.parts.push({
@@ -199,7 +223,8 @@ export function createAgent(deps: AgentDeps) {
       index < context.events.length - 1 &&
       last.event.role === "model" &&
       functionCallsOf(last.event).length === 0;
-    return { answer: answered ? textOf(last.event.parts) : undefined };
+    const files = context.events.slice(index + 1).flatMap((e) => answerFilesOf(e.event));
+    return { answer: answered ? textOf(last.event.parts) : undefined, files };
   }
 
   async function runTurn(chatId: string, input: TurnInput): Promise<TurnResult> {
@@ -218,8 +243,10 @@ export function createAgent(deps: AgentDeps) {
     const resumed = findResumed(context, input.updateId);
     if (resumed?.answer !== undefined) {
       log.info("answer was stored before a restart; delivering it without a new model call");
-      return { text: resumed.answer, usage, modelCalls, toolCalls, serverToolCalls, resumed: true };
+      const { answer: text, files } = resumed;
+      return { text, usage, modelCalls, toolCalls, serverToolCalls, resumed: true, files };
     }
+    const files = [...(resumed?.files ?? [])];
     const repair = repairDanglingCalls(context.events);
     if (repair) {
       log.warn({ calls: repair.toolCalls }, "completing function calls interrupted by a restart");
@@ -243,6 +270,7 @@ export function createAgent(deps: AgentDeps) {
         toolCalls,
         serverToolCalls,
         resumed: resumed !== undefined,
+        files,
       };
     };
     if (input.answer !== undefined) {
@@ -329,7 +357,7 @@ export function createAgent(deps: AgentDeps) {
         return end(verdict.message);
       }
 
-      const event = modelEvent(result);
+      const event = await modelEvent(chatId, result, input.guard);
       context = withAppended(
         context,
         // No prompt has 0 tokens: 0 means Gemini sent no count, and the store must not take it
@@ -344,6 +372,7 @@ export function createAgent(deps: AgentDeps) {
         ),
       );
       hooks.emit("modelResponse", { chatId, event, usage: { ...usage } });
+      files.push(...answerFilesOf(event));
       for (const part of event.parts) {
         if (part.kind === "server_tool_call" || part.kind === "executable_code") serverToolCalls++;
         if (part.kind === "grounding") grounding.push(part);

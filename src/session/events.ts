@@ -70,6 +70,8 @@ export const mediaPartSchema = z.object({
   duration: z.number().nonnegative().optional(),
   /** What was said in a voice note or audio file, written once by the compaction model. */
   transcript: z.string().optional(),
+  /** An image the model made while thinking (not its answer): kept for Gemini, never shown. */
+  thought: z.boolean().optional(),
   thoughtSignature: z.string().optional(),
 });
 
@@ -173,7 +175,7 @@ export class UnsupportedPartError extends Error {
     readonly field: string,
   ) {
     super(
-      `Part ${partIndex} holds "${field}", which Koroku cannot store yet (supported: text, functionCall, functionResponse, toolCall, toolResponse, executableCode, codeExecutionResult)`,
+      `Part ${partIndex} holds "${field}", which Koroku cannot store yet (supported: text, inlineData, functionCall, functionResponse, toolCall, toolResponse, executableCode, codeExecutionResult)`,
     );
     this.name = "UnsupportedPartError";
   }
@@ -181,6 +183,7 @@ export class UnsupportedPartError extends Error {
 
 const PART_KEYS = new Set([
   "text",
+  "inlineData",
   "thought",
   "thoughtSignature",
   "functionCall",
@@ -248,9 +251,20 @@ function serverPartFromGemini(part: Part, index: number): ServerPart | undefined
   return undefined;
 }
 
-function partFromGemini(part: Part, index: number): EventPart {
+/**
+ * The attachments a model answer's files were stored as, by the index of their part: the bytes
+ * of an inlineData part go to the attachments table, the event keeps a reference.
+ */
+export type StoredFiles = ReadonlyMap<number, MediaPart>;
+
+function partFromGemini(part: Part, index: number, files: StoredFiles): EventPart {
   checkKeys(index, part, PART_KEYS, "");
   const common = { thoughtSignature: part.thoughtSignature };
+  if (part.inlineData) {
+    const stored = files.get(index);
+    if (!stored) throw new UnsupportedPartError(index, "inlineData");
+    return withOptional({ ...stored }, { thought: part.thought, ...common });
+  }
   if (part.functionCall) {
     checkKeys(index, part.functionCall, CALL_KEYS, "functionCall.");
     const { name, args, id } = part.functionCall;
@@ -287,8 +301,8 @@ function partFromGemini(part: Part, index: number): EventPart {
   throw new UnsupportedPartError(index, "(empty part)");
 }
 
-/** Converts a Gemini Content (a model's answer) into an event. */
-export function fromContent(content: Content): SessionEvent {
+/** Converts a Gemini Content (a model's answer) into an event; `files` holds its stored media. */
+export function fromContent(content: Content, files: StoredFiles = new Map()): SessionEvent {
   const role = content.role ?? "user";
   if (role !== "user" && role !== "model") {
     throw new Error(`Content role "${role}" is not supported; expected "user" or "model"`);
@@ -297,7 +311,7 @@ export function fromContent(content: Content): SessionEvent {
     v: SCHEMA_VERSION,
     event_type: "session",
     role,
-    parts: (content.parts ?? []).map((p, i) => partFromGemini(p, i)),
+    parts: (content.parts ?? []).map((p, i) => partFromGemini(p, i, files)),
   };
 }
 
@@ -309,7 +323,10 @@ function partToGemini(part: Exclude<EventPart, GroundingPart>, media: MediaToGem
     withOptional(data, { thoughtSignature: part.thoughtSignature });
   switch (part.kind) {
     case "media":
-      return signed(media(part));
+      return withOptional(media(part), {
+        thought: part.thought,
+        thoughtSignature: part.thoughtSignature,
+      });
     case "server_tool_call":
       return signed({
         toolCall: withOptional({}, { id: part.id, toolType: part.toolType, args: part.args }),

@@ -3,6 +3,7 @@ import type { Message, Update } from "grammy/types";
 import { compactionNotice } from "../agent/compaction.js";
 import { GeminiError } from "../agent/gemini-errors.js";
 import type { AgentHooks } from "../agent/hooks.js";
+import type { ReadAttachments } from "../agent/request-media.js";
 import type { Agent } from "../agent/turn.js";
 import type { StreamingMode } from "../config.js";
 import type { Logger } from "../logger.js";
@@ -12,6 +13,7 @@ import type { InboxItem, Lease } from "../queue/inbox.js";
 import type { NewAttachment, StoredAttachment } from "../session/attachments.js";
 import type { MediaPart } from "../session/events.js";
 import { addressesBot } from "./access.js";
+import { deliverAnswer } from "./answer-delivery.js";
 import { conversationKeyOf } from "./conversation-key.js";
 import type { Delivery } from "./delivery.js";
 import { type DownloadFile, FileTooBigError, FileUnavailableError, tooBigText } from "./files.js";
@@ -64,6 +66,8 @@ export type ConversationMedia = {
   download: DownloadFile;
   /** Stores a file's bytes for the conversation (content-addressed; storing twice is harmless). */
   save(conversation: string, file: NewAttachment): Promise<StoredAttachment>;
+  /** The bytes of stored files (the files an answer sends). */
+  read: ReadAttachments;
   /** Largest file taken (MEDIA_MAX_BYTES). */
   maxBytes: number;
   workspaceDir: string;
@@ -162,13 +166,7 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
       await Promise.all(notices);
       await lease?.ensureHeld();
       // A run that takes over a stored answer sends only what earlier runs did not.
-      await live.finish(
-        result.text,
-        lease && {
-          alreadySent: result.resumed ? lease.delivered : 0,
-          sent: (count) => lease.recordDelivered(count),
-        },
-      );
+      await deliverAnswer({ live, delivery, read: media.read, chatId, threadId, result, lease });
       // Unstreamed, the answer's first words show when its messages have gone out.
       nowVisible();
       media

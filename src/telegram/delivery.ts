@@ -1,6 +1,13 @@
-import { type Api, GrammyError } from "grammy";
+import { type Api, GrammyError, InputFile } from "grammy";
 import type { Logger } from "../logger.js";
 import { LeaseLostError } from "../queue/inbox.js";
+import {
+  FileTooLargeError,
+  type OutgoingFile,
+  sendsAsPhoto,
+  TELEGRAM_UPLOAD_MAX_BYTES,
+  uploadName,
+} from "./outgoing-files.js";
 import { htmlToPlainText, renderMarkdown, splitMessage } from "./render.js";
 import { type RichChunk, renderRichMessages } from "./rich/render.js";
 
@@ -205,6 +212,46 @@ export function createDelivery(deps: DeliveryDeps) {
     await sendHtml(chatId, chunk.fallbackHtml, threadId);
   }
 
+  /**
+   * Sends a file as a photo when Telegram shows it as one, else as a document; a photo Telegram
+   * cannot process after all goes again as a document. Throws FileTooLargeError past 50 MB.
+   */
+  async function sendFile(
+    chatId: number,
+    file: OutgoingFile,
+    threadId?: number,
+  ): Promise<"photo" | "document"> {
+    if (file.bytes.byteLength > TELEGRAM_UPLOAD_MAX_BYTES) {
+      throw new FileTooLargeError(file.name, file.bytes.byteLength);
+    }
+    const input = () => new InputFile(file.bytes, uploadName(file.name));
+    const extra = { ...inThread(threadId), ...(file.caption ? { caption: file.caption } : {}) };
+    if (sendsAsPhoto(file)) {
+      try {
+        await api.sendPhoto(chatId, input(), extra);
+        return "photo";
+      } catch (error) {
+        if (!(error instanceof GrammyError && error.error_code === 400)) throw error;
+        deps.logger.warn({ err: error }, "Telegram refused a photo; sending it as a document");
+      }
+    }
+    await api.sendDocument(chatId, input(), extra);
+    return "document";
+  }
+
+  /** Sends files one by one; `progress` counts them as sendHtml counts messages. */
+  async function sendFiles(
+    chatId: number,
+    files: readonly OutgoingFile[],
+    threadId?: number,
+    progress?: DeliveryProgress,
+  ): Promise<void> {
+    for (let i = progress?.alreadySent ?? 0; i < files.length; i++) {
+      await sendFile(chatId, files[i] as OutgoingFile, threadId);
+      if (progress) await record(progress, i + 1, chatId);
+    }
+  }
+
   /** Shows "typing…" until the returned function is called. Failures only cost the indicator. */
   function showTyping(chatId: number, threadId?: number): () => void {
     const extra = inThread(threadId);
@@ -238,6 +285,8 @@ export function createDelivery(deps: DeliveryDeps) {
   return {
     sendHtml,
     sendMarkdown,
+    sendFile,
+    sendFiles,
     showTyping,
     sendChunk,
     editChunk,

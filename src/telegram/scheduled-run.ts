@@ -1,10 +1,12 @@
 import { GrammyError } from "grammy";
 import { GeminiError } from "../agent/gemini-errors.js";
+import type { ReadAttachments } from "../agent/request-media.js";
 import type { Agent } from "../agent/turn.js";
 import type { Logger } from "../logger.js";
 import type { InboxItem, Lease } from "../queue/inbox.js";
 import { dueText } from "../tasks/schedule.js";
 import type { ScheduledRun, Task, TaskStore } from "../tasks/store.js";
+import { deliverAnswer } from "./answer-delivery.js";
 import { geminiFailureText } from "./conversation.js";
 import type { Delivery } from "./delivery.js";
 import { type LiveAnswerDeps, startLiveAnswer } from "./live-answer.js";
@@ -51,6 +53,8 @@ export function createScheduledRunner(deps: {
   tasks: Pick<TaskStore, "get" | "disable">;
   agent: Pick<Agent, "runTurn">;
   delivery: Delivery;
+  /** The bytes of the files an answer sends. */
+  readAttachments: ReadAttachments;
   /** How the answer shows while it is written, as a message's does; a stop reaches it too. */
   live: Pick<LiveAnswerDeps, "api" | "mode">;
   answers: RunningAnswers;
@@ -97,9 +101,14 @@ export function createScheduledRunner(deps: {
         stop: running.signal,
       });
       await guard();
-      await live.finish(result.text, {
-        alreadySent: result.resumed ? lease.delivered : 0,
-        sent: (count) => lease.recordDelivered(count),
+      await deliverAnswer({
+        live,
+        delivery: deps.delivery,
+        read: deps.readAttachments,
+        chatId: task.chatId,
+        threadId: task.threadId,
+        result,
+        lease,
       });
       if (late) log.info({ due_at: new Date(dueAt).toISOString() }, "ran a scheduled task late");
     } catch (error) {

@@ -111,6 +111,7 @@ describe("tool calls of a turn", () => {
     const agent = createAgent({
       store: h.app.store,
       media: h.app.media,
+      saveFile: h.app.attachments.save,
       model: createGeminiClient({ apiKey: "k", baseUrl: h.fake.baseUrl, logger: h.app.logger }),
       tools: createToolRegistry([wait, serial]),
       hooks,

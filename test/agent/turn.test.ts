@@ -203,15 +203,18 @@ describe("agent turn loop", () => {
 
   it("tells the user at once about an answer it cannot store, without asking Gemini again", async () => {
     h.fake.script(
-      content({ role: "model", parts: [{ inlineData: { mimeType: "image/png", data: "AAAA" } }] }),
+      content({
+        role: "model",
+        parts: [{ fileData: { fileUri: "https://example.com/v.mp4", mimeType: "video/mp4" } }],
+      }),
       text("fine now"),
     );
     const error = await h.app.agent.runTurn("c1", { text: "draw" }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(GeminiUnsupportedAnswerError);
     expect((error as GeminiUnsupportedAnswerError).userMessage).toMatch(
-      /cannot handle yet \(a part holding "inlineData"\)/,
+      /cannot handle yet \(a part holding "fileData"\)/,
     );
-    expect((error as Error).message).toMatch(/inlineData/);
+    expect((error as Error).message).toMatch(/fileData/);
     expect(h.fake.requests).toHaveLength(1);
     expect((await h.app.agent.runTurn("c1", { text: "again" })).text).toBe("fine now");
   });

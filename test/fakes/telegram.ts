@@ -20,6 +20,14 @@ import {
   unixNow,
 } from "./telegram-objects.js";
 import { type RichHtmlResult, validateRichHtml } from "./telegram-rich.js";
+import {
+  CAPTION_LIMIT,
+  parseMultipart,
+  photoDimensions,
+  photoProblem,
+  UPLOAD_MAX_BYTES,
+  UploadedFile,
+} from "./telegram-uploads.js";
 
 export { type TelegramHtmlResult, validateTelegramHtml } from "./telegram-html.js";
 export { buildTextUpdate, DEFAULT_USER_ID, type TextUpdateParams } from "./telegram-objects.js";
@@ -85,6 +93,18 @@ export interface SentMessage {
   readonly message: Message;
 }
 
+export interface SentFile {
+  readonly method: "sendPhoto" | "sendDocument";
+  readonly chat_id: number;
+  readonly message_thread_id: number | undefined;
+  /** The file's name as uploaded. */
+  readonly file_name: string;
+  readonly bytes: Buffer;
+  /** The caption as the user sees it. */
+  readonly caption: string | undefined;
+  readonly message: Message;
+}
+
 export interface ScriptedFailure {
   readonly error_code: number;
   /** Defaults to Telegram's wording for the code. */
@@ -122,6 +142,8 @@ export interface FakeTelegram {
   readonly drafts: readonly DraftShown[];
   /** Successful editMessageText calls, in order (`sent` holds each message's latest text). */
   readonly edits: readonly SentMessage[];
+  /** Photos and documents the bot sent (sendPhoto, sendDocument), in order, with their bytes. */
+  readonly sentFiles: readonly SentFile[];
   /** Messages the bot deleted (deleteMessage). */
   readonly deleted: readonly { chat_id: number; message_id: number }[];
   /** The last setMyCommands list. */
@@ -251,6 +273,7 @@ class FakeTelegramServer implements FakeTelegram {
   readonly drafts: DraftShown[] = [];
   readonly edits: SentMessage[] = [];
   readonly deleted: { chat_id: number; message_id: number }[] = [];
+  readonly sentFiles: SentFile[] = [];
   commands: BotCommand[] = [];
   webhook: WebhookState | undefined;
   readonly downloads: string[] = [];
@@ -297,6 +320,8 @@ class FakeTelegramServer implements FakeTelegram {
       editmessagetext: (params) => ok(this.editMessageText(params)),
       deletemessage: (params) => ok(this.deleteMessage(params)),
       sendrichmessage: (params) => ok(this.sendRichMessage(params)),
+      sendphoto: (params) => ok(this.sendFile("sendPhoto", params)),
+      senddocument: (params) => ok(this.sendFile("sendDocument", params)),
       sendrichmessagedraft: (params) => ok(this.sendRichMessageDraft(params)),
       sendchataction: (params) => ok(this.sendChatAction(params)),
       answercallbackquery: (params) => ok(answerCallbackQuery(params)),
@@ -759,6 +784,73 @@ class FakeTelegramServer implements FakeTelegram {
     return message;
   }
 
+  /**
+   * sendPhoto and sendDocument with an uploaded file (multipart, `attach://<id>`) or the file_id
+   * of one Telegram holds; URLs are not modelled. A photo is checked as Telegram checks it.
+   */
+  private sendFile(method: SentFile["method"], params: Params): Message {
+    const chatId = readChatId(params);
+    const threadId = this.readThread(params, chatId);
+    const field = method === "sendPhoto" ? "photo" : "document";
+    const file = this.inputFile(params, field);
+    if (method === "sendPhoto") {
+      const problem = photoProblem(file.bytes);
+      if (problem) throw badRequest(problem);
+    } else if (file.bytes.byteLength > UPLOAD_MAX_BYTES) {
+      throw new ApiError(413, "Request Entity Too Large");
+    }
+    const caption = typeof params.caption === "string" ? params.caption : undefined;
+    const parseMode = typeof params.parse_mode === "string" ? params.parse_mode : undefined;
+    const parsed = caption === undefined ? undefined : parseText(caption, parseMode);
+    if (parsed && parsed.text.length > CAPTION_LIMIT) {
+      throw badRequest("message caption is too long");
+    }
+    const ref = this.addFile(file.bytes);
+    const media: Partial<Message> =
+      method === "sendPhoto"
+        ? { photo: [{ ...ref, ...photoDimensions(file.bytes) }] }
+        : { document: { ...ref, file_name: file.filename } };
+    const message = {
+      message_id: this.nextMessageId++,
+      from: botAsUser(this.bot),
+      chat: chatFor(chatId),
+      date: unixNow(),
+      ...(threadId === undefined ? {} : { message_thread_id: threadId, is_topic_message: true }),
+      ...media,
+      ...(parsed && parsed.text !== "" ? { caption: parsed.text } : {}),
+      ...(parsed && parsed.entities.length > 0 ? { caption_entities: parsed.entities } : {}),
+    } as Message;
+    this.sentFiles.push({
+      method,
+      chat_id: chatId,
+      message_thread_id: threadId,
+      file_name: file.filename,
+      bytes: file.bytes,
+      caption: parsed?.text,
+      message,
+    });
+    return message;
+  }
+
+  /** The file a send method names: an upload of this request, or one Telegram holds. */
+  private inputFile(params: Params, field: string): UploadedFile {
+    const value = params[field];
+    if (typeof value !== "string" || value === "")
+      throw badRequest(`there is no ${field} in the request`);
+    const attached = /^attach:\/\/(.+)$/.exec(value)?.[1];
+    if (attached !== undefined) {
+      const upload = params[attached];
+      if (!(upload instanceof UploadedFile)) {
+        throw badRequest(`file attach://${attached} not found in the request`);
+      }
+      if (upload.bytes.byteLength === 0) throw badRequest("file must be non-empty");
+      return upload;
+    }
+    const held = this.files.get(value);
+    if (!held) throw badRequest("wrong file identifier/HTTP URL specified");
+    return new UploadedFile(held.path.split("/").pop() ?? "file", Buffer.from(held.bytes));
+  }
+
   private sendChatAction(params: Params): true {
     this.readThread(params, readChatId(params));
     if (typeof params.action !== "string" || !CHAT_ACTIONS.has(params.action)) {
@@ -1089,18 +1181,20 @@ function readBotCommand(value: unknown): BotCommand {
 
 async function readParams(req: IncomingMessage, url: URL): Promise<Params | ApiError> {
   const query = Object.fromEntries(url.searchParams);
-  const raw = await readBody(req);
-  if (raw === undefined) return new ApiError(413, "Request Entity Too Large");
-  if (raw === "") return query;
   const type = (req.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
-  if (type === "application/json") return parseJsonObject(raw, query);
-  if (type === "application/x-www-form-urlencoded") {
-    return { ...query, ...Object.fromEntries(new URLSearchParams(raw)) };
+  // A file upload may carry 50 MB; anything else stays small.
+  const multipart = type === "multipart/form-data";
+  const raw = await readBody(req, multipart ? UPLOAD_MAX_BYTES + MAX_BODY_BYTES : MAX_BODY_BYTES);
+  if (raw === undefined) return new ApiError(413, "Request Entity Too Large");
+  if (raw.byteLength === 0) return query;
+  if (multipart) {
+    const fields = parseMultipart(raw, String(req.headers["content-type"]));
+    return typeof fields === "string" ? badRequest(fields) : { ...query, ...fields };
   }
-  if (type === "multipart/form-data") {
-    return badRequest(
-      "the fake Telegram does not parse multipart/form-data (file uploads); send JSON or extend test/fakes/telegram.ts",
-    );
+  const text = raw.toString("utf8");
+  if (type === "application/json") return parseJsonObject(text, query);
+  if (type === "application/x-www-form-urlencoded") {
+    return { ...query, ...Object.fromEntries(new URLSearchParams(text)) };
   }
   return badRequest(`unsupported content-type "${type}"; send application/json`);
 }
@@ -1115,16 +1209,16 @@ function parseJsonObject(raw: string, query: Params): Params | ApiError {
   }
 }
 
-async function readBody(req: IncomingMessage): Promise<string | undefined> {
+async function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer | undefined> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
     const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk));
     size += buffer.length;
-    if (size > MAX_BODY_BYTES) return undefined;
+    if (size > maxBytes) return undefined;
     chunks.push(buffer);
   }
-  return Buffer.concat(chunks).toString("utf8");
+  return Buffer.concat(chunks);
 }
 
 function abortOnDisconnect(res: ServerResponse): AbortSignal {

@@ -1,4 +1,5 @@
-import { putAttachment } from "../../src/session/attachments.js";
+import { type Bot, BotError } from "grammy";
+import type { Message, Update } from "grammy/types";
 import { type BotDeps, createBot } from "../../src/telegram/bot.js";
 import { createPendingTopicNames } from "../../src/telegram/new-topics.js";
 import type { FakeTelegram } from "../fakes/telegram.js";
@@ -24,10 +25,35 @@ export function botOnHarness(
     logger: h.app.logger,
     botInfo: telegram.bot,
     media: {
-      save: (conversation, file) => putAttachment(h.app.database.db, conversation, file),
+      save: h.app.attachments.save,
+      read: h.app.attachments.read,
       maxBytes: 20 * 1024 * 1024,
       workspaceDir: h.dirs.workspace,
     },
     ...deps,
+  });
+}
+
+/**
+ * Runs a message from `user` in their private chat `chat` through the bot, as the inbox hands it
+ * an update, and throws what the handler threw (not grammY's wrapper).
+ */
+export async function runPrivateMessage(
+  bot: Bot,
+  ids: { update: number; chat: number; user: number },
+  content: Partial<Message>,
+): Promise<void> {
+  const update = {
+    update_id: ids.update,
+    message: {
+      message_id: ids.update,
+      date: Math.floor(Date.now() / 1000),
+      chat: { id: ids.chat, type: "private", first_name: "T" },
+      from: { id: ids.user, is_bot: false, first_name: "T" },
+      ...content,
+    },
+  } as Update;
+  await bot.handleUpdate(update).catch((error: unknown) => {
+    throw error instanceof BotError ? error.error : error;
   });
 }

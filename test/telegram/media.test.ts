@@ -1,15 +1,14 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BotError } from "grammy";
-import type { Message, Update } from "grammy/types";
+import type { Message } from "grammy/types";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { MAX_TRANSCRIPT_CHARS } from "../../src/agent/transcription.js";
-import { putAttachment, sha256Hex } from "../../src/session/attachments.js";
+import { sha256Hex } from "../../src/session/attachments.js";
 import { historyLines } from "../../src/session/history-view.js";
 import { type RecordedRequest, status, text } from "../fakes/gemini.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
-import { botOnHarness } from "../helpers/bot.js";
+import { botOnHarness, runPrivateMessage } from "../helpers/bot.js";
 import { DATABASE_KINDS } from "../helpers/databases.js";
 import { CHAT_MODEL, type Harness, SUMMARY_MODEL, startHarness } from "../helpers/harness.js";
 
@@ -52,7 +51,8 @@ describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
       allowedUserIds: [USER],
       settings: { model: CHAT_MODEL, maxEvents: 0, maxTokens: 0 },
       media: {
-        save: (conversation, file) => putAttachment(h.app.database.db, conversation, file),
+        save: h.app.attachments.save,
+        read: h.app.attachments.read,
         maxBytes: MAX_BYTES,
         workspaceDir: h.dirs.workspace,
       },
@@ -69,21 +69,8 @@ describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
 
   /** Runs a message from the user in their private chat `chat` and returns what was sent back. */
   async function send(chat: number, content: Partial<Message>, via = bot): Promise<string[]> {
-    const id = ++updateId;
     const before = telegram.sent.length;
-    const update = {
-      update_id: id,
-      message: {
-        message_id: id,
-        date: Math.floor(Date.now() / 1000),
-        chat: { id: chat, type: "private", first_name: "T" },
-        from: { id: USER, is_bot: false, first_name: "T" },
-        ...content,
-      },
-    } as Update;
-    await via.handleUpdate(update).catch((error: unknown) => {
-      throw error instanceof BotError ? error.error : error;
-    });
+    await runPrivateMessage(via, { update: ++updateId, chat, user: USER }, content);
     return telegram.sent.slice(before).map((m) => m.plain_text);
   }
 
@@ -295,7 +282,8 @@ describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
       allowedUserIds: [USER],
       settings: { model: CHAT_MODEL, maxEvents: 0, maxTokens: 0 },
       media: {
-        save: (conversation, file) => putAttachment(h.app.database.db, conversation, file),
+        save: h.app.attachments.save,
+        read: h.app.attachments.read,
         maxBytes: 8 * 1024 * 1024,
         workspaceDir: h.dirs.workspace,
         transcribe: (conversation) => {
@@ -317,7 +305,13 @@ describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
     h.fake.script(text("an hour of it, heard"));
     expect(await send(chat, { voice }, raised)).toEqual(["an hour of it, heard"]);
     const asked = h.fake.requests.filter((r) => r.model === CHAT_MODEL).at(-1);
-    expect(inlineOf(asked)).toEqual([{ mimeType: "audio/ogg", data: hour.toString("base64") }]);
+    // Past the inline rule: uploaded to Gemini's Files API and named by uri.
+    const file = h.fake.files.files.get(h.fake.files.uploaded.at(-1)?.name ?? "");
+    expect(file?.bytes.equals(hour)).toBe(true);
+    const named = asked?.body.contents
+      .at(-1)
+      ?.parts?.flatMap((p) => (p.fileData ? [p.fileData] : []));
+    expect(named).toEqual([{ fileUri: file?.uri, mimeType: "audio/ogg" }]);
     await transcriptAsked;
     const [pending] = historyLines(await h.app.store.lastTurns(String(chat), 1));
     expect(pending).toEqual({ kind: "user", text: "🎤 1:00:00" });

@@ -47,6 +47,7 @@ describe("running scheduled tasks", () => {
       tasks,
       agent: h.app.agent,
       delivery: createDelivery({ api, logger: h.app.logger }),
+      readAttachments: h.app.attachments.read,
       live: { api, mode: "auto" },
       answers,
       logger: h.app.logger,

@@ -1,0 +1,56 @@
+import type { ReadAttachments } from "../agent/request-media.js";
+import type { TurnResult } from "../agent/turn.js";
+import type { Lease } from "../queue/inbox.js";
+import type { MediaPart } from "../session/events.js";
+import type { Delivery } from "./delivery.js";
+import type { LiveAnswer } from "./live-answer.js";
+import type { OutgoingFile } from "./outgoing-files.js";
+
+/** Files as Telegram uploads, read from the database; one cleared meanwhile, or empty, is left out. */
+export async function outgoingFiles(
+  parts: readonly MediaPart[],
+  read: ReadAttachments,
+): Promise<OutgoingFile[]> {
+  if (parts.length === 0) return [];
+  const bytes = await read(parts.map((part) => part.sha256));
+  return parts.flatMap((part) => {
+    const data = bytes.get(part.sha256);
+    if (!data || data.byteLength === 0) return [];
+    return [
+      {
+        bytes: data,
+        name: part.name ?? `file-${part.sha256.slice(0, 12)}`,
+        mimeType: part.mimeType,
+      },
+    ];
+  });
+}
+
+/**
+ * Sends a finished answer: the files the model made first, then its words (the live view stops
+ * first, so that no draft comes after them). With a lease, each file and each message is recorded
+ * as Telegram takes it, files before words, so a run after a crash sends only the rest.
+ */
+export async function deliverAnswer(args: {
+  live: LiveAnswer;
+  delivery: Delivery;
+  read: ReadAttachments;
+  chatId: number;
+  threadId: number | undefined;
+  result: Pick<TurnResult, "text" | "files" | "resumed">;
+  lease?: Pick<Lease, "delivered" | "recordDelivered"> | undefined;
+}): Promise<void> {
+  const { live, lease, result } = args;
+  const files = await outgoingFiles(result.files, args.read);
+  const done = result.resumed && lease ? lease.delivered : 0;
+  const from = (offset: number) =>
+    lease && {
+      alreadySent: Math.max(0, done - offset),
+      sent: (count: number) => lease.recordDelivered(offset + count),
+    };
+  if (files.length > 0) {
+    await live.close();
+    await args.delivery.sendFiles(args.chatId, files, args.threadId, from(0));
+  }
+  await live.finish(result.text, from(files.length));
+}

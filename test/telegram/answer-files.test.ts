@@ -1,0 +1,155 @@
+import type { Part } from "@google/genai";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { sha256Hex } from "../../src/session/attachments.js";
+import type { MediaPart } from "../../src/session/events.js";
+import { historyLines } from "../../src/session/history-view.js";
+import { deliverAnswer } from "../../src/telegram/answer-delivery.js";
+import { createDelivery } from "../../src/telegram/delivery.js";
+import { startLiveAnswer } from "../../src/telegram/live-answer.js";
+import { content, type RecordedRequest } from "../fakes/gemini.js";
+import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
+import { botOnHarness, runPrivateMessage } from "../helpers/bot.js";
+import { DATABASE_KINDS } from "../helpers/databases.js";
+import { CHAT_MODEL, type Harness, startHarness } from "../helpers/harness.js";
+import { pngImage } from "../helpers/images.js";
+
+const USER = 7171;
+const pdf = Buffer.from("%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n", "latin1");
+
+const modelTurnOf = (request: RecordedRequest | undefined, index: number) =>
+  request?.body.contents.filter((c) => c.role === "model")[index]?.parts ?? [];
+
+describe.each(DATABASE_KINDS)("files in Gemini's answers on %s", (kind) => {
+  let h: Harness;
+  let telegram: FakeTelegram;
+  let bot: ReturnType<typeof botOnHarness>["bot"];
+  let updateId = 0;
+
+  beforeAll(async () => {
+    h = await startHarness({ kind });
+    telegram = await startFakeTelegram();
+    bot = botOnHarness(h, telegram, {
+      allowedUserIds: [USER],
+      settings: { model: CHAT_MODEL, maxEvents: 0, maxTokens: 0 },
+    }).bot;
+  });
+  afterEach(() => {
+    expect(h.fake.rejections).toEqual([]);
+  });
+  afterAll(async () => {
+    await telegram.close();
+    await h.close();
+  });
+
+  const say = (chat: number, text: string, via = bot) =>
+    runPrivateMessage(via, { update: ++updateId, chat, user: USER }, { text });
+
+  it("stores an image the model drew, sends it as a photo before the words, and sends it back to Gemini", async () => {
+    const image = pngImage(640, 480, 3_000);
+    const drawn: Part = {
+      inlineData: { mimeType: "image/png", data: image.toString("base64") },
+      thoughtSignature: "c2lnbmVkIGltYWdl",
+    };
+    h.fake.script(content({ role: "model", parts: [{ text: "Here is your cat." }, drawn] }));
+    await say(USER, "draw a cat");
+    expect(telegram.sentFiles).toHaveLength(1);
+    const photo = telegram.sentFiles[0];
+    expect(photo?.method).toBe("sendPhoto");
+    expect(photo?.bytes.equals(image)).toBe(true);
+    const words = telegram.sent.find((m) => m.plain_text === "Here is your cat.");
+    expect(words?.message_id).toBeGreaterThan(photo?.message.message_id ?? Infinity);
+
+    // Stored as an attachment; the event holds a reference with the part's signature.
+    const rows = await h.app.database.db
+      .selectFrom("messages")
+      .select("event_json")
+      .where("chat_id", "=", String(USER))
+      .where("role", "=", "model")
+      .execute();
+    expect(rows[0]?.event_json).not.toContain(image.toString("base64").slice(0, 200));
+    const answer = (await h.app.store.loadContext(String(USER))).events.at(-1)?.event;
+    expect(answer?.parts[1]).toMatchObject({
+      kind: "media",
+      media: "photo",
+      sha256: sha256Hex(image),
+      mimeType: "image/png",
+      thoughtSignature: "c2lnbmVkIGltYWdl",
+    });
+
+    // After a restart the next request carries the same bytes, with the signature.
+    const restarted = await h.restart();
+    h.fake.script(content({ role: "model", parts: [{ text: "It is grey." }] }));
+    const again = botOnHarness({ ...h, app: restarted }, telegram, {
+      allowedUserIds: [USER],
+      settings: { model: CHAT_MODEL, maxEvents: 0, maxTokens: 0 },
+    }).bot;
+    await say(USER, "what colour is it?", again);
+    expect(modelTurnOf(h.fake.requests.at(-1), 0)).toEqual([{ text: "Here is your cat." }, drawn]);
+    const lines = historyLines(await restarted.store.lastTurns(String(USER), 2));
+    expect(lines.slice(0, 3)).toEqual([
+      { kind: "user", text: "draw a cat" },
+      { kind: "assistant", text: "📷 photo «Here is your cat.»" },
+      { kind: "user", text: "what colour is it?" },
+    ]);
+  });
+
+  it("sends a PDF that code execution made as a document", async () => {
+    h.fake.script(
+      content({
+        role: "model",
+        parts: [
+          { executableCode: { code: "make_pdf()", language: "PYTHON" } },
+          { codeExecutionResult: { outcome: "OUTCOME_OK", output: "" } },
+          { inlineData: { mimeType: "application/pdf", data: pdf.toString("base64") } },
+          { text: "The report is attached." },
+        ] as Part[],
+      }),
+    );
+    const before = telegram.sentFiles.length;
+    await say(USER + 1, "make me a report");
+    const sent = telegram.sentFiles.slice(before);
+    expect(sent.map((f) => [f.method, f.file_name])).toEqual([
+      ["sendDocument", `file-${sha256Hex(pdf).slice(0, 12)}.pdf`],
+    ]);
+    expect(sent[0]?.bytes.equals(pdf)).toBe(true);
+    expect(telegram.sent.at(-1)?.plain_text).toBe("The report is attached.");
+  });
+
+  it("a run after a crash sends only the files and messages Telegram does not have", async () => {
+    const save = async (bytes: Buffer, mimeType: string, name: string): Promise<MediaPart> => ({
+      kind: "media",
+      media: mimeType === "application/pdf" ? "document" : "photo",
+      ...(await h.app.attachments.save("resume", { bytes, mimeType })),
+      name,
+    });
+    const files = [
+      await save(pngImage(100, 100, 500), "image/png", "a.png"),
+      await save(pdf, "application/pdf", "b.pdf"),
+    ];
+    const recorded: number[] = [];
+    const delivery = createDelivery({ api: bot.api, logger: h.app.logger });
+    const live = startLiveAnswer({
+      api: bot.api,
+      delivery,
+      logger: h.app.logger,
+      chatId: USER + 2,
+      privateChat: true,
+      mode: "off",
+      draftId: 1,
+    });
+    const before = { files: telegram.sentFiles.length, sent: telegram.sent.length };
+    await deliverAnswer({
+      live,
+      delivery,
+      read: h.app.attachments.read,
+      chatId: USER + 2,
+      threadId: undefined,
+      result: { text: "two files", files, resumed: true },
+      // The photo went out before the crash.
+      lease: { delivered: 1, recordDelivered: async (count) => void recorded.push(count) },
+    });
+    expect(telegram.sentFiles.slice(before.files).map((f) => f.file_name)).toEqual(["b.pdf"]);
+    expect(telegram.sent.slice(before.sent).map((m) => m.plain_text)).toEqual(["two files"]);
+    expect(recorded).toEqual([2, 3]);
+  });
+});
