@@ -4,6 +4,7 @@ import { join } from "node:path";
 import type { DatabaseKind } from "../src/db/connect.js";
 import { type RecordedRequest, text } from "../test/fakes/gemini.js";
 import { buildTextUpdate } from "../test/fakes/telegram.js";
+import { wordsOf } from "../test/helpers/stamps.js";
 import { createBenchDatabase, type DatabaseBenchOptions } from "./databases.js";
 import { startFakes } from "./fakes.js";
 import type { BenchRow } from "./run.js";
@@ -40,8 +41,7 @@ export type KillUnderLoadResult = {
   duplicatesPerKill: number[];
 };
 
-const lastUserText = (r: RecordedRequest) =>
-  (r.body.contents.at(-1)?.parts ?? []).map((p) => p.text ?? "").join("");
+const lastUserText = (r: RecordedRequest) => wordsOf(r.body.contents.at(-1)?.parts);
 
 /**
  * The service under load is killed with SIGKILL again and again, as a crash or an OOM kill would,

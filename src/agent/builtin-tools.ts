@@ -1,4 +1,10 @@
-import type { FunctionDeclaration, GenerateContentConfig, Tool } from "@google/genai";
+import {
+  FunctionCallingConfigMode,
+  type FunctionDeclaration,
+  type GenerateContentConfig,
+  type Tool,
+  type ToolConfig,
+} from "@google/genai";
 import type { BuiltinTool } from "../config.js";
 
 const TOOL_FIELDS: Record<BuiltinTool, (tool: Tool) => void> = {
@@ -23,19 +29,24 @@ const combinesTools = (model: string): boolean =>
 /**
  * The request's tools: Koroku's function declarations and Gemini's built-in tools in one Tool,
  * with includeServerSideToolInvocations so the searches and code runs come back as parts (which
- * must then be sent back with the history).
+ * must then be sent back with the history). `functionCalling: "none"` forbids calling the
+ * functions (the built-in tools stay usable: they are not counted in the tool budget).
  */
 export function toolsConfig(
   model: string,
   declarations: readonly FunctionDeclaration[] | undefined,
   builtins: readonly BuiltinTool[] | undefined,
+  functionCalling?: "none",
 ): Pick<GenerateContentConfig, "tools" | "toolConfig"> {
   const functions = declarations ?? [];
   const server = combinesTools(model) || functions.length === 0 ? (builtins ?? []) : [];
   if (functions.length === 0 && server.length === 0) return {};
   const tool: Tool = functions.length > 0 ? { functionDeclarations: [...functions] } : {};
   for (const name of server) TOOL_FIELDS[name](tool);
-  return server.length > 0
-    ? { tools: [tool], toolConfig: { includeServerSideToolInvocations: true } }
-    : { tools: [tool] };
+  const toolConfig: ToolConfig = {};
+  if (server.length > 0) toolConfig.includeServerSideToolInvocations = true;
+  if (functionCalling === "none" && functions.length > 0) {
+    toolConfig.functionCallingConfig = { mode: FunctionCallingConfigMode.NONE };
+  }
+  return Object.keys(toolConfig).length > 0 ? { tools: [tool], toolConfig } : { tools: [tool] };
 }

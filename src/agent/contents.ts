@@ -1,5 +1,5 @@
 import type { Content } from "@google/genai";
-import { type MediaToGemini, textOf, toContent } from "../session/events.js";
+import { isRealUserMessage, type MediaToGemini, textOf, toContent } from "../session/events.js";
 import type { ChatContext } from "../session/store.js";
 import { summaryFraming } from "./prompts.js";
 
@@ -24,22 +24,38 @@ function mergeUserTurns(contents: readonly Content[]): Content[] {
   return merged;
 }
 
+export type ContentsOptions = {
+  /**
+   * The stamp put before each message the user sent, from the time it was stored (the row's
+   * created_at): a fact of the message, so a request repeats what earlier ones said.
+   */
+  sentAt?: (createdAt: string) => string;
+  /** A note for this request only, after everything else, as the user's. */
+  note?: string;
+};
+
 /**
  * The request contents for a context: the summary (framed as a user-role note) first, then every
- * event verbatim (its media as `media` says, see request-media.ts), then the extra note, if
- * any, as the user's.
+ * event verbatim (its media as `media` says, see request-media.ts; a user message after its
+ * stamp), then the note, if any. Each request starts with the bytes of the one before it (up to
+ * its note), so Gemini's implicit cache serves them: nothing here may depend on the time of the
+ * request.
  */
 export function contentsFor(
   context: ChatContext,
   media: MediaToGemini,
-  extraUserNote?: string,
+  options: ContentsOptions = {},
 ): Content[] {
-  const contents = context.events.map((e) => toContent(e.event, media));
+  const { sentAt, note } = options;
+  const contents = context.events.map(({ event, createdAt }) => {
+    const content = toContent(event, media);
+    if (!sentAt || !isRealUserMessage(event)) return content;
+    return { ...content, parts: [{ text: sentAt(createdAt) }, ...(content.parts ?? [])] };
+  });
   if (context.summary) {
-    const note = { text: summaryFraming(textOf(context.summary.event.summary)) };
-    contents.unshift({ role: "user", parts: [note] });
+    const framed = { text: summaryFraming(textOf(context.summary.event.summary)) };
+    contents.unshift({ role: "user", parts: [framed] });
   }
-  if (extraUserNote !== undefined)
-    contents.push({ role: "user", parts: [{ text: extraUserNote }] });
+  if (note !== undefined) contents.push({ role: "user", parts: [{ text: note }] });
   return mergeUserTurns(contents);
 }

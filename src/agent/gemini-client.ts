@@ -80,7 +80,10 @@ function paramsFor(
 ): GenerateContentParameters {
   const config: GenerateContentConfig = { abortSignal };
   if (request.systemInstruction) config.systemInstruction = request.systemInstruction;
-  Object.assign(config, toolsConfig(request.model, request.tools, request.builtinTools));
+  Object.assign(
+    config,
+    toolsConfig(request.model, request.tools, request.builtinTools, request.functionCalling),
+  );
   const thinking = thinkingConfigFor(request.model, request.thinkingLevel);
   if (thinking) config.thinkingConfig = thinking;
   return { model: request.model, contents, config };

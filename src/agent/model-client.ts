@@ -40,6 +40,11 @@ export type GenerateRequest = {
   systemInstruction?: string;
   contents: Content[];
   tools?: FunctionDeclaration[];
+  /**
+   * "none": the model may not call `tools` this time (Gemini's function-calling mode NONE). They
+   * stay declared, so the request's prefix stays what the earlier ones had.
+   */
+  functionCalling?: "none";
   /** Gemini's server-side tools, offered beside `tools`. */
   builtinTools?: readonly BuiltinTool[];
   /** GEMINI_THINKING_LEVEL; the client turns it into what the model understands. */

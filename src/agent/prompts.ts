@@ -1,21 +1,34 @@
 /** Every text Koroku sends to Gemini that the user did not write. */
 
-/** How the system instruction names the day; built once per agent, as Intl formatters are costly. */
-export function dayFormat(timeZone: string): Intl.DateTimeFormat {
+/**
+ * How a user message's time is written: the weekday too, which models get wrong when they work
+ * it out. Built once per agent, as Intl formatters are costly.
+ */
+export function messageTimeFormat(timeZone: string): Intl.DateTimeFormat {
   return new Intl.DateTimeFormat("en-GB", {
     weekday: "long",
     day: "numeric",
     month: "long",
     year: "numeric",
+    hour: "2-digit",
+    minute: "2-digit",
+    hourCycle: "h23",
     timeZone,
   });
 }
 
-export function systemInstruction(today: string, timeZone: string): string {
+/** The stamp each user message gets in a request: "[Tuesday, 3 March 2026 at 14:05]". */
+export const sentAtNote = (formatted: string): string => `[${formatted}]`;
+
+/**
+ * The same for every request of every conversation of the process, so that Gemini's implicit
+ * cache holds it: nothing here may change between turns (the date rides on each message).
+ */
+export function systemInstruction(timeZone: string): string {
   return [
     "You are Koroku, a personal assistant that lives in Telegram.",
     "Be concise and helpful. When a request is ambiguous, ask a short clarifying question instead of guessing.",
-    `Today is ${today} (time zone ${timeZone}). Use get_current_time when you need the exact time.`,
+    `Each message from the user starts with the date and time it was sent, in brackets (time zone ${timeZone}); the latest one tells you today's date. Koroku adds these stamps: never write one yourself. Use get_current_time when you need the exact time now.`,
     "You remember everything: summaries of past conversations are kept in your memory files (read_memory),",
     "and search_history searches everything ever said in this chat, including parts that were summarised.",
     "You can read and write files in your workspace with list_files, read_file and write_file.",

@@ -44,7 +44,12 @@ import {
   NO_USAGE,
   type Usage,
 } from "./model-client.js";
-import { dayFormat, systemInstruction, toolBudgetInstruction } from "./prompts.js";
+import {
+  messageTimeFormat,
+  sentAtNote,
+  systemInstruction,
+  toolBudgetInstruction,
+} from "./prompts.js";
 import type { MediaSource } from "./request-media.js";
 import { sourcesBlock, sourcesOf } from "./sources.js";
 import { runInOrder } from "./tool-batch.js";
@@ -79,7 +84,7 @@ export type AgentDeps = {
     builtinTools?: readonly BuiltinTool[];
   };
   compactor?: Compactor;
-  now?: () => Date;
+  /** IANA zone of the system instruction and of the stamps on the user's messages. */
   timeZone?: string;
 };
 
@@ -156,9 +161,10 @@ const answerFilesOf = (event: SessionEvent): MediaPart[] =>
 
 export function createAgent(deps: AgentDeps) {
   const { store, model, tools, hooks, settings } = deps;
-  const now = deps.now ?? (() => new Date());
   const timeZone = deps.timeZone ?? Intl.DateTimeFormat().resolvedOptions().timeZone;
-  const day = dayFormat(timeZone);
+  const instruction = systemInstruction(timeZone);
+  const timeFormat = messageTimeFormat(timeZone);
+  const sentAt = (createdAt: string) => sentAtNote(timeFormat.format(new Date(createdAt)));
 
   /** The model's answer as an event; its files are stored first (after `guard`). */
   async function modelEvent(
@@ -308,13 +314,17 @@ export function createAgent(deps: AgentDeps) {
       const remaining = settings.maxToolCallsPerTurn - used;
       const offerTools = remaining > 0;
       let media = await deps.media.forRequest(context);
-      const note = offerTools ? undefined : toolBudgetInstruction(used);
+      const options = { sentAt, ...(offerTools ? {} : { note: toolBudgetInstruction(used) }) };
+      // Every request of a conversation starts with the bytes of the one before it (Gemini's
+      // implicit cache bills them at a fraction): the same instruction and tools every time,
+      // even once the budget is spent, when the model is only forbidden to call them.
       const request = {
         model: settings.model,
-        systemInstruction: systemInstruction(day.format(now()), timeZone),
-        contents: contentsFor(context, media.toGemini, note),
-        tools: offerTools ? tools.declarations() : undefined,
-        ...(offerTools && settings.builtinTools ? { builtinTools: settings.builtinTools } : {}),
+        systemInstruction: instruction,
+        contents: contentsFor(context, media.toGemini, options),
+        tools: tools.declarations(),
+        ...(offerTools ? {} : { functionCalling: "none" as const }),
+        ...(settings.builtinTools ? { builtinTools: settings.builtinTools } : {}),
         ...(settings.thinkingLevel ? { thinkingLevel: settings.thinkingLevel } : {}),
         stream,
         ...(input.stop ? { stop: input.stop } : {}),
@@ -329,7 +339,7 @@ export function createAgent(deps: AgentDeps) {
           } catch (error) {
             if (reuploads >= 2 || !(await deps.media.recover(error, media))) throw error;
             media = await deps.media.forRequest(context);
-            request.contents = contentsFor(context, media.toGemini, note);
+            request.contents = contentsFor(context, media.toGemini, options);
           }
         }
         modelCalls++;

@@ -14,6 +14,7 @@ import {
   thought,
 } from "../fakes/gemini.js";
 import { type Harness, harnessPerTest } from "../helpers/harness.js";
+import { STAMP } from "../helpers/stamps.js";
 
 const sent = (r: RecordedRequest | undefined) => JSON.stringify(r?.body.contents);
 const cut = (step: ReplyStep): ReplyStep => ({ ...step, finishReason: "MAX_TOKENS" });
@@ -48,7 +49,12 @@ describe("finish reasons and odd answers", () => {
     // Both questions go as one user turn.
     const contents = h.fake.requests[1]?.body.contents ?? [];
     expect(contents).toHaveLength(1);
-    expect(contents[0]?.parts?.map((p) => p.text)).toEqual(["hard question", "briefly?"]);
+    expect(contents[0]?.parts?.map((p) => p.text)).toEqual([
+      expect.stringMatching(STAMP),
+      "hard question",
+      expect.stringMatching(STAMP),
+      "briefly?",
+    ]);
   });
 
   it.each([
@@ -103,7 +109,12 @@ describe("finish reasons and odd answers", () => {
     expect((await h.app.agent.runTurn("c1", { text: "and now?" })).text).toBe("fine now");
     const last = h.fake.requests.at(-1)?.body.contents ?? [];
     expect(last.map((c) => c.role)).toEqual(["user", "model", "user"]);
-    expect(last[2]?.parts?.map((p) => Object.keys(p)[0])).toEqual(["functionResponse", "text"]);
+    expect(last[2]?.parts?.map((p) => Object.keys(p)[0])).toEqual([
+      "functionResponse",
+      "text",
+      "text",
+    ]);
+    expect(last[2]?.parts?.[1]?.text).toMatch(STAMP);
   });
 
   it("never sends two user turns in a row after a failed model call", async () => {

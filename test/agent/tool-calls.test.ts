@@ -7,12 +7,11 @@ import { runInOrder } from "../../src/agent/tool-batch.js";
 import { createAgent } from "../../src/agent/turn.js";
 import type { FunctionResponsePart, SessionEvent } from "../../src/session/events.js";
 import { createToolRegistry, defineTool } from "../../src/tools/registry.js";
-import { call, calls, type RecordedRequest, text } from "../fakes/gemini.js";
+import { call, calls, mayCallFunctions, text } from "../fakes/gemini.js";
 import { type Harness, harnessPerTest } from "../helpers/harness.js";
 
 const responsesOf = (event: SessionEvent | undefined) =>
   (event?.parts ?? []).filter((p): p is FunctionResponsePart => p.kind === "function_response");
-const hasTools = (r: RecordedRequest) => (r.body.tools?.length ?? 0) > 0;
 
 describe("tool calls of a turn", () => {
   const harness = harnessPerTest({ env: { MAX_TOOL_CALLS_PER_TURN: "15" } });
@@ -63,7 +62,9 @@ describe("tool calls of a turn", () => {
   });
 
   it("counts refused repeats toward the budget, and a new message starts a fresh count", async () => {
-    h.fake.setDefault((req) => (hasTools(req) ? call("get_current_time") : text("budget spent")));
+    h.fake.setDefault((req) =>
+      mayCallFunctions(req) ? call("get_current_time") : text("budget spent"),
+    );
     let executed = 0;
     h.app.hooks.on("toolCall", () => executed++);
     const result = await h.app.agent.runTurn("c1", { text: "loop forever" });

@@ -9,6 +9,7 @@ import {
   calls,
   combine,
   content,
+  mayCallFunctions,
   type RecordedRequest,
   status,
   text,
@@ -17,7 +18,6 @@ import {
 import { type Harness, harnessPerTest, startHarness } from "../helpers/harness.js";
 
 const responsesOf = (e: SessionEvent) => e.parts.filter((p) => p.kind === "function_response");
-const hasTools = (r: RecordedRequest) => (r.body.tools?.length ?? 0) > 0;
 const allText = (r: RecordedRequest) => JSON.stringify(r.body.contents);
 /** A call unlike every other one of the turn, which the repeated-call guard lets through. */
 let distinct = 0;
@@ -42,7 +42,12 @@ describe("agent turn loop", () => {
     const [request] = h.fake.requests;
     const system = JSON.stringify(request?.body.systemInstruction);
     expect(system).toContain("Koroku");
-    expect(system).toContain(String(new Date().getFullYear()));
+    // The date rides on the user's message, not in the instruction every request shares.
+    expect(system).not.toContain(String(new Date().getFullYear()));
+    const [stamp, words] = request?.body.contents[0]?.parts ?? [];
+    expect(stamp?.text).toMatch(/^\[\w+day, \d{1,2} \w+ \d{4} at \d\d:\d\d\]$/);
+    expect(stamp?.text).toContain(String(new Date().getFullYear()));
+    expect(words?.text).toBe("hi");
     expect(system).toContain("read_memory");
     expect(system).toContain("search_history");
     const declared = request?.body.tools?.[0]?.functionDeclarations?.map((d) => d.name);
@@ -116,8 +121,10 @@ describe("agent turn loop", () => {
     expect(h.fake.requests).toHaveLength(3);
   });
 
-  it("stops offering tools after exactly 15 calls and says why, without storing the notice", async () => {
-    h.fake.setDefault((req) => (hasTools(req) ? freshCall() : text("I used my budget; continue?")));
+  it("forbids tool calls after exactly 15 calls and says why, without storing the notice", async () => {
+    h.fake.setDefault((req) =>
+      mayCallFunctions(req) ? freshCall() : text("I used my budget; continue?"),
+    );
     let executed = 0;
     h.app.hooks.on("toolCall", () => executed++);
     const result = await h.app.agent.runTurn("c1", { text: "loop forever" });
@@ -128,7 +135,9 @@ describe("agent turn loop", () => {
       text: "I used my budget; continue?",
     });
     const last = h.fake.requests.at(-1) as RecordedRequest;
-    expect(hasTools(last)).toBe(false);
+    expect(mayCallFunctions(last)).toBe(false);
+    // Still declared: the request starts as the ones before it did (Gemini's implicit cache).
+    expect(last.body.tools).toEqual(h.fake.requests[0]?.body.tools);
     expect(allText(last)).toContain("tool budget");
     const stored = JSON.stringify((await h.app.store.loadContext("c1")).events);
     expect(stored).not.toContain("tool budget");
@@ -136,13 +145,13 @@ describe("agent turn loop", () => {
     h.fake.setDefault(text("ok"));
     h.fake.script(call("get_current_time"), text("ok"));
     await h.app.agent.runTurn("c1", { text: "one more" });
-    expect(hasTools(h.fake.requests.at(-2) as RecordedRequest)).toBe(true);
+    expect(mayCallFunctions(h.fake.requests.at(-2) as RecordedRequest)).toBe(true);
   });
 
   it("runs only what fits of a parallel batch that crosses the limit", async () => {
     let n = 0;
     h.fake.setDefault((req) => {
-      if (!hasTools(req)) return text("stopped");
+      if (!mayCallFunctions(req)) return text("stopped");
       n++;
       return n < 15
         ? freshCall()
@@ -165,7 +174,7 @@ describe("agent turn loop", () => {
   it("keeps the budget across a restart in the middle of a turn", async () => {
     let answered = 0;
     h.fake.setDefault((req) => {
-      if (!hasTools(req)) return text("budget spent");
+      if (!mayCallFunctions(req)) return text("budget spent");
       answered++;
       return answered <= 10 ? freshCall() : status(400, "boom: simulated crash point");
     });
@@ -173,7 +182,7 @@ describe("agent turn loop", () => {
       h.app.agent.runTurn("c1", { text: "long job", updateId: 7 }),
     ).rejects.toBeInstanceOf(GeminiRefusedError);
     const restarted = await h.restart();
-    h.fake.setDefault((req) => (hasTools(req) ? freshCall() : text("budget spent")));
+    h.fake.setDefault((req) => (mayCallFunctions(req) ? freshCall() : text("budget spent")));
     let executed = 0;
     restarted.hooks.on("toolCall", () => executed++);
     const result = await restarted.agent.runTurn("c1", { text: "long job", updateId: 7 });

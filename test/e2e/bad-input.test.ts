@@ -14,6 +14,7 @@ import {
   startWorld,
   WEBHOOK_SECRET,
 } from "../helpers/service-process.js";
+import { wordsOf } from "../helpers/stamps.js";
 
 /**
  * The bad-input suite: every case runs in one service process, one after another, so a case that
@@ -26,8 +27,7 @@ const USERS = Array.from({ length: 20 }, (_, i) => ALLOWED_USER + 1 + i);
 const GROUP = -100_555_000;
 const TELEGRAM_LIMIT = 4096;
 
-const lastUserText = (r: RecordedRequest | undefined) =>
-  (r?.body.contents.at(-1)?.parts ?? []).map((p) => p.text ?? "").join("");
+const lastUserText = (r: RecordedRequest | undefined) => wordsOf(r?.body.contents.at(-1)?.parts);
 
 const echo = (r: RecordedRequest) => text(`echo: ${lastUserText(r)}`);
 

@@ -10,6 +10,7 @@ import {
   type ServiceWorld,
   startWorld,
 } from "../helpers/service-process.js";
+import { wordsOf } from "../helpers/stamps.js";
 
 const FORUM = -1005550001;
 /** A forum where the bot is no administrator: it may not open topics. */
@@ -21,8 +22,7 @@ const USERS = Array.from({ length: 10 }, (_, i) => ALLOWED_USER + i);
 /** Every text the model was given in a request, its history included. */
 const contextOf = (r: RecordedRequest) =>
   r.body.contents.flatMap((c) => (c.parts ?? []).map((p) => p.text ?? "")).join("\n");
-const lastUserText = (r: RecordedRequest) =>
-  (r.body.contents.at(-1)?.parts ?? []).map((p) => p.text ?? "").join("");
+const lastUserText = (r: RecordedRequest) => wordsOf(r.body.contents.at(-1)?.parts);
 
 describe("conversations end to end: topics are conversations of their own", () => {
   let w: ServiceWorld;

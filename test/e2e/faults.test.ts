@@ -11,6 +11,7 @@ import {
   type ServiceWorld,
   startWorld,
 } from "../helpers/service-process.js";
+import { wordsOf } from "../helpers/stamps.js";
 import { startTcpProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
 
 /**
@@ -27,8 +28,7 @@ const FOLLOW_UP = "the follow-up answer";
 const textsTo = (w: ServiceWorld, chatId = ALLOWED_USER) =>
   w.telegram.sent.filter((m) => m.chat_id === chatId).map((m) => m.plain_text);
 
-const lastUserText = (r: RecordedRequest) =>
-  (r.body.contents.at(-1)?.parts ?? []).map((p) => p.text ?? "").join("");
+const lastUserText = (r: RecordedRequest) => wordsOf(r.body.contents.at(-1)?.parts);
 const echo = (r: RecordedRequest) => text(`echo: ${lastUserText(r)}`);
 
 /** Collects the service's stderr, where an uncaught error's stack lands. */

@@ -11,6 +11,7 @@ import {
   type ServiceWorld,
   startWorld,
 } from "../helpers/service-process.js";
+import { wordsOf } from "../helpers/stamps.js";
 
 /**
  * Photos through the real service. Albums: Telegram sends each item as an update of its own, and
@@ -33,14 +34,13 @@ const jpeg = (seed: number) =>
 
 /** How many files the user's newest message holds, and its words. */
 const answerSeen = (r: RecordedRequest) => {
-  const answer = text(`seen ${inlineOf(r).length}: ${wordsOf(r)}`);
-  return wordsOf(r).startsWith("flood") ? { ...answer, delayMs: FLOOD_TURN_MS } : answer;
+  const answer = text(`seen ${inlineOf(r).length}: ${lastWords(r)}`);
+  return lastWords(r).startsWith("flood") ? { ...answer, delayMs: FLOOD_TURN_MS } : answer;
 };
 
 const inlineOf = (r: RecordedRequest | undefined) =>
   (r?.body.contents.at(-1)?.parts ?? []).flatMap((p) => (p.inlineData ? [p.inlineData] : []));
-const wordsOf = (r: RecordedRequest | undefined) =>
-  (r?.body.contents.at(-1)?.parts ?? []).map((p) => p.text ?? "").join("");
+const lastWords = (r: RecordedRequest | undefined) => wordsOf(r?.body.contents.at(-1)?.parts);
 
 type Item = { file: FileRef; caption?: string };
 
@@ -155,7 +155,7 @@ describe("albums and floods of photos on SQLite", () => {
   const sentTo = (chatId: number) =>
     w.telegram.sent.filter((m) => m.chat_id === chatId).map((m) => m.plain_text);
   const requestsOf = (chatId: number) =>
-    w.gemini.requests.filter((r) => wordsOf(r).includes(`chat ${chatId}`));
+    w.gemini.requests.filter((r) => lastWords(r).includes(`chat ${chatId}`));
 
   beforeAll(async () => {
     w = await startWorld({ env: { ALLOWED_USER_IDS: [ALLOWED_USER, ...USERS].join(",") } });

@@ -7,6 +7,7 @@ import {
   type ServiceWorld,
   startWorld,
 } from "../helpers/service-process.js";
+import { wordsOf } from "../helpers/stamps.js";
 
 const CHATS = 60;
 const MESSAGES = 5;
@@ -17,7 +18,7 @@ describe("load: many chats at once through the webhook", () => {
   beforeAll(async () => {
     w = await startWorld({ env: { ALLOWED_USER_IDS: users.join(",") } });
     w.gemini.setDefault((r: RecordedRequest) =>
-      text(`echo ${(r.body.contents.at(-1)?.parts ?? []).map((p) => p.text ?? "").join("")}`),
+      text(`echo ${wordsOf(r.body.contents.at(-1)?.parts)}`),
     );
   });
   afterAll(async () => {

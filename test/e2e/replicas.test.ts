@@ -7,6 +7,7 @@ import {
   type ServiceWorld,
   startWorld,
 } from "../helpers/service-process.js";
+import { wordsOf } from "../helpers/stamps.js";
 
 const CHATS = 8;
 const MESSAGES_PER_CHAT = 6;
@@ -14,8 +15,7 @@ const MESSAGES_PER_CHAT = 6;
 const users = Array.from({ length: CHATS + 2 }, (_, i) => ALLOWED_USER + i);
 
 function tagOf(request: RecordedRequest): string {
-  const parts = request.body.contents.at(-1)?.parts ?? [];
-  return parts.map((p) => p.text ?? "").join("");
+  return wordsOf(request.body.contents.at(-1)?.parts);
 }
 
 describe("two replicas on one PostgreSQL database", () => {

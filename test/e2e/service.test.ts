@@ -143,7 +143,7 @@ describe("Telegram service end to end (webhook mode, SQLite)", () => {
     await w.say("/status", { userId: u });
     const statusReply = await waitForText(u, (t) => t.startsWith("Model:"));
     expect(statusReply.plain_text).toContain("Model: chat-model");
-    expect(statusReply.plain_text).toMatch(/Context: 4 events, ~\d+ tokens/);
+    expect(statusReply.plain_text).toMatch(/Context: 4 events, ~[\d,]+ tokens/);
     expect(statusReply.plain_text).toMatch(/Compaction budget left: \d+%/);
     expect(statusReply.plain_text).toContain("Compactions so far: 0");
 

@@ -25,6 +25,14 @@ export interface RecordedRequest {
   rejection?: string;
 }
 
+/**
+ * Whether the model may answer this request with a function call: it declares functions and does
+ * not forbid them (function-calling mode NONE).
+ */
+export const mayCallFunctions = (request: RecordedRequest): boolean =>
+  (request.body.tools ?? []).some((tool) => (tool.functionDeclarations?.length ?? 0) > 0) &&
+  request.body.toolConfig?.functionCallingConfig?.mode !== "NONE";
+
 export interface UsageOverride {
   promptTokenCount?: number;
   /** Of the prompt, what Gemini's implicit cache served; never more than promptTokenCount. */

@@ -59,9 +59,13 @@ describe("fake Gemini through the real SDK", () => {
       text: "thinking",
       thought: true,
     });
-    expect(response.usageMetadata?.promptTokenCount).toBe(
-      Math.ceil(JSON.stringify(contents).length / 4),
-    );
+    // The prompt counts the system instruction and the tools too, as Gemini counts them.
+    const sent = fake.requests[0]?.body;
+    const promptChars = [sent?.systemInstruction, sent?.tools, contents]
+      .map((piece) => JSON.stringify(piece).length)
+      .reduce((a, b) => a + b, 0);
+    expect(response.usageMetadata?.promptTokenCount).toBe(Math.ceil(promptChars / 4));
+    expect(response.usageMetadata?.cachedContentTokenCount).toBeUndefined();
     expect((await generate(contents)).text).toBe("ok");
     expect(fake.requests[0]).toMatchObject({
       model: MODEL,
@@ -299,6 +303,89 @@ describe("fake Gemini through the real SDK", () => {
     const counted = await generate([ask("a")]);
     expect(counted.usageMetadata).toMatchObject({ promptTokenCount: 7, totalTokenCount: 10 });
     expect(fake.rejections).toEqual([]);
+  });
+
+  describe("implicit caching", () => {
+    // About 5,000 tokens as the fake counts them (characters / 4).
+    const long = (label: string) => ask(`${label} ${"word ".repeat(4_000)}`);
+    const cachedOf = (response: { usageMetadata?: { cachedContentTokenCount?: number } }) =>
+      response.usageMetadata?.cachedContentTokenCount ?? 0;
+    const ask2 = (
+      contents: Content[],
+      config: { systemInstruction?: string } = {},
+      model = MODEL,
+    ) => ai.models.generateContent({ model, contents, config });
+
+    it("reports the prefix shared with a recent request of the key and model as cached", async () => {
+      const first = [long("first")];
+      const opening = await generate(first);
+      expect(cachedOf(opening)).toBe(0);
+      const turn = opening.candidates?.[0]?.content as Content;
+      const next = await generate([...first, turn, ask("and then?")]);
+      const prompt = next.usageMetadata?.promptTokenCount ?? 0;
+      const firstPrompt = opening.usageMetadata?.promptTokenCount ?? 0;
+      // Everything the first request held but its closing bracket.
+      expect(cachedOf(next)).toBeGreaterThanOrEqual(firstPrompt - 1);
+      expect(cachedOf(next)).toBeLessThan(prompt);
+      expect(fake.rejections).toEqual([]);
+    });
+
+    it("caches nothing below the model's minimum, for a changed start or another key", async () => {
+      const short = [ask("short question")];
+      await generate(short);
+      expect(cachedOf(await generate(short))).toBe(0);
+      const contents = [long("same")];
+      await ask2(contents, { systemInstruction: "Today is Monday." });
+      const changed = await ask2(contents, { systemInstruction: "Today is Tuesday." });
+      expect(cachedOf(changed)).toBe(0);
+      const again = await ask2(contents, { systemInstruction: "Today is Tuesday." });
+      expect(cachedOf(again)).toBe(again.usageMetadata?.promptTokenCount);
+      const other = new GoogleGenAI({
+        apiKey: "other-key",
+        vertexai: false,
+        httpOptions: { baseUrl: fake.baseUrl },
+      });
+      const stranger = await other.models.generateContent({
+        model: MODEL,
+        contents,
+        config: { systemInstruction: "Today is Tuesday." },
+      });
+      expect(cachedOf(stranger)).toBe(0);
+    });
+
+    it("knows the minimum per model: 2,048 tokens for 2.5, none before 2.5", async () => {
+      // About 3,000 tokens: cached on 2.5 Flash, not on a model that wants 4,096.
+      const medium = [ask(`x ${"word ".repeat(2_400)}`)];
+      for (const model of ["gemini-2.5-flash", "gemini-3.6-flash", "gemini-2.0-flash"]) {
+        await generate(medium, model);
+      }
+      expect(cachedOf(await generate(medium, "gemini-2.5-flash"))).toBeGreaterThan(2_048);
+      expect(cachedOf(await generate(medium, "gemini-3.6-flash"))).toBe(0);
+      const big = [long("big")];
+      await generate(big, "gemini-2.0-flash");
+      expect(cachedOf(await generate(big, "gemini-2.0-flash"))).toBe(0);
+    });
+
+    it("can be turned off, and a step's usage wins", async () => {
+      const plain = await startFakeGemini({ implicitCaching: false });
+      try {
+        const client = new GoogleGenAI({
+          apiKey: "k",
+          vertexai: false,
+          httpOptions: { baseUrl: plain.baseUrl },
+        });
+        const contents = [long("off")];
+        await client.models.generateContent({ model: MODEL, contents });
+        const again = await client.models.generateContent({ model: MODEL, contents });
+        expect(cachedOf(again)).toBe(0);
+      } finally {
+        await plain.close();
+      }
+      const contents = [long("override")];
+      fake.script(text("a"), { ...text("b"), usage: { cachedContentTokenCount: 10 } });
+      await generate(contents);
+      expect(cachedOf(await generate(contents))).toBe(10);
+    });
   });
 
   it("streams as server-sent events: pieces, the signature last on empty text, calls whole", async () => {

@@ -14,6 +14,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { setTimeout as delay } from "node:timers/promises";
 import type { Part } from "@google/genai";
+import { createImplicitCache, promptText, tokensOfText } from "./gemini-cache.js";
 import { FakeFiles, type FileProblem, type FilesOptions } from "./gemini-files.js";
 import {
   type ErrorStep,
@@ -67,6 +68,11 @@ export interface FakeGeminiOptions {
   stream?: Partial<StreamShape>;
   /** How long uploaded files live and how long videos are processed. */
   files?: FilesOptions;
+  /**
+   * Reports the prefix a request shares with recent ones as cached, as Gemini's implicit caching
+   * does (gemini-cache.ts). On unless turned off; a step's usage override wins.
+   */
+  implicitCaching?: boolean;
 }
 
 const STATUS_NAMES: Record<number, string> = {
@@ -159,6 +165,7 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
   let fallback: Step = text("ok");
   let baseUrl = "";
   const files = new FakeFiles(() => baseUrl, options.files);
+  const implicitCache = createImplicitCache();
 
   const nextStep = (model: string): Step =>
     perModel.get(model)?.shift() ?? shared.shift() ?? fallback;
@@ -182,15 +189,30 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
     return { ...part, thoughtSignature: signature };
   };
 
+  /** The prompt's tokens and what the implicit cache held of them; the prompt is then cached. */
+  const promptUsage = (request: RecordedRequest) => {
+    const prompt = promptText(request.body);
+    const cached =
+      options.implicitCaching === false
+        ? 0
+        : implicitCache.cachedTokens(request.apiKey, request.model, prompt);
+    if (options.implicitCaching !== false)
+      implicitCache.remember(request.apiKey, request.model, prompt);
+    return { promptTokenCount: tokensOfText(prompt), cachedContentTokenCount: cached };
+  };
+
   const buildReply = (step: ReplyStep, request: RecordedRequest) => {
     const parts = step.parts.map((part) => signPart(part, request.model));
-    const promptTokenCount = step.usage?.promptTokenCount ?? estimateTokens(request.body.contents);
+    const measured = promptUsage(request);
+    const promptTokenCount = step.usage?.promptTokenCount ?? measured.promptTokenCount;
     const blocked = step.promptBlockReason !== undefined;
     const candidatesTokenCount =
       step.usage?.candidatesTokenCount ?? (blocked ? 0 : estimateTokens(parts));
     const thoughtsTokenCount = step.usage?.thoughtsTokenCount;
-    const cachedContentTokenCount = step.usage?.cachedContentTokenCount;
-    if (cachedContentTokenCount !== undefined && cachedContentTokenCount > promptTokenCount) {
+    const cachedContentTokenCount =
+      step.usage?.cachedContentTokenCount ??
+      Math.min(measured.cachedContentTokenCount, promptTokenCount);
+    if (cachedContentTokenCount > promptTokenCount) {
       throw new Error("fake Gemini: cachedContentTokenCount cannot exceed promptTokenCount");
     }
     const usageMetadata = {

@@ -11,6 +11,7 @@ import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { botOnHarness, runPrivateMessage } from "../helpers/bot.js";
 import { DATABASE_KINDS } from "../helpers/databases.js";
 import { CHAT_MODEL, type Harness, SUMMARY_MODEL, startHarness } from "../helpers/harness.js";
+import { wordsOf } from "../helpers/stamps.js";
 
 const USER = 6160;
 const MAX_BYTES = 64 * 1024;
@@ -33,8 +34,7 @@ const ogg = () => Buffer.concat([Buffer.from("OggS"), Buffer.alloc(3_000, 9)]);
 
 const inlineOf = (r: RecordedRequest | undefined) =>
   (r?.body.contents.at(-1)?.parts ?? []).flatMap((p) => (p.inlineData ? [p.inlineData] : []));
-const wordsOf = (r: RecordedRequest | undefined) =>
-  (r?.body.contents.at(-1)?.parts ?? []).map((p) => p.text ?? "").join("");
+const lastWords = (r: RecordedRequest | undefined) => wordsOf(r?.body.contents.at(-1)?.parts);
 
 describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
   let h: Harness;
@@ -88,7 +88,7 @@ describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
     expect(inlineOf(request)).toEqual([
       { mimeType: "image/jpeg", data: jpeg(2, 20_000).toString("base64") },
     ]);
-    expect(wordsOf(request)).toBe("what is it?");
+    expect(lastWords(request)).toBe("what is it?");
     await send(USER, { photo: sizes });
     const stored = await h.app.database.db
       .selectFrom("attachments")
@@ -141,7 +141,7 @@ describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
       document: { ...report, file_name: "../../etc/report.pdf", mime_type: "application/pdf" },
     });
     expect(inlineOf(h.fake.requests.at(-1))[0]?.mimeType).toBe("application/pdf");
-    expect(wordsOf(h.fake.requests.at(-1))).toBe("[Saved in the workspace as inbox/report.pdf]");
+    expect(lastWords(h.fake.requests.at(-1))).toBe("[Saved in the workspace as inbox/report.pdf]");
     expect(readFileSync(join(h.dirs.workspace, "inbox", "report.pdf"))).toEqual(pdf());
     // The same name again is a new file beside it, never an overwrite.
     await send(chat, { document: { ...report, file_name: "report.pdf" } });
@@ -157,7 +157,7 @@ describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
     // A bare path for a name climbs nowhere either: the last piece is the name.
     const notes = telegram.addFile(Buffer.from("climb\n"));
     await send(chat, { document: { ...notes, file_name: "../../x", mime_type: "text/plain" } });
-    expect(wordsOf(h.fake.requests.at(-1))).toBe("[Saved in the workspace as inbox/x]");
+    expect(lastWords(h.fake.requests.at(-1))).toBe("[Saved in the workspace as inbox/x]");
     expect(readFileSync(join(h.dirs.workspace, "inbox", "x"), "utf8")).toBe("climb\n");
     expect(existsSync(join(h.dirs.workspace, "..", "x"))).toBe(false);
     // A PNG its sender called a JPEG goes to Gemini as what it is.
@@ -334,7 +334,7 @@ describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
 
   it("gives stickers, locations, venues, contacts, polls and dice to the model as words", async () => {
     const chat = USER + 7;
-    h.fake.setDefault((r) => text(`echo ${wordsOf(r)}`));
+    h.fake.setDefault((r) => text(`echo ${lastWords(r)}`));
     const sticker = (extra: object) => ({
       file_id: "gone",
       file_unique_id: "g",

@@ -14,6 +14,7 @@ import { createScheduledRunner, type ScheduledRunner } from "../../src/telegram/
 import { status, text } from "../fakes/gemini.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { type Harness, startHarness } from "../helpers/harness.js";
+import { STAMP } from "../helpers/stamps.js";
 
 const ZONE = "Europe/Berlin";
 // Thursday 3 December 2026, 09:00 in Berlin.
@@ -112,7 +113,8 @@ describe("running scheduled tasks", () => {
     const request = h.fake.requests.at(-1);
     const last = request?.body.contents.at(-1);
     expect(last?.role).toBe("user");
-    expect(last?.parts?.[0]?.text).toMatch(
+    expect(last?.parts?.[0]?.text).toMatch(STAMP);
+    expect(last?.parts?.[1]?.text).toMatch(
       /^\[Scheduled task #\d+, due at 09:00\. Nobody typed this now.*\]\nSummarise notes\.txt$/,
     );
     expect(telegram.sent).toHaveLength(1);
