@@ -63,6 +63,12 @@ export async function createApp(
       "ENABLE_SHELL_TOOL is on: run_command gives the model a shell with this process's rights, so it can read the bot's token and API key (from /proc), the database and the memory files; run the bot as a user, or in a container, that holds nothing else",
     );
   }
+  const readBytes = (hashes: readonly string[]) => readAttachments(handle.db, hashes);
+  /** The conversation's files in the database (src/session/attachments.ts). */
+  const attachments = {
+    save: (chatId: string, file: NewAttachment) => putAttachment(handle.db, chatId, file),
+    read: readBytes,
+  };
   const tasks = createTaskStore({ db: handle.db, kind: handle.kind });
   const tools = createToolRegistry(
     createBuiltinTools({
@@ -70,16 +76,11 @@ export async function createApp(
       memoryDir: config.memoryDir,
       enableShell: config.enableShellTool,
       search: (chatId, query, options) => store.search(chatId, query, options),
+      saveFile: attachments.save,
       timeZone: config.timeZone,
       extra: createTaskTools({ tasks, timeZone: config.timeZone, now: Date.now }),
     }),
   );
-  const readBytes = (hashes: readonly string[]) => readAttachments(handle.db, hashes);
-  /** The conversation's files in the database (src/session/attachments.ts). */
-  const attachments = {
-    save: (chatId: string, file: NewAttachment) => putAttachment(handle.db, chatId, file),
-    read: readBytes,
-  };
   const media = createMediaSource({
     readAttachments: readBytes,
     store: {

@@ -4,6 +4,7 @@ import {
   type FunctionResponsePart,
   functionCallsOf,
   isRealUserMessage,
+  type MediaPart,
   type SessionEvent,
 } from "../session/events.js";
 import type { StoredSession } from "../session/store.js";
@@ -121,6 +122,7 @@ export function repeatRefusal(earlier: Record<string, unknown> | undefined): { e
 export function responsePart(
   call: FunctionCallPart,
   response: Record<string, unknown>,
+  files?: MediaPart[],
 ): FunctionResponsePart {
   const part: FunctionResponsePart = {
     kind: "function_response",
@@ -129,6 +131,7 @@ export function responsePart(
     call: call.args === undefined ? { name: call.name } : { name: call.name, args: call.args },
   };
   if (call.id !== undefined) part.id = call.id;
+  if (files !== undefined && files.length > 0) part.files = files;
   return part;
 }
 

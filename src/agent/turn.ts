@@ -22,7 +22,7 @@ import {
   type StoredSession,
   withAppended,
 } from "../session/store.js";
-import type { ToolRegistry } from "../tools/registry.js";
+import type { ToolContext, ToolOutcome, ToolRegistry } from "../tools/registry.js";
 import { storeAnswerFiles } from "./answer-files.js";
 import type { CompactionOutcome } from "./compaction.js";
 import { contentsFor } from "./contents.js";
@@ -107,6 +107,8 @@ export type TurnInput = {
    * starts, and what was written so far is stored as the answer, marked as stopped.
    */
   stop?: AbortSignal;
+  /** Sends a file to the conversation's chat and topic (send_file); absent in the terminal. */
+  sendFile?: ToolContext["sendFile"];
   /** Marks the input as a scheduled task's, not something the user typed. */
   origin?: "scheduled_task";
   /**
@@ -400,21 +402,26 @@ export function createAgent(deps: AgentDeps) {
         toRun,
         (call) => call.name,
         (name) => tools.concurrencyOf(name),
-        async (call) => {
-          if (input.stop?.aborted) return { error: STOPPED_CALL };
+        async (call): Promise<Pick<ToolOutcome, "response"> & { files?: MediaPart[] }> => {
+          if (input.stop?.aborted) return { response: { error: STOPPED_CALL } };
           const args = call.args ?? {};
           hooks.emit("toolCall", { chatId, name: call.name, args });
           progress?.tool(call.name, args);
-          const outcome = await tools.execute(call.name, args, { chatId });
+          const context = input.sendFile ? { chatId, sendFile: input.sendFile } : { chatId };
+          const outcome = await tools.execute(call.name, args, context);
           hooks.emit("toolResult", { chatId, name: call.name, args, ...outcome });
-          return outcome.response;
+          return outcome;
         },
       );
       const responses: Record<string, unknown>[] = [];
+      const sent = new Map<number, MediaPart[]>();
       let ran = 0;
       for (const [i, step] of plan.entries()) {
-        if (step.kind === "run") responses.push(outcomes[ran++] as Record<string, unknown>);
-        else if (step.kind === "budget") responses.push({ error: BUDGET_EXHAUSTED });
+        if (step.kind === "run") {
+          const outcome = outcomes[ran++];
+          responses.push(outcome?.response ?? {});
+          if (outcome?.files) sent.set(i, outcome.files);
+        } else if (step.kind === "budget") responses.push({ error: BUDGET_EXHAUSTED });
         else responses.push(repeatRefusal("index" in step ? responses[step.index] : step.earlier));
         if (step.kind === "repeat") log.warn({ tool: calls[i]?.name }, "refused a repeated call");
       }
@@ -426,7 +433,7 @@ export function createAgent(deps: AgentDeps) {
             v: 1 as const,
             event_type: "session" as const,
             role: "user" as const,
-            parts: calls.map((call, i) => responsePart(call, outputs[i] ?? {})),
+            parts: calls.map((call, i) => responsePart(call, outputs[i] ?? {}, sent.get(i))),
           },
           toolCalls: executed,
         },

@@ -31,16 +31,6 @@ export const functionCallPartSchema = z.object({
   thoughtSignature: z.string().optional(),
 });
 
-export const functionResponsePartSchema = z.object({
-  kind: z.literal("function_response"),
-  name: z.string(),
-  response: jsonObject.optional(),
-  id: z.string().optional(),
-  thoughtSignature: z.string().optional(),
-  /** The call this answers, kept so /history can show `✓ name {args}` without a join. */
-  call: z.object({ name: z.string(), args: jsonObject.optional() }).optional(),
-});
-
 /** What a media part came as: it decides how /history shows it and how Gemini is told of it. */
 export const MEDIA_KINDS = [
   "photo",
@@ -73,6 +63,18 @@ export const mediaPartSchema = z.object({
   /** An image the model made while thinking (not its answer): kept for Gemini, never shown. */
   thought: z.boolean().optional(),
   thoughtSignature: z.string().optional(),
+});
+
+export const functionResponsePartSchema = z.object({
+  kind: z.literal("function_response"),
+  name: z.string(),
+  response: jsonObject.optional(),
+  id: z.string().optional(),
+  thoughtSignature: z.string().optional(),
+  /** The call this answers, kept so /history can show `✓ name {args}` without a join. */
+  call: z.object({ name: z.string(), args: jsonObject.optional() }).optional(),
+  /** Files the call sent to the chat (send_file): kept with it for /history, not sent to Gemini. */
+  files: z.array(mediaPartSchema).optional(),
 });
 
 // Gemini's server-side tools (google_search, url_context, code_execution) run inside one model

@@ -85,6 +85,12 @@ export function historyLines(events: readonly StoredEvent[]): HistoryLine[] {
         name: part.call?.name ?? part.name,
         args: argsText(part.call?.args),
       });
+      // What the call sent to the chat (send_file), as Koroku's own files, with their caption.
+      const caption = part.call?.args?.caption;
+      for (const file of part.files ?? []) {
+        const text = mediaLine(file, typeof caption === "string" ? caption : undefined);
+        lines.push({ kind: "assistant", text });
+      }
     }
   }
   return lines;

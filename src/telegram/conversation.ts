@@ -162,6 +162,11 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
         guard: lease && (() => lease.ensureHeld()),
         progress,
         stop: running.signal,
+        // send_file: to this chat and topic, by the holder of the update only.
+        sendFile: async (file) => {
+          await lease?.ensureHeld();
+          return delivery.sendFile(chatId, file, threadId);
+        },
       });
       await Promise.all(notices);
       await lease?.ensureHeld();

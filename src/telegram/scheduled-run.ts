@@ -99,6 +99,10 @@ export function createScheduledRunner(deps: {
         answer: task.mode === "remind" ? reminderText(task, due, late) : undefined,
         progress: live.progress,
         stop: running.signal,
+        sendFile: async (file) => {
+          await guard();
+          return deps.delivery.sendFile(task.chatId, file, task.threadId);
+        },
       });
       await guard();
       await deliverAnswer({

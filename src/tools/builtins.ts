@@ -1,3 +1,4 @@
+import type { NewAttachment, StoredAttachment } from "../session/attachments.js";
 import { createGetCurrentTimeTool } from "./get-current-time.js";
 import { createListFilesTool } from "./list-files.js";
 import { createReadFileTool } from "./read-file.js";
@@ -5,6 +6,7 @@ import { createReadMemoryTool } from "./read-memory.js";
 import type { Tool } from "./registry.js";
 import { createRunCommandTool } from "./run-command.js";
 import { createSearchHistoryTool, type SearchHistory } from "./search-history.js";
+import { createSendFileTool } from "./send-file.js";
 import { createWriteFileTool } from "./write-file.js";
 
 export interface BuiltinToolDeps {
@@ -13,6 +15,8 @@ export interface BuiltinToolDeps {
   /** ENABLE_SHELL_TOOL: without it the model never learns run_command exists. */
   enableShell: boolean;
   search: SearchHistory;
+  /** Stores a file send_file sent as an attachment of the conversation. */
+  saveFile(chatId: string, file: NewAttachment): Promise<StoredAttachment>;
   /** IANA zone the clock tool reports local time in (TIME_ZONE). */
   timeZone?: string;
   /** Tools of other concerns (scheduled tasks) offered beside these. */
@@ -27,6 +31,7 @@ export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
     createListFilesTool({ workspaceDir }),
     createReadFileTool({ workspaceDir }),
     createWriteFileTool({ workspaceDir }),
+    createSendFileTool({ workspaceDir, saveFile: deps.saveFile }),
     createReadMemoryTool({ memoryDir: deps.memoryDir }),
     createSearchHistoryTool({ search: deps.search }),
     ...(deps.extra ?? []),

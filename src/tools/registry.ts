@@ -1,8 +1,33 @@
 import type { FunctionDeclaration } from "@google/genai";
 import { z } from "zod";
+import type { MediaPart } from "../session/events.js";
+
+/** A file a tool sends to the conversation. */
+export type FileToSend = {
+  bytes: Buffer;
+  name: string;
+  mimeType: string;
+  caption?: string;
+};
 
 export interface ToolContext {
   chatId: string;
+  /**
+   * Sends a file to the conversation the turn belongs to (its chat and topic), as a photo or a
+   * document; absent where there is no chat to send to (the terminal).
+   */
+  sendFile?(file: FileToSend): Promise<"photo" | "document">;
+}
+
+/**
+ * What a tool returns when it also sent files to the chat: `output` is the model's answer, the
+ * files are kept with the call (stored as attachments, shown by /history).
+ */
+export class WithFiles {
+  constructor(
+    readonly output: unknown,
+    readonly files: MediaPart[],
+  ) {}
 }
 
 export interface Tool<S extends z.ZodType = z.ZodType> {
@@ -19,7 +44,7 @@ export interface Tool<S extends z.ZodType = z.ZodType> {
 }
 
 export type ToolOutcome =
-  | { ok: true; response: { output: unknown } }
+  | { ok: true; response: { output: unknown }; files?: MediaPart[] }
   | { ok: false; response: { error: string } };
 
 export interface ToolRegistry {
@@ -183,6 +208,9 @@ export function createToolRegistry(tools: Tool[]): ToolRegistry {
         return failure(`invalid arguments for ${name}: ${issues}`);
       }
       const output = await tool.run(parsed.data, ctx);
+      if (output instanceof WithFiles) {
+        return { ok: true, response: { output: toJsonValue(output.output) }, files: output.files };
+      }
       return { ok: true, response: { output: toJsonValue(output) } };
     } catch (error) {
       return failure(errorMessage(error));

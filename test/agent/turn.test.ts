@@ -56,6 +56,7 @@ describe("agent turn loop", () => {
       "list_files",
       "read_file",
       "write_file",
+      "send_file",
       "read_memory",
       "search_history",
       "schedule_task",

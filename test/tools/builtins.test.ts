@@ -42,6 +42,9 @@ describe("built-in tools", () => {
       memoryDir: path.join(base(), "memory"),
       enableShell,
       search: async () => [],
+      saveFile: async () => {
+        throw new Error("no files here");
+      },
       now: () => new Date("2025-03-05T12:00:00.000Z"),
     });
 
@@ -51,6 +54,7 @@ describe("built-in tools", () => {
       "list_files",
       "read_file",
       "write_file",
+      "send_file",
       "read_memory",
       "search_history",
     ];
@@ -78,6 +82,7 @@ describe("built-in tools", () => {
       list_files: [],
       read_file: ["path"],
       write_file: ["path", "content"],
+      send_file: ["path"],
       read_memory: [],
       search_history: ["query"],
       run_command: ["command"],

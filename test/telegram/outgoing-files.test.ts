@@ -1,12 +1,14 @@
+import { mkdir, writeFile } from "node:fs/promises";
+import path from "node:path";
 import type { Part } from "@google/genai";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { sha256Hex } from "../../src/session/attachments.js";
 import type { MediaPart } from "../../src/session/events.js";
-import { historyLines } from "../../src/session/history-view.js";
+import { historyLines, historyLineText } from "../../src/session/history-view.js";
 import { deliverAnswer } from "../../src/telegram/answer-delivery.js";
 import { createDelivery } from "../../src/telegram/delivery.js";
 import { startLiveAnswer } from "../../src/telegram/live-answer.js";
-import { content, type RecordedRequest } from "../fakes/gemini.js";
+import { call, content, type RecordedRequest, text } from "../fakes/gemini.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { botOnHarness, runPrivateMessage } from "../helpers/bot.js";
 import { DATABASE_KINDS } from "../helpers/databases.js";
@@ -19,7 +21,7 @@ const pdf = Buffer.from("%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n", "la
 const modelTurnOf = (request: RecordedRequest | undefined, index: number) =>
   request?.body.contents.filter((c) => c.role === "model")[index]?.parts ?? [];
 
-describe.each(DATABASE_KINDS)("files in Gemini's answers on %s", (kind) => {
+describe.each(DATABASE_KINDS)("files Koroku sends (Gemini's answers, send_file) on %s", (kind) => {
   let h: Harness;
   let telegram: FakeTelegram;
   let bot: ReturnType<typeof botOnHarness>["bot"];
@@ -151,5 +153,75 @@ describe.each(DATABASE_KINDS)("files in Gemini's answers on %s", (kind) => {
     expect(telegram.sentFiles.slice(before.files).map((f) => f.file_name)).toEqual(["b.pdf"]);
     expect(telegram.sent.slice(before.sent).map((m) => m.plain_text)).toEqual(["two files"]);
     expect(recorded).toEqual([2, 3]);
+  });
+  it("sends a workspace image as a photo and a PDF as a document, keeps both, and /history shows them", async () => {
+    const chart = pngImage(1200, 800, 4_000);
+    await mkdir(h.dirs.workspace, { recursive: true });
+    await writeFile(path.join(h.dirs.workspace, "chart.png"), chart);
+    await writeFile(path.join(h.dirs.workspace, "report.pdf"), pdf);
+    h.fake.script(
+      call("send_file", { path: "chart.png", caption: "Sales by month" }, { id: "a" }),
+      call("send_file", { path: "report.pdf" }, { id: "b" }),
+      text("Sent both."),
+    );
+    const before = telegram.sentFiles.length;
+    await runPrivateMessage(
+      bot,
+      { update: ++updateId, chat: USER + 10, user: USER },
+      { text: "send them" },
+    );
+    const sent = telegram.sentFiles.slice(before);
+
+    expect(sent.map((f) => [f.method, f.chat_id - USER, f.file_name, f.caption])).toEqual([
+      ["sendPhoto", 10, "chart.png", "Sales by month"],
+      ["sendDocument", 10, "report.pdf", undefined],
+    ]);
+    expect(sent[0]?.bytes.equals(chart)).toBe(true);
+    expect(sent[1]?.bytes.equals(pdf)).toBe(true);
+    expect(telegram.sent.at(-1)?.plain_text).toBe("Sent both.");
+    // The model learns what went out.
+    const told = h.fake.requests.at(-1)?.body.contents.at(-1)?.parts?.[0]?.functionResponse;
+    expect(told?.response).toEqual({
+      output: { sent: "document", path: "report.pdf", size: pdf.length },
+    });
+
+    // Both are attachments of the conversation: in the database, and in its history.
+    const held = await h.app.database.db
+      .selectFrom("attachment_uses")
+      .select(["sha256", "file_name"])
+      .where("chat_id", "=", String(USER + 10))
+      .orderBy("file_name")
+      .execute();
+    expect(held).toEqual([
+      { sha256: sha256Hex(chart), file_name: "chart.png" },
+      { sha256: sha256Hex(pdf), file_name: "report.pdf" },
+    ]);
+    const lines = historyLines(await h.app.store.lastTurns(String(USER + 10), 1)).map(
+      historyLineText,
+    );
+    expect(lines).toEqual([
+      "You: send them",
+      '✓ send_file {"path":"chart.png","caption":"Sales by month"}',
+      "Koroku: 📷 photo «Sales by month»",
+      '✓ send_file {"path":"report.pdf"}',
+      "Koroku: 📄 report.pdf",
+      "Koroku: Sent both.",
+    ]);
+  });
+
+  it("tells the model what went wrong, and sends nothing, for a file that is not there", async () => {
+    h.fake.script(call("send_file", { path: "gone.png" }), text("It is not there."));
+    const before = telegram.sentFiles.length;
+    await runPrivateMessage(
+      bot,
+      { update: ++updateId, chat: USER + 11, user: USER },
+      { text: "send it" },
+    );
+    expect(telegram.sentFiles.length).toBe(before);
+    const told = h.fake.requests.at(-1)?.body.contents.at(-1)?.parts?.[0]?.functionResponse;
+    expect(told?.response).toEqual({
+      error: '"gone.png" does not exist; call list_files to see what is there',
+    });
+    expect(telegram.sent.at(-1)?.plain_text).toBe("It is not there.");
   });
 });
