@@ -1,5 +1,9 @@
 import { createCompactor } from "./agent/compaction.js";
-import { createGeminiClient, type GeminiClientDeps } from "./agent/gemini-client.js";
+import {
+  createGeminiClient,
+  type GeminiClientDeps,
+  RATE_LIMIT_BACKOFF,
+} from "./agent/gemini-client.js";
 import { createGeminiFiles, type GeminiFiles, type GeminiFilesDeps } from "./agent/gemini-files.js";
 import { AgentHooks } from "./agent/hooks.js";
 import type { ModelClient } from "./agent/model-client.js";
@@ -12,6 +16,7 @@ import { migrateToLatest } from "./db/migrate.js";
 import type { Logger } from "./logger.js";
 import { instrumentAgent, instrumentModel, observeHooks } from "./metrics/instrument.js";
 import { createMetrics } from "./metrics/metrics.js";
+import { createSharedLimit } from "./retry/shared-limit.js";
 import { type NewAttachment, putAttachment, readAttachments } from "./session/attachments.js";
 import { findGeminiFiles, forgetGeminiFiles, saveGeminiFile } from "./session/gemini-file-refs.js";
 import { createSessionStore } from "./session/store.js";
@@ -51,9 +56,17 @@ export async function createApp(
   const hooks = new AgentHooks((name, error) =>
     logger.error({ err: error, hook: name }, "a hook listener failed"),
   );
+  // One limit for every Gemini call of the process (turns, summaries, transcripts): they share
+  // the API key, and with it its quota.
+  const geminiLimit = createSharedLimit({
+    policy: RATE_LIMIT_BACKOFF,
+    onLimited: () => metrics.geminiRateLimited(),
+  });
+  metrics.watchGeminiLimit(() => geminiLimit.closedForMs());
   const gemini = createGeminiClient({
     apiKey: config.geminiApiKey,
     baseUrl: config.geminiBaseUrl,
+    limit: geminiLimit,
     logger,
     ...overrides.gemini,
   });

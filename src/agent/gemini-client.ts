@@ -10,7 +10,13 @@ import type {
   UrlContextMetadata,
 } from "@google/genai";
 import type { Logger } from "pino";
-import { nextRetryDelay, type Random, type RetryBudget } from "../retry/backoff.js";
+import {
+  type BackoffPolicy,
+  nextRetryDelay,
+  type Random,
+  type RetryBudget,
+} from "../retry/backoff.js";
+import { createSharedLimit, type SharedLimit } from "../retry/shared-limit.js";
 import { toolsConfig } from "./builtin-tools.js";
 import {
   describeFailure,
@@ -35,6 +41,12 @@ const DEFAULT_RETRY: RetryBudget = {
   maxTotalMs: 45_000,
 };
 const DEFAULT_TIMEOUT_MS = 60_000;
+/**
+ * How long every call waits after a 429: what RetryInfo says, or without it a backoff by
+ * closings in a row; at most 5 minutes either way (a spent daily quota says hours), after which
+ * one call finds out whether the quota is back.
+ */
+export const RATE_LIMIT_BACKOFF: BackoffPolicy = { baseMs: 1_000, maxMs: 5 * 60 * 1000 };
 
 export interface GeminiClientDeps {
   apiKey: string;
@@ -48,6 +60,11 @@ export interface GeminiClientDeps {
   maxResponseBytes?: number;
   /** Jitter source in [0, 1); injectable so tests can pin the backoff. */
   random?: Random;
+  /**
+   * The process's one limit on this API key's calls, which a 429 closes for every caller; a
+   * client of its own when not given (tests, the terminal chat).
+   */
+  limit?: SharedLimit;
 }
 
 const defaultSleep = (ms: number): Promise<void> =>
@@ -237,15 +254,33 @@ export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
     return { ...resultOf(parts, assembly?.usage, assembly ?? {}), stopped: true };
   }
 
+  const limit =
+    deps.limit ??
+    createSharedLimit({ policy: RATE_LIMIT_BACKOFF, random, sleep: sleepUnlessStopped });
+
   async function generate(request: GenerateRequest): Promise<GenerateResult> {
     const { ai, apiError } = await loadSdk();
     let contents = request.contents;
     let repairedSignatures = false;
+    /** Attempts Gemini answered 429: the shared limit, not this call's backoff, paces them. */
+    let limitedAttempts = 0;
     // Planned delays count in full even when an injected sleep returns early.
     let spentMs = 0;
     for (let attempt = 1; ; attempt++) {
       if (request.stop?.aborted) return stoppedResult(undefined);
+      const entered = Date.now();
+      const pass = await limit.enter(entered + budget.maxTotalMs - spentMs, request.stop);
+      if (pass === undefined) {
+        if (request.stop?.aborted) return stoppedResult(undefined);
+        throw new GeminiUnavailableError(
+          `Gemini limits this API key's requests (429) for ${Math.ceil(limit.closedForMs() / 1000)} s more, past this call's retry budget`,
+          attempt,
+          429,
+        );
+      }
       const started = Date.now();
+      spentMs += started - entered;
+      let failure: Failure | undefined;
       try {
         return await send(ai, request, contents);
       } catch (thrown) {
@@ -260,7 +295,12 @@ export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
           );
           throw new GeminiAnswerTooLargeError("Gemini's response", tooLarge.maxBytes);
         }
-        const failure = describeFailure(error, deps.apiKey, apiError);
+        failure = describeFailure(error, deps.apiKey, apiError);
+        pass.done(
+          failure.status === 429
+            ? { limited: true, serverDelayMs: failure.retryAfterMs }
+            : { limited: false },
+        );
         const log = {
           model: request.model,
           attempt,
@@ -277,11 +317,24 @@ export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
           );
           continue;
         }
-        const delayMs = planRetry(failure, attempt, spentMs);
+        if (failure.status === 429) {
+          // The shared limit holds every call back now, this one's next attempt included, for as
+          // long as the call's time budget allows: a probe turned away is no failure of its own.
+          limitedAttempts++;
+          deps.logger.warn(
+            { ...log, wait_ms: limit.closedForMs() },
+            "Gemini limits this API key's requests; every call waits",
+          );
+          continue;
+        }
+        const delayMs = planRetry(failure, attempt - limitedAttempts, spentMs);
         deps.logger.warn({ ...log, delayMs }, "Gemini call failed; retrying");
         if (midStream) request.stream?.onRestart();
         await sleepUnlessStopped(delayMs, request.stop);
         spentMs += delayMs;
+      } finally {
+        // Whatever else ended the attempt (an answer, one too large), Gemini did not say 429.
+        if (failure === undefined) pass.done({ limited: false });
       }
     }
   }

@@ -71,6 +71,20 @@ export function createMetrics() {
     labelNames: ["method", "code"],
     registers,
   });
+  const geminiRateLimited = new Counter({
+    name: "koroku_gemini_rate_limited_total",
+    help: "Gemini calls answered 429 (the API key's quota spent); each one holds every call of the process back",
+    registers,
+  });
+  let geminiClosedForMs: (() => number) | undefined;
+  new Gauge({
+    name: "koroku_gemini_backoff_seconds",
+    help: "How long calls to Gemini are still held back after a 429 (0 when they go at once)",
+    registers,
+    collect() {
+      this.set((geminiClosedForMs?.() ?? 0) / 1000);
+    },
+  });
   const databaseErrors = new Counter({
     name: "koroku_database_errors_total",
     help: "Database queries that failed",
@@ -135,6 +149,14 @@ export function createMetrics() {
     },
     telegramError(method: string, code: string) {
       telegramErrors.inc({ method, code });
+    },
+    /** A Gemini call was answered 429. */
+    geminiRateLimited() {
+      geminiRateLimited.inc();
+    },
+    /** Where to read how long Gemini calls are held back; read at each scrape. */
+    watchGeminiLimit(closedForMs: () => number) {
+      geminiClosedForMs = closedForMs;
     },
     databaseError() {
       databaseErrors.inc();

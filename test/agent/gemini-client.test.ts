@@ -156,7 +156,7 @@ describe("createGeminiClient against the fake Gemini", () => {
     expect(sleeps).toEqual([499, 999]);
   });
 
-  it("waits as long as a 429's retry hint says, but no longer than the delay cap", async () => {
+  it("waits as long as a 429's retry hint says, within the call's budget", async () => {
     fake.script(
       status(429, "quota", { retryDelay: "3s" }),
       status(429, "quota", { retryDelay: "30s" }),
@@ -164,7 +164,23 @@ describe("createGeminiClient against the fake Gemini", () => {
     );
     const { client, sleeps } = setup({ random: () => 0 });
     await client.generate({ model: MODEL, contents: [ask("hi")] });
-    expect(sleeps).toEqual([3_000, 8_000]);
+    // The wait is what is left of the hint when the next attempt looks.
+    expect(sleeps).toHaveLength(2);
+    expect(sleeps[0]).toBeGreaterThan(2_900);
+    expect(sleeps[0]).toBeLessThanOrEqual(3_000);
+    expect(sleeps[1]).toBeGreaterThan(29_900);
+    expect(sleeps[1]).toBeLessThanOrEqual(30_000);
+  });
+
+  it("gives up at once on a 429 whose hint is past the call's budget, without asking again", async () => {
+    fake.script(status(429, "quota", { retryDelay: "60s" }), text("too late"));
+    const { client, sleeps } = setup({ random: () => 0 });
+    const error = await failureOf(client.generate({ model: MODEL, contents: [ask("hi")] }));
+    expect(error).toBeInstanceOf(GeminiUnavailableError);
+    expect(error.status).toBe(429);
+    expect(error.message).toMatch(/limits this API key's requests \(429\) for 60 s more/);
+    expect(fake.requests).toHaveLength(1);
+    expect(sleeps).toEqual([]);
   });
 
   it("gives up as unavailable after maxAttempts", async () => {

@@ -88,6 +88,23 @@ describe("GET /metrics (the real service, webhook mode)", () => {
     await eventually(() => w.telegram.sent.find((m) => m.plain_text === "slow answer"));
   });
 
+  it("counts Gemini's 429s and shows how long calls are held back", async () => {
+    w.gemini.limitFor(1_500);
+    w.gemini.script(text("after the quota came back"));
+    await w.say("are you there?");
+    const during = await eventually(async () => {
+      const b = await scrape();
+      return sample(b, "koroku_gemini_rate_limited_total") === 1 ? b : undefined;
+    });
+    expect(sample(during, "koroku_gemini_backoff_seconds")).toBeGreaterThan(0);
+    await eventually(() =>
+      w.telegram.sent.find((m) => m.plain_text === "after the quota came back"),
+    );
+    const after = await scrape();
+    expect(sample(after, "koroku_gemini_rate_limited_total")).toBe(1);
+    expect(sample(after, "koroku_gemini_backoff_seconds")).toBe(0);
+  });
+
   it("counts Telegram's 429s per attempt", async () => {
     w.telegram.failNext("sendMessage", { error_code: 429, retry_after: 1 });
     w.gemini.script(text("after the flood wait"));

@@ -1,5 +1,6 @@
-import { type Content, GoogleGenAI, type Part } from "@google/genai";
+import { ApiError, type Content, GoogleGenAI, type Part } from "@google/genai";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describeFailure } from "../../src/agent/gemini-errors.js";
 import { apiErrorOf } from "../helpers/api-error.js";
 import {
   blockedPrompt,
@@ -386,6 +387,22 @@ describe("fake Gemini through the real SDK", () => {
       await generate(contents);
       expect(cachedOf(await generate(contents))).toBe(10);
     });
+  });
+
+  it("answers every call 429 while a quota is spent, with the time left as RetryInfo among other details", async () => {
+    fake.limitFor(1_500);
+    const error = await apiErrorOf(generate([ask("a")]));
+    expect(error.status).toBe(429);
+    const failure = describeFailure(error, "", ApiError);
+    expect(failure).toMatchObject({ retryable: true, status: 429, retryAfterMs: 2_000 });
+    expect(failure.reason).toMatch(/^You exceeded your current quota/);
+    fake.limitFor(60_000, { retryDelay: "0.5s" });
+    const hinted = await apiErrorOf(generate([ask("b")]));
+    expect(describeFailure(hinted, "", ApiError).retryAfterMs).toBe(500);
+    fake.limitFor(0);
+    expect((await generate([ask("c")])).text).toBe("ok");
+    expect(fake.limited).toHaveLength(2);
+    expect(fake.rejections).toEqual([]);
   });
 
   it("streams as server-sent events: pieces, the signature last on empty text, calls whole", async () => {

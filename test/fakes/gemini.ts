@@ -56,6 +56,14 @@ export interface FakeGemini {
   setDefault(step: Step): void;
   /** Scripted steps not consumed yet, over all queues. */
   pendingSteps(): number;
+  /**
+   * For the next `ms`, answers every generateContent call (after validating it) with the 429 a
+   * spent per-minute quota gets: RESOURCE_EXHAUSTED with QuotaFailure, Help and a RetryInfo
+   * naming the time left in whole seconds, rounded up, unless `retryDelay` names another.
+   */
+  limitFor(ms: number, options?: { retryDelay?: string }): void;
+  /** Calls answered 429 by limitFor, in order. */
+  readonly limited: RecordedRequest[];
   /** The Files API: what was uploaded, and ways to expire files or fail their processing. */
   readonly files: FakeFiles;
   close(): Promise<void>;
@@ -120,6 +128,43 @@ function sendError(
   });
 }
 
+const QUOTA_MESSAGE =
+  "You exceeded your current quota, please check your plan and billing details. For more information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits.";
+
+/** The body Gemini sends for a spent quota: the RetryInfo comes last, after two other details. */
+function sendQuotaError(res: ServerResponse, model: string, retryDelay: string): void {
+  sendJson(res, 429, {
+    error: {
+      code: 429,
+      message: QUOTA_MESSAGE,
+      status: "RESOURCE_EXHAUSTED",
+      details: [
+        {
+          "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+          violations: [
+            {
+              quotaMetric: "generativelanguage.googleapis.com/generate_content_paid_tier_requests",
+              quotaId: "GenerateRequestsPerMinutePerProjectPerModel",
+              quotaDimensions: { location: "global", model },
+              quotaValue: "1000",
+            },
+          ],
+        },
+        {
+          "@type": "type.googleapis.com/google.rpc.Help",
+          links: [
+            {
+              description: "Learn more about Gemini API quotas",
+              url: "https://ai.google.dev/gemini-api/docs/rate-limits",
+            },
+          ],
+        },
+        { "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay },
+      ],
+    },
+  });
+}
+
 function readJson(req: IncomingMessage): Promise<{ json: unknown } | undefined> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -163,6 +208,9 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
   const shared: Step[] = [];
   const perModel = new Map<string, Step[]>();
   let fallback: Step = text("ok");
+  const limited: RecordedRequest[] = [];
+  let limitedUntil = 0;
+  let limitedHint: string | undefined;
   let baseUrl = "";
   const files = new FakeFiles(() => baseUrl, options.files);
   const implicitCache = createImplicitCache();
@@ -345,6 +393,11 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
     if (problem !== undefined) return refuse(res, { ...problem, request });
     const missing = fileProblem(request.body);
     if (missing) return refuseFile(res, missing, request);
+    if (Date.now() < limitedUntil) {
+      limited.push(request);
+      const left = `${Math.ceil((limitedUntil - Date.now()) / 1000)}s`;
+      return sendQuotaError(res, request.model, limitedHint ?? left);
+    }
     const step = nextStep(request.model);
     await answer(res, typeof step === "function" ? await step(request) : step, request);
   };
@@ -375,6 +428,11 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
     },
     setDefault: (step) => {
       fallback = step;
+    },
+    limited,
+    limitFor: (ms, options = {}) => {
+      limitedUntil = Date.now() + ms;
+      limitedHint = options.retryDelay;
     },
     pendingSteps: () =>
       [...perModel.values()].reduce((sum, queue) => sum + queue.length, shared.length),
