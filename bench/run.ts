@@ -1,6 +1,7 @@
 import { renameSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { fileURLToPath } from "node:url";
+import { cachingBenchmark } from "./caching.js";
 import { compactionBenchmark } from "./compaction.js";
 import { BENCH_DATABASES, parseBenchDatabases } from "./databases.js";
 import { e2eBenchmark } from "./e2e.js";
@@ -42,6 +43,7 @@ const benchmarks: ReadonlyMap<string, Benchmark> = new Map([
   ["storage", () => storageBenchmark({ databases, postgresUrl: POSTGRES_URL, progress })],
   ["search", () => searchBenchmark({ databases, postgresUrl: POSTGRES_URL, progress })],
   ["compaction", () => compactionBenchmark({ progress })],
+  ["caching", () => cachingBenchmark({ progress })],
   ["e2e", () => e2eBenchmark({ databases, postgresUrl: POSTGRES_URL, progress, cpuProfileDir })],
   ["load", () => loadBenchmark({ databases, postgresUrl: POSTGRES_URL, progress, cpuProfileDir })],
   ["memory", () => memoryBenchmark({ databases, postgresUrl: POSTGRES_URL, progress })],

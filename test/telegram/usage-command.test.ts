@@ -1,26 +1,26 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PRICES } from "../../src/usage/prices.js";
 import { text } from "../fakes/gemini.js";
+import { promptText } from "../fakes/gemini-cache.js";
 import { buildTextUpdate, type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { botOnHarness } from "../helpers/bot.js";
 import { type Harness, startHarness } from "../helpers/harness.js";
 
 const USER = 6060;
+const CACHING_USER = 6061;
 const MODEL = "gemini-3.6-flash";
 
 describe("/usage", () => {
   let h: Harness;
   let telegram: FakeTelegram;
   let updateId = 0;
-  const say = async (words: string) => {
+  const say = async (words: string, userId = USER) => {
     const { bot } = botOnHarness(h, telegram, {
-      allowedUserIds: [USER],
+      allowedUserIds: [USER, CACHING_USER],
       settings: { model: MODEL, maxEvents: 0, maxTokens: 0 },
     });
     updateId++;
-    await bot.handleUpdate(
-      buildTextUpdate({ updateId, messageId: updateId, text: words, userId: USER }),
-    );
+    await bot.handleUpdate(buildTextUpdate({ updateId, messageId: updateId, text: words, userId }));
     await h.app.usageRecorder.flush();
     return telegram.sent.at(-1)?.plain_text ?? "";
   };
@@ -75,5 +75,21 @@ describe("/usage", () => {
     const reply = await say("/usage");
     expect(reply).toContain("200,010 prompt");
     expect(reply).toContain("(no price for some-new-model)");
+  });
+
+  it("shows the prompt tokens Gemini's implicit cache served", async () => {
+    const before = h.fake.requests.length;
+    // About 6,000 tokens: past the 4,096 the model's cache needs.
+    await say(`Please keep this in mind: ${"a long note ".repeat(2_000)}`, CACHING_USER);
+    await say("What did I ask you to keep in mind?", CACHING_USER);
+    const [first, second] = h.fake.requests.slice(before).map((r) => promptText(r.body));
+    let shared = 0;
+    while (first?.[shared] !== undefined && first[shared] === second?.[shared]) shared++;
+    const cached = Math.ceil(shared / 4);
+    expect(cached).toBeGreaterThan(6_000);
+    const reply = await say("/usage", CACHING_USER);
+    expect(reply).toMatch(
+      new RegExp(`Today: [\\d,]+ prompt \\(${cached.toLocaleString("en-US")} cached\\)`),
+    );
   });
 });
