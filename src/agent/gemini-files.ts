@@ -1,7 +1,7 @@
 import type { File as GeminiFile } from "@google/genai";
 import type { Logger } from "pino";
 import { nextRetryDelay, type Random, type RetryBudget } from "../retry/backoff.js";
-import { describeFailure, GeminiUnavailableError } from "./gemini-errors.js";
+import { describeFailure, GeminiRefusedError, GeminiUnavailableError } from "./gemini-errors.js";
 import { lazyGenAi } from "./genai-sdk.js";
 
 /** A file Gemini holds and a request may name by its uri. */
@@ -9,7 +9,8 @@ export type UploadedFile = { name: string; uri: string; mimeType: string; expire
 
 /**
  * Gemini will not take the file (it refused it, or could not process it): uploading it again
- * would fail the same way, so the caller describes it instead.
+ * would fail the same way, so the caller describes it instead. A refused API key is no such
+ * refusal: it fails with GeminiRefusedError.
  */
 export class GeminiFileRefusedError extends Error {
   constructor(readonly reason: string) {
@@ -78,7 +79,12 @@ export function createGeminiFiles(deps: GeminiFilesDeps): GeminiFiles {
       } catch (error) {
         spentMs += Date.now() - started;
         const failure = describeFailure(error, deps.apiKey, apiError);
-        if (!failure.retryable) throw new GeminiFileRefusedError(failure.reason);
+        if (!failure.retryable) {
+          // A refused key refuses every file: the turn fails and says so, nothing is recorded.
+          if (failure.status === 401 || failure.status === 403 || /API key/i.test(failure.reason))
+            throw new GeminiRefusedError(failure.reason, failure.status);
+          throw new GeminiFileRefusedError(failure.reason);
+        }
         const delayMs = nextRetryDelay(attempt, spentMs, budget, random, failure.retryAfterMs);
         if (delayMs === undefined) {
           throw new GeminiUnavailableError(`${what}: ${failure.reason}`, attempt, failure.status);
