@@ -30,6 +30,7 @@ import type { GenerateRequest, GenerateResult, ModelClient } from "./model-clien
 import { capResponseBytes, MAX_MODEL_RESPONSE_BYTES, tooLargeIn } from "./response-cap.js";
 import { StreamAssembly } from "./stream-assembly.js";
 import { thinkingConfigFor } from "./thinking.js";
+import { withWholeEvents } from "./whole-sse-events.js";
 
 /** Documented value that makes Gemini skip signature validation for a function call. */
 export const SKIP_THOUGHT_SIGNATURE = "skip_thought_signature_validator";
@@ -181,8 +182,11 @@ export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
     apiKey: deps.apiKey,
     baseUrl: deps.baseUrl,
     // Node's own fetch (the SDK's default): it streams bodies, which SSE needs. Capped, so that no
-    // answer can fill the memory before it is refused.
-    fetch: capResponseBytes(fetch, deps.maxResponseBytes ?? MAX_MODEL_RESPONSE_BYTES),
+    // answer can fill the memory before it is refused; in whole events, so that a large one is
+    // parsed in linear time.
+    fetch: withWholeEvents(
+      capResponseBytes(fetch, deps.maxResponseBytes ?? MAX_MODEL_RESPONSE_BYTES),
+    ),
   });
 
   /** Delay before the next attempt, or throws the error that ends generate(). */

@@ -1,5 +1,6 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MAX_MODEL_RESPONSE_BYTES } from "../../src/agent/response-cap.js";
 import { call, text } from "../fakes/gemini.js";
 import { eventually, type ServiceWorld, startWorld } from "../helpers/service-process.js";
 
@@ -27,7 +28,8 @@ describe("a 100 MB answer from Gemini (or a proxy at GEMINI_BASE_URL)", () => {
     const told = await eventually(() =>
       w.telegram.sent.find((m) => m.plain_text.startsWith("Gemini's answer was larger than")),
     );
-    expect(told.plain_text).toMatch(/the 8 MB I can keep, so I dropped it/);
+    const capMb = MAX_MODEL_RESPONSE_BYTES / 1024 / 1024;
+    expect(told.plain_text).toContain(`the ${capMb} MB I can keep, so I dropped it`);
     expect(chat).toBeGreaterThan(0);
     expect(peakRssMb(w.service.proc.pid as number)).toBeLessThan(400);
     // The user's message is stored (a few pages), the answer is not.
