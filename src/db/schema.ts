@@ -50,7 +50,10 @@ export interface InboxTable {
   error: string | null;
   received_at: string;
   finished_at: string | null;
-  /** Messages of the answer that reached Telegram, while the update runs (the last one is not counted). */
+  /**
+   * Messages of the answer that reached Telegram while the update runs: the files the model made
+   * first, then the messages of its words.
+   */
   delivered: ColumnType<number, number | undefined, number>;
   /** The Telegram album the update's message belongs to: its items run as one turn. */
   media_group_id: ColumnType<string | null, string | null | undefined, string | null>;
