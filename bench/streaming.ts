@@ -5,7 +5,7 @@ import { streamed, text } from "../test/fakes/gemini.js";
 import { buildTextUpdate } from "../test/fakes/telegram-objects.js";
 import { type Fakes, startFakes } from "./fakes.js";
 import type { BenchRow } from "./run.js";
-import { freePort, serviceEnv, startService, WEBHOOK_SECRET } from "./service-process.js";
+import { cpuTime, freePort, serviceEnv, startService, WEBHOOK_SECRET } from "./service-process.js";
 import { round, summarize } from "./stats.js";
 
 const BENCHMARK = "streaming";
@@ -66,7 +66,7 @@ async function until(done: () => boolean, what: string): Promise<void> {
  * One service with `streaming`: first a warm-up answer (the first turn of a process loads the
  * Gemini SDK and compiles the turn's code), then `users` chats at once.
  */
-async function run(fakes: Fakes, streaming: string, users: number[]) {
+async function run(fakes: Fakes, streaming: string, users: number[], rich: boolean) {
   const dir = mkdtempSync(join(tmpdir(), "koroku-bench-streaming-"));
   const port = await freePort();
   const env = serviceEnv({
@@ -76,7 +76,10 @@ async function run(fakes: Fakes, streaming: string, users: number[]) {
     allowedUserIds: [...users, WARM_UP_USER],
     dataDir: dir,
   });
-  const service = await startService({ env: { ...env, STREAMING: streaming }, fakes });
+  const service = await startService({
+    env: { ...env, STREAMING: streaming, RICH_MESSAGES: String(rich) },
+    fakes,
+  });
   try {
     fakes.gemini.script(text("warm"));
     await post(service.baseUrl, WARM_UP_USER, users.length + 1);
@@ -85,16 +88,22 @@ async function run(fakes: Fakes, streaming: string, users: number[]) {
     fakes.gemini.requests.length = 0;
     const sentBefore = fakes.telegram.sent.length;
     const posted = new Map<number, number>();
+    const cpuBefore = cpuTime(service.pid);
     await Promise.all(
       users.map(async (user, i) => posted.set(user, await post(service.baseUrl, user, 1 + i))),
     );
     await until(() => fakes.telegram.sent.length - sentBefore >= users.length, "every answer");
-    return { posted, service };
+    const cpuAfter = cpuTime(service.pid);
+    const cpuMs = cpuAfter.userMs + cpuAfter.systemMs - (cpuBefore.userMs + cpuBefore.systemMs);
+    return { posted, cpuMsPerAnswer: cpuMs / users.length };
   } finally {
     await service.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }
+
+const DRAFTS = new Set(["sendMessageDraft", "sendRichMessageDraft"]);
+const FINALS = new Set(["sendMessage", "sendRichMessage"]);
 
 export async function streamingBenchmark(options: {
   progress: (line: string) => void;
@@ -102,73 +111,89 @@ export async function streamingBenchmark(options: {
   const fakes = await startFakes({ keepRecords: true });
   try {
     fakes.gemini.setDefault(STEP);
-    options.progress(`${BENCHMARK}: one answer not streamed (STREAMING=off), for its text`);
-    const baselineUser = FIRST_USER_ID + CHATS;
-    await run(fakes, "off", [baselineUser]);
-    const baseline = fakes.telegram.sent.find((m) => m.chat_id === baselineUser)?.plain_text;
-
-    options.progress(`${BENCHMARK}: ${CHATS} private chats streaming at once`);
-    const users = Array.from({ length: CHATS }, (_, i) => FIRST_USER_ID + i);
-    const { posted } = await run(fakes, "auto", users);
-    const calls = fakes.telegram.calls;
-    const firstText: number[] = [];
-    const finalAfterLastChunk: number[] = [];
-    const callsPerAnswer: number[] = [];
-    let identical = 0;
-    const streams = fakes.gemini.requests.filter((r) => r.stream);
-    for (const user of users) {
-      const mine = calls.filter((c) => Number(c.body.chat_id) === user);
-      const draft = mine.find((c) => c.method === "sendMessageDraft" && c.body.text !== "");
-      const final = fakes.telegram.sent.find((m) => m.chat_id === user);
-      const finalCall = mine.find((c) => c.method === "sendMessage");
-      if (draft) firstText.push(draft.at - (posted.get(user) ?? 0));
-      callsPerAnswer.push(mine.length);
-      if (final?.plain_text === baseline) identical++;
-      const stream = streams.find((r) =>
-        JSON.stringify(r.body.contents).includes(`stream ${user}`),
-      );
-      if (finalCall && stream?.streamEndedAt !== undefined) {
-        finalAfterLastChunk.push(finalCall.at - stream.streamEndedAt);
-      }
-    }
-    const tooMany = calls.filter((c) => c.response?.ok === false && c.response.error_code === 429);
-    const first = summarize(firstText);
-    const after = summarize(finalAfterLastChunk);
-    const perAnswer = summarize(callsPerAnswer);
-    const row = (metric: string, value: number, unit: string, extra: Partial<BenchRow> = {}) => ({
-      benchmark: BENCHMARK,
-      database: "sqlite" as const,
-      case: `${CHATS} chats, ${ANSWER.length} chars in ${CHUNKS} chunks over ${STREAM_MS / 1000} s`,
-      metric,
-      value,
-      unit,
-      ...extra,
-    });
-    return [
-      row("webhook POST → first visible text p50", round(first.p50, 0), "ms", {
-        target: `< ${TARGETS.firstTextP50Ms} ms`,
-        ok: firstText.length === CHATS && first.p50 < TARGETS.firstTextP50Ms,
-        note: `p99 ${round(first.p99, 0)} ms; ${firstText.length}/${CHATS} chats saw a draft`,
-      }),
-      row("last chunk → final message, worst", round(after.max, 0), "ms", {
-        target: `≤ ${TARGETS.finalAfterLastChunkMs} ms`,
-        ok: finalAfterLastChunk.length === CHATS && after.max <= TARGETS.finalAfterLastChunkMs,
-        note: `p50 ${round(after.p50, 0)} ms`,
-      }),
-      row("Telegram calls per answer", round(perAnswer.mean, 1), "calls", {
-        note: `max ${perAnswer.max}: drafts, typing, the message`,
-      }),
-      row("429 answers from Telegram", tooMany.length, "calls", {
-        target: "0",
-        ok: tooMany.length === 0,
-        note: "the fake allows 5 drafts per second per chat",
-      }),
-      row("final text identical to the non-streamed answer", identical, "chats", {
-        target: `${CHATS}`,
-        ok: identical === CHATS,
-      }),
-    ];
+    const rows: BenchRow[] = [];
+    // HTML messages (RICH_MESSAGES=false), then the default: rich drafts and rich messages.
+    for (const rich of [false, true]) rows.push(...(await measure(fakes, rich, options.progress)));
+    return rows;
   } finally {
     await fakes.close();
   }
+}
+
+async function measure(
+  fakes: Fakes,
+  rich: boolean,
+  progress: (line: string) => void,
+): Promise<BenchRow[]> {
+  const format = rich ? "rich messages" : "HTML messages";
+  progress(`${BENCHMARK}: one answer not streamed (STREAMING=off), for its text (${format})`);
+  const baselineUser = FIRST_USER_ID + CHATS;
+  fakes.telegram.forgetCalls();
+  await run(fakes, "off", [baselineUser], rich);
+  const baseline = fakes.telegram.sent.find((m) => m.chat_id === baselineUser)?.plain_text;
+
+  progress(`${BENCHMARK}: ${CHATS} private chats streaming at once (${format})`);
+  const users = Array.from({ length: CHATS }, (_, i) => FIRST_USER_ID + i);
+  const { posted, cpuMsPerAnswer } = await run(fakes, "auto", users, rich);
+  const calls = fakes.telegram.calls;
+  const firstText: number[] = [];
+  const finalAfterLastChunk: number[] = [];
+  const callsPerAnswer: number[] = [];
+  let identical = 0;
+  const streams = fakes.gemini.requests.filter((r) => r.stream);
+  for (const user of users) {
+    const mine = calls.filter((c) => Number(c.body.chat_id) === user);
+    const draft = mine.find(
+      (c) => DRAFTS.has(c.method) && c.body.text !== "" && c.response?.ok === true,
+    );
+    const final = fakes.telegram.sent.find((m) => m.chat_id === user);
+    const finalCall = mine.find((c) => FINALS.has(c.method));
+    if (draft) firstText.push(draft.at - (posted.get(user) ?? 0));
+    callsPerAnswer.push(mine.length);
+    if (final?.plain_text === baseline) identical++;
+    const stream = streams.find((r) => JSON.stringify(r.body.contents).includes(`stream ${user}`));
+    if (finalCall && stream?.streamEndedAt !== undefined) {
+      finalAfterLastChunk.push(finalCall.at - stream.streamEndedAt);
+    }
+  }
+  const tooMany = calls.filter((c) => c.response?.ok === false && c.response.error_code === 429);
+  const first = summarize(firstText);
+  const after = summarize(finalAfterLastChunk);
+  const perAnswer = summarize(callsPerAnswer);
+  const row = (metric: string, value: number, unit: string, extra: Partial<BenchRow> = {}) => ({
+    benchmark: BENCHMARK,
+    database: "sqlite" as const,
+    case: `${CHATS} chats, ${ANSWER.length} chars in ${CHUNKS} chunks over ${STREAM_MS / 1000} s, ${format}`,
+    metric,
+    value,
+    unit,
+    ...extra,
+  });
+  return [
+    row("webhook POST → first visible text p50", round(first.p50, 0), "ms", {
+      target: `< ${TARGETS.firstTextP50Ms} ms`,
+      ok: firstText.length === CHATS && first.p50 < TARGETS.firstTextP50Ms,
+      note: `p99 ${round(first.p99, 0)} ms; ${firstText.length}/${CHATS} chats saw a draft`,
+    }),
+    row("last chunk → final message, worst", round(after.max, 0), "ms", {
+      target: `≤ ${TARGETS.finalAfterLastChunkMs} ms`,
+      ok: finalAfterLastChunk.length === CHATS && after.max <= TARGETS.finalAfterLastChunkMs,
+      note: `p50 ${round(after.p50, 0)} ms`,
+    }),
+    row("Telegram calls per answer", round(perAnswer.mean, 1), "calls", {
+      note: `max ${perAnswer.max}: drafts, typing, the message`,
+    }),
+    row("service CPU per answer", round(cpuMsPerAnswer, 0), "ms", {
+      note: "user and system time of the service process over the streaming phase, per chat",
+    }),
+    row("429 answers from Telegram", tooMany.length, "calls", {
+      target: "0",
+      ok: tooMany.length === 0,
+      note: "the fake allows 5 drafts per second per chat",
+    }),
+    row("final text identical to the non-streamed answer", identical, "chats", {
+      target: `${CHATS}`,
+      ok: identical === CHATS,
+    }),
+  ];
 }

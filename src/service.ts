@@ -145,7 +145,7 @@ export async function startService(
   const leases = new Map<number, Lease>();
   // Answers being written, for the ingest to stop without waiting behind them in the inbox.
   const answers = createRunningAnswers();
-  const { bot, delivery, liveApi } = createBot({
+  const { bot, delivery, liveApi, livePacer } = createBot({
     token: config.telegramBotToken,
     apiRoot: config.telegramApiRoot,
     allowedUserIds: config.allowedUserIds,
@@ -220,7 +220,7 @@ export async function startService(
     agent: app.agent,
     delivery,
     readAttachments: app.attachments.read,
-    live: { api: liveApi, mode: config.streaming },
+    live: { api: liveApi, mode: config.streaming, pacer: livePacer },
     answers,
     logger,
     now: clock?.now,

@@ -16,6 +16,7 @@ import { type CommandDeps, commandsComposer } from "./commands.js";
 import { type ConversationMedia, conversationComposer } from "./conversation.js";
 import { createDelivery } from "./delivery.js";
 import { createFileDownloader } from "./files.js";
+import { createLivePacer } from "./live-answer.js";
 import { logNetworkFailures } from "./network-failures.js";
 import { type PendingTopicNames, topicNamingComposer } from "./new-topics.js";
 import { createRunningAnswers, type RunningAnswers } from "./running-answers.js";
@@ -76,6 +77,8 @@ export function createBot(deps: BotDeps) {
   // Drafts while an answer is written go without auto-retry: one retried after a wait would be
   // stale, and the next one replaces it anyway.
   const liveApi = new Api(deps.token, client);
+  // One budget for the live updates of every answer this process writes.
+  const livePacer = createLivePacer();
   liveApi.config.use(scrubOutgoing(deps.secrets ?? []));
   liveApi.config.use(logNetworkFailures(deps.logger, deps.apiRoot));
   bot.api.config.use(logNetworkFailures(deps.logger, deps.apiRoot));
@@ -134,6 +137,7 @@ export function createBot(deps: BotDeps) {
       logger: deps.logger,
       leaseOf: deps.leaseOf,
       liveApi,
+      livePacer,
       streaming: deps.streaming ?? "auto",
       answers: deps.answers ?? createRunningAnswers(),
       media: {
@@ -146,5 +150,5 @@ export function createBot(deps: BotDeps) {
       },
     }),
   );
-  return { bot, delivery, liveApi };
+  return { bot, delivery, liveApi, livePacer };
 }

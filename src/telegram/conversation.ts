@@ -18,7 +18,7 @@ import { conversationKeyOf } from "./conversation-key.js";
 import type { Delivery } from "./delivery.js";
 import { type DownloadFile, FileTooBigError, FileUnavailableError, tooBigText } from "./files.js";
 import { inboundOf, type WantedFile } from "./inbound.js";
-import { startLiveAnswer } from "./live-answer.js";
+import { type LivePacer, startLiveAnswer } from "./live-answer.js";
 import { modelText } from "./message-context.js";
 import { escapeHtml } from "./render.js";
 import type { RunningAnswers } from "./running-answers.js";
@@ -33,6 +33,7 @@ export type ConversationDeps = {
   leaseOf?(updateId: number): Lease | undefined;
   /** For drafts, without auto-retry (see startLiveAnswer). */
   liveApi: Api;
+  livePacer?: LivePacer;
   streaming: StreamingMode;
   answers: RunningAnswers;
   media: ConversationMedia;
@@ -129,6 +130,7 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
       threadId,
       privateChat: message.chat.type === "private",
       mode: deps.streaming,
+      pacer: deps.livePacer,
       draftId,
       shownBefore: lease?.liveMessages,
       recordMessages: lease && ((ids) => lease.recordLiveMessages(ids)),
@@ -150,7 +152,11 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
         : {
             ...live.progress,
             text(text: string) {
-              if (text.trim() !== "") nowVisible();
+              if (!visible && text.trim() !== "") {
+                nowVisible();
+                // The draft or message growing says more than "typing…", and costs no calls.
+                if (live.showing) stopTyping();
+              }
               live.progress.text(text);
             },
           };

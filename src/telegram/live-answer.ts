@@ -17,6 +17,36 @@ export const DRAFT_INTERVAL_MS = 250;
 export const EDIT_INTERVAL_MS = 1_500;
 /** A draft disappears 30 s after its last update; one that is not growing is shown again. */
 export const DRAFT_REFRESH_MS = 20_000;
+/**
+ * Drafts and edits per second over all the answers a process writes at once. Telegram lets a bot
+ * send about 30 messages a second in all; and each update costs this process CPU that the answers
+ * themselves need (50 chats at four drafts a second kept two cores busy).
+ */
+export const LIVE_UPDATES_PER_SECOND = 30;
+
+export type LivePacer = ReturnType<typeof createLivePacer>;
+
+/**
+ * Spreads the live updates of answers written at once over one budget: an answer's updates come
+ * further apart the more answers stream beside it. Each answer's first update is never held back.
+ */
+export function createLivePacer(perSecond = LIVE_UPDATES_PER_SECOND) {
+  let streaming = 0;
+  return {
+    /** An answer is being shown as it is written; the returned function says it ended. */
+    join(): () => void {
+      streaming++;
+      let left = false;
+      return () => {
+        if (left) return;
+        left = true;
+        streaming--;
+      };
+    },
+    /** The least time between two updates of one answer, now. */
+    spacingMs: () => (streaming * 1_000) / perSecond,
+  };
+}
 
 export type LiveAnswerDeps = {
   /** An Api without auto-retry: a draft retried later would be stale, the next one replaces it. */
@@ -32,6 +62,8 @@ export type LiveAnswerDeps = {
   draftId: number;
   draftIntervalMs?: number;
   editIntervalMs?: number;
+  /** Shared by the answers the process writes at once (see createLivePacer). */
+  pacer?: LivePacer;
   /**
    * Messages an earlier run of this update showed the answer in (edit mode, then the process
    * died): this run shows it in them again, edited, instead of sending it a second time.
@@ -43,6 +75,8 @@ export type LiveAnswerDeps = {
 
 export type LiveAnswer = {
   progress: TurnProgress;
+  /** Whether the answer shows as it is written (a draft, a message edited in place). */
+  readonly showing: boolean;
   /**
    * Sends the finished answer. Drafts end first (one arriving after the answer would show it
    * twice); in edit mode the messages shown while it was written become the answer.
@@ -91,9 +125,13 @@ export function startLiveAnswer(deps: LiveAnswerDeps): LiveAnswer {
           ? { kind: "draft", rich: delivery.richWanted() }
           : edits();
   const interval = () =>
-    shown?.kind === "draft"
-      ? (deps.draftIntervalMs ?? DRAFT_INTERVAL_MS)
-      : (deps.editIntervalMs ?? EDIT_INTERVAL_MS);
+    Math.max(
+      shown?.kind === "draft"
+        ? (deps.draftIntervalMs ?? DRAFT_INTERVAL_MS)
+        : (deps.editIntervalMs ?? EDIT_INTERVAL_MS),
+      deps.pacer?.spacingMs() ?? 0,
+    );
+  const leavePacer = shown === undefined ? undefined : deps.pacer?.join();
 
   function edits(): Shown | undefined {
     return deps.mode === "draft" ? undefined : { kind: "edit", messages: [], chunks: [] };
@@ -333,6 +371,7 @@ export function startLiveAnswer(deps: LiveAnswerDeps): LiveAnswer {
 
   async function close(): Promise<void> {
     closed = true;
+    leavePacer?.();
     clearTimeout(timer);
     clearTimeout(refresh);
     requests.abort();
@@ -356,6 +395,9 @@ export function startLiveAnswer(deps: LiveAnswerDeps): LiveAnswer {
 
   return {
     progress,
+    get showing() {
+      return shown !== undefined;
+    },
     close,
     async finish(markdown, deliveryProgress) {
       const live = shown;

@@ -56,7 +56,7 @@ export function createScheduledRunner(deps: {
   /** The bytes of the files an answer sends. */
   readAttachments: ReadAttachments;
   /** How the answer shows while it is written, as a message's does; a stop reaches it too. */
-  live: Pick<LiveAnswerDeps, "api" | "mode">;
+  live: Pick<LiveAnswerDeps, "api" | "mode" | "pacer">;
   answers: RunningAnswers;
   logger: Logger;
   now?: () => number;

@@ -92,7 +92,7 @@ describe("rich messages end to end (RICH_MESSAGES=true)", () => {
 
   it("a group: one message edited in HTML as the answer grows, the last edit makes it the rich answer", async () => {
     const user = nextUser++;
-    w.gemini.script(streamed(text(TABLE_AND_CODE), { chunkChars: 20, chunkDelayMs: 250 }));
+    w.gemini.script(streamed(text(TABLE_AND_CODE), { chunkChars: 10, chunkDelayMs: 250 }));
     await w.say(`@${w.telegram.bot.username} ${QUESTION}`, { userId: user, chatId: GROUP });
     await eventually(() => sentTo(GROUP)[0]?.parse_mode === "rich");
     const [message, ...more] = sentTo(GROUP);

@@ -2,6 +2,7 @@ import { Api } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDelivery, type Delivery } from "../../src/telegram/delivery.js";
 import {
+  createLivePacer,
   type LiveAnswer,
   type LiveAnswerDeps,
   startLiveAnswer,
@@ -41,7 +42,7 @@ function richDelivery(richMessages = true): Delivery {
 function live(
   delivery: Delivery,
   chatId: number,
-  more: Pick<LiveAnswerDeps, "shownBefore" | "recordMessages"> = {},
+  more: Pick<LiveAnswerDeps, "shownBefore" | "recordMessages" | "pacer"> = {},
 ): LiveAnswer {
   return startLiveAnswer({
     ...more,
@@ -284,5 +285,36 @@ describe("live answer after a crash: the messages an earlier run showed it in", 
     expect(more).toEqual([]);
     expect(message?.text).toBe("the <b>answer</b>");
     expect(recorded).toEqual([[message?.message_id]]);
+  });
+});
+
+describe("live updates of answers written at once", () => {
+  it("share one budget: the more answers stream, the further apart each one's updates", () => {
+    const pacer = createLivePacer(10);
+    expect(pacer.spacingMs()).toBe(0);
+    const [first, second] = [pacer.join(), pacer.join()];
+    expect(pacer.spacingMs()).toBe(200);
+    first();
+    first();
+    expect(pacer.spacingMs()).toBe(100);
+    second();
+    expect(pacer.spacingMs()).toBe(0);
+  });
+
+  it("an answer's drafts come the shared spacing apart, and closing gives its share back", async () => {
+    const pacer = createLivePacer(4);
+    const [chat, other] = [nextChat++, nextChat++];
+    const answers = [
+      live(richDelivery(false), chat, { pacer }),
+      live(richDelivery(false), other, { pacer }),
+    ];
+    expect(pacer.spacingMs()).toBe(500);
+    await shows(answers[0] as LiveAnswer, chat, "sendMessageDraft", "one");
+    await shows(answers[1] as LiveAnswer, other, "sendMessageDraft", "first");
+    await shows(answers[0] as LiveAnswer, chat, "sendMessageDraft", "one two");
+    const [a, b] = callsTo(chat, "sendMessageDraft");
+    expect((b?.at ?? 0) - (a?.at ?? 0)).toBeGreaterThanOrEqual(495);
+    for (const answer of answers) await answer.close();
+    expect(pacer.spacingMs()).toBe(0);
   });
 });
