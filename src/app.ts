@@ -114,7 +114,8 @@ export async function createApp(
   const transcriber = createTranscriber({
     store,
     model,
-    readAttachments: readBytes,
+    media,
+    hooks,
     logger,
     settings: { model: config.geminiCompactionModel },
   });

@@ -92,6 +92,27 @@ export type MediaSource = {
   recover(error: unknown, media: RequestMedia): Promise<boolean>;
 };
 
+/**
+ * Runs `call` with a request's media; when Gemini answers that a file the request named is gone,
+ * the file is uploaded again and `call` runs anew with the new media (twice at most).
+ */
+export async function retryingLostFiles<T>(
+  source: MediaSource,
+  context: ChatContext,
+  media: RequestMedia,
+  call: (media: RequestMedia) => Promise<T>,
+): Promise<T> {
+  let current = media;
+  for (let reuploads = 0; ; reuploads++) {
+    try {
+      return await call(current);
+    } catch (error) {
+      if (reuploads >= 2 || !(await source.recover(error, current))) throw error;
+      current = await source.forRequest(context);
+    }
+  }
+}
+
 export type MediaSourceDeps = {
   readAttachments: ReadAttachments;
   store: GeminiFileStore;

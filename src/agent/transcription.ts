@@ -1,10 +1,11 @@
 import type { Logger } from "../logger.js";
 import { truncate } from "../session/event-text.js";
 import type { MediaPart, SessionEvent } from "../session/events.js";
-import type { SessionStore } from "../session/store.js";
+import type { SessionStore, StoredSession } from "../session/store.js";
+import type { AgentHooks } from "./hooks.js";
 import type { ModelClient } from "./model-client.js";
 import { TRANSCRIBE_REQUEST } from "./prompts.js";
-import { geminiMimeType, type ReadAttachments } from "./request-media.js";
+import { type MediaSource, retryingLostFiles } from "./request-media.js";
 
 /** A transcript longer than this (an hour of talk is ~60,000 characters) is cut: it is for reading. */
 export const MAX_TRANSCRIPT_CHARS = 100_000;
@@ -23,25 +24,33 @@ export type Transcriber = ReturnType<typeof createTranscriber>;
 export function createTranscriber(deps: {
   store: SessionStore;
   model: ModelClient;
-  readAttachments: ReadAttachments;
+  /** The audio reaches Gemini as a turn's media do: inline when small, else as an uploaded file. */
+  media: MediaSource;
+  /** Told of each call, so that /usage counts transcripts with the conversation's other calls. */
+  hooks: AgentHooks;
   logger: Logger;
   settings: { model: string };
 }) {
-  async function transcribe(part: MediaPart): Promise<string | undefined> {
-    const bytes = (await deps.readAttachments([part.sha256])).get(part.sha256);
-    if (!bytes) return undefined;
-    const result = await deps.model.generate({
-      model: deps.settings.model,
-      contents: [
-        {
-          role: "user",
-          parts: [
-            { inlineData: { mimeType: geminiMimeType(part), data: bytes.toString("base64") } },
-            { text: TRANSCRIBE_REQUEST },
-          ],
-        },
-      ],
-    });
+  async function transcribe(
+    chatId: string,
+    stored: StoredSession,
+    part: MediaPart,
+  ): Promise<string | undefined> {
+    const alone = {
+      summary: undefined,
+      events: [{ ...stored, event: { ...stored.event, parts: [part] } }],
+    };
+    const media = await deps.media.forRequest(alone);
+    const audio = media.toGemini(part);
+    // Bytes gone (the conversation cleared meanwhile), or a file Gemini refused: nothing to hear.
+    if (!audio.inlineData && !audio.fileData) return undefined;
+    const result = await retryingLostFiles(deps.media, alone, media, (current) =>
+      deps.model.generate({
+        model: deps.settings.model,
+        contents: [{ role: "user", parts: [current.toGemini(part), { text: TRANSCRIBE_REQUEST }] }],
+      }),
+    );
+    deps.hooks.emit("modelCall", { chatId, model: deps.settings.model, usage: result.usage });
     const text = (result.content.parts ?? [])
       .filter((p) => !p.thought && p.text)
       .map((p) => p.text)
@@ -65,7 +74,7 @@ export function createTranscriber(deps: {
           continue;
         }
         try {
-          const transcript = await transcribe(part);
+          const transcript = await transcribe(chatId, stored, part);
           if (transcript !== undefined) changed = true;
           parts.push(transcript === undefined ? part : { ...part, transcript });
         } catch (error) {

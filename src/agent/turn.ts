@@ -50,7 +50,7 @@ import {
   systemInstruction,
   toolBudgetInstruction,
 } from "./prompts.js";
-import type { MediaSource } from "./request-media.js";
+import { type MediaSource, retryingLostFiles } from "./request-media.js";
 import { sourcesBlock, sourcesOf } from "./sources.js";
 import { runInOrder } from "./tool-batch.js";
 
@@ -331,19 +331,14 @@ export function createAgent(deps: AgentDeps) {
         stream,
         ...(input.stop ? { stop: input.stop } : {}),
       };
-      // Asks; a file Gemini lost is uploaded again and the request sent anew (twice at most).
       const ask = async (): Promise<GenerateResult> => {
-        let answer: GenerateResult;
-        for (let reuploads = 0; ; reuploads++) {
-          try {
-            answer = await model.generate(request);
-            break;
-          } catch (error) {
-            if (reuploads >= 2 || !(await deps.media.recover(error, media))) throw error;
-            media = await deps.media.forRequest(context);
-            request.contents = contentsFor(context, media.toGemini, options);
+        const answer = await retryingLostFiles(deps.media, context, media, (current) => {
+          if (current !== media) {
+            media = current;
+            request.contents = contentsFor(context, current.toGemini, options);
           }
-        }
+          return model.generate(request);
+        });
         modelCalls++;
         addUsage(usage, answer.usage);
         hooks.emit("modelCall", { chatId, model: request.model, usage: answer.usage });

@@ -253,6 +253,10 @@ describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
     expect(await h.app.transcriber.transcribePending(String(chat))).toBe(1);
     const asked = h.fake.requests.filter((r) => r.model === SUMMARY_MODEL).at(-1);
     expect(asked?.body.contents[0]?.parts?.[0]?.inlineData?.mimeType).toBe("audio/ogg");
+    // /usage counts the transcript's call with the conversation's others.
+    await h.app.usageRecorder.flush();
+    const usage = await h.app.usage.since(String(chat), new Date(0));
+    expect(usage.map((u) => u.model)).toContain(SUMMARY_MODEL);
     // Once written, it is not asked for again.
     const summaryCalls = h.fake.requests.filter((r) => r.model === SUMMARY_MODEL).length;
     expect(await h.app.transcriber.transcribePending(String(chat))).toBe(0);
@@ -315,6 +319,12 @@ describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
     await transcriptAsked;
     const [pending] = historyLines(await h.app.store.lastTurns(String(chat), 1));
     expect(pending).toEqual({ kind: "user", text: "🎤 1:00:00" });
+    // The transcript is asked of the same uploaded file: no second, inline copy of an hour.
+    const transcribing = h.fake.requests.filter((r) => r.model === SUMMARY_MODEL).at(-1);
+    expect(transcribing?.body.contents[0]?.parts?.[0]).toEqual({
+      fileData: { fileUri: file?.uri, mimeType: "audio/ogg" },
+    });
+    expect(h.fake.files.uploaded.filter((u) => u.name === file?.name)).toHaveLength(1);
     finishTranscript();
     expect(await transcribed).toBe(1);
     const [event] = (await h.app.store.loadContext(String(chat))).events;
