@@ -15,7 +15,7 @@ export type DispatcherDeps = {
   concurrency: number;
   /** How often to look for work nobody announced (other replicas, expired leases). */
   pollMs: number;
-  /** How often a running update's lease is extended. */
+  /** How often the running updates' leases are extended (all of them in one statement). */
   renewMs: number;
   /** Infrastructure failures tolerated before an update is given up as failed. */
   maxAttempts: number;
@@ -32,6 +32,9 @@ export type DispatcherDeps = {
 const RELEASE_BACKOFF = { baseMs: 1_000, maxMs: 60 * 60 * 1000 };
 // Recording how an update ended is tried again within 0.1 s, 0.2 s, 0.4 s … up to 2 s apart.
 const FINISH_BACKOFF = { baseMs: 100, maxMs: 2_000 };
+// Updates one claim takes at most: a burst is claimed in few statements, each short enough not to
+// hold the database's write lock for long.
+const CLAIM_BATCH = 64;
 // An inbox that cannot be read is asked again within 1 s, 2 s, 4 s … up to 30 s apart.
 const CLAIM_BACKOFF = { baseMs: 1_000, maxMs: 30_000 };
 
@@ -58,6 +61,10 @@ export class Dispatcher {
   /** Announcements due later (see announceAfter). */
   private readonly later = new Set<NodeJS.Timeout>();
 
+  /** Leases of the updates running here, renewed together. */
+  private readonly leases = new Set<Lease>();
+  private renewal: NodeJS.Timeout | undefined;
+  private renewing: Promise<void> | undefined;
   private readonly random: Random;
   /** Claims that failed in a row (the database away). */
   private readonly claimFailures: Backoff;
@@ -131,9 +138,10 @@ export class Dispatcher {
       const seenArrivals = this.arrivals;
       this.recheck = false;
       this.pollDue = false;
-      let item: InboxItem | undefined;
+      const limit = Math.min(CLAIM_BATCH, this.deps.concurrency - this.active.size);
+      let items: InboxItem[];
       try {
-        item = await this.deps.inbox.claim();
+        items = await this.deps.inbox.claimMany(limit);
         this.claimFailures.reset();
       } catch (error) {
         const waitMs = this.claimFailures.next();
@@ -144,41 +152,70 @@ export class Dispatcher {
         await this.sleep(waitMs);
         continue;
       }
-      if (!item) {
-        // Announced updates that cannot run yet wait for their chat's running update to finish;
-        // if one finished while this claim ran, the claim may not have seen it: look again.
+      for (const item of items) this.launch(item);
+      if (items.length < limit) {
+        // Everything that could run was taken. Announced updates that cannot run yet wait for
+        // their chat's running update to finish; if one finished while this claim ran, the
+        // claim may not have seen it: look again.
         if (announced) this.heldBack = true;
         if (this.finished !== finishedBefore) this.recheck = true;
         // Updates announced while the claim ran may have come too late for it: they stay.
         this.arrivals -= Math.min(this.arrivals, seenArrivals);
-        continue;
+      } else if (polled) {
+        // Work found by a poll (nobody announced it) may not come alone: claim until none is left.
+        this.pollDue = true;
       }
       // A chat that held updates back may hold more: look again when the next one finishes.
-      if (afterFinish) this.heldBack = true;
-      // Work found by a poll (nobody announced it) may not come alone: claim until none is left.
-      if (polled) this.pollDue = true;
-      const task = this.execute(item).finally(() => {
-        this.active.delete(task);
-        this.finished++;
-        if (this.heldBack) {
-          this.heldBack = false;
-          this.recheck = true;
-        }
-        this.wake();
-      });
-      this.active.add(task);
+      if (afterFinish && items.length > 0) this.heldBack = true;
     }
+  }
+
+  private launch(item: InboxItem): void {
+    const task = this.execute(item).finally(() => {
+      this.active.delete(task);
+      this.finished++;
+      if (this.heldBack) {
+        this.heldBack = false;
+        this.recheck = true;
+      }
+      this.wake();
+    });
+    this.active.add(task);
+  }
+
+  /**
+   * Renews every running update's lease together, one statement for all, while any runs. A
+   * renewal still under way when the next is due (the database slow) is not doubled.
+   */
+  private holdLease(lease: Lease): () => void {
+    this.leases.add(lease);
+    this.renewal ??= setInterval(() => {
+      if (this.renewing) return;
+      this.renewing = this.deps.inbox
+        .renewLeases(this.leases)
+        .catch((error: unknown) =>
+          this.deps.logger.warn(
+            { err: error, leases: this.leases.size },
+            "could not renew the leases",
+          ),
+        )
+        .finally(() => {
+          this.renewing = undefined;
+        });
+    }, this.deps.renewMs);
+    return () => {
+      this.leases.delete(lease);
+      if (this.leases.size > 0) return;
+      clearInterval(this.renewal);
+      this.renewal = undefined;
+    };
   }
 
   private async execute(item: InboxItem): Promise<void> {
     const { inbox, logger } = this.deps;
     const log = logger.child({ update_id: item.updateId, chat_id: item.chatId });
     const lease = inbox.leaseOf(item);
-    const renewal = setInterval(() => {
-      lease
-        .renew()
-        .catch((error: unknown) => log.warn({ err: error }, "could not renew the lease"));
-    }, this.deps.renewMs);
+    const release = this.holdLease(lease);
     try {
       try {
         await this.deps.handle(item, lease);
@@ -193,7 +230,7 @@ export class Dispatcher {
         ),
       );
     } finally {
-      clearInterval(renewal);
+      release();
     }
   }
 

@@ -108,6 +108,9 @@ function parseLiveMessages(json: string | null): number[] {
   }
 }
 
+/** Leases one renewal statement extends at most: a bounded list of parameters. */
+const RENEW_BATCH = 500;
+
 type InboxUpdate = UpdateQueryBuilder<Database, "inbox", "inbox", UpdateResult>;
 
 /**
@@ -176,8 +179,9 @@ export function createInbox(deps: {
   }
 
   /**
-   * Claims in one statement: the UPDATE picks its row with a subquery, so no gap between them.
-   * On PostgreSQL, replicas claim at the same time: the subquery locks the row it picks and skips
+   * Claims in one statement: the UPDATE picks its rows with a subquery, so no gap between them.
+   * Only a chat's oldest unfinished update qualifies, so one claim takes at most one per chat.
+   * On PostgreSQL, replicas claim at the same time: the subquery locks the rows it picks and skips
    * rows another replica is claiming. Two replicas therefore never take the same update, and
    * never two of one chat: both see the chat's oldest unfinished update first, one locks it, and
    * for the other that update still counts as unfinished and holds back the rest of the chat. A
@@ -185,72 +189,87 @@ export function createInbox(deps: {
    * lease no longer qualifies). An album's item waits until no item of its album arrived after
    * `settledBefore`, holding back the rest of its chat meanwhile, like any older update.
    */
-  const claimUpdate = prepareQuery(db, 3, (at: number, leaseUntil: number, settledBefore: string) =>
-    db
-      .updateTable("inbox")
-      .set((eb) => ({
-        status: "running",
-        claimed_by: workerId,
-        lease_until: leaseUntil,
-        attempts: eb("attempts", "+", 1),
-      }))
-      .where("update_id", "=", (eb) =>
-        // The first unfinished update of its chat, and free: no lease, or an expired one (its
-        // replica died, or its retry delay is over). A leased update blocks the rest of its chat,
-        // and so does one running under a live lease even if it is newer: Telegram may deliver
-        // an older update late, which must wait rather than run beside it.
-        eb
-          .selectFrom("inbox as u")
-          .select("u.update_id")
-          .where(unfinished("u"))
-          .where((w) => w.or([w("u.lease_until", "is", null), w("u.lease_until", "<", at)]))
-          .where((w) =>
-            w.or([
-              w("u.media_group_id", "is", null),
-              w.not(
-                w.exists(
-                  w
-                    .selectFrom("inbox as g")
-                    .select("g.update_id")
-                    .whereRef("g.chat_id", "=", "u.chat_id")
-                    .whereRef("g.media_group_id", "=", "u.media_group_id")
-                    .where(unfinished("g"))
-                    .where("g.received_at", ">", settledBefore),
+  const claimUpdates = prepareQuery(
+    db,
+    4,
+    (at: number, leaseUntil: number, settledBefore: string, limit: number) =>
+      db
+        .updateTable("inbox")
+        .set((eb) => ({
+          status: "running",
+          claimed_by: workerId,
+          lease_until: leaseUntil,
+          attempts: eb("attempts", "+", 1),
+        }))
+        .where("update_id", "in", (eb) =>
+          // The first unfinished update of its chat, and free: no lease, or an expired one (its
+          // replica died, or its retry delay is over). A leased update blocks the rest of its chat,
+          // and so does one running under a live lease even if it is newer: Telegram may deliver
+          // an older update late, which must wait rather than run beside it.
+          eb
+            .selectFrom("inbox as u")
+            .select("u.update_id")
+            .where(unfinished("u"))
+            .where((w) => w.or([w("u.lease_until", "is", null), w("u.lease_until", "<", at)]))
+            .where((w) =>
+              w.or([
+                w("u.media_group_id", "is", null),
+                w.not(
+                  w.exists(
+                    w
+                      .selectFrom("inbox as g")
+                      .select("g.update_id")
+                      .whereRef("g.chat_id", "=", "u.chat_id")
+                      .whereRef("g.media_group_id", "=", "u.media_group_id")
+                      .where(unfinished("g"))
+                      .where("g.received_at", ">", settledBefore),
+                  ),
+                ),
+              ]),
+            )
+            .where(({ not, exists, selectFrom }) =>
+              not(
+                exists(
+                  selectFrom("inbox as o")
+                    .select("o.update_id")
+                    .whereRef("o.chat_id", "=", "u.chat_id")
+                    .where(unfinished("o"))
+                    .where((w) =>
+                      w.or([
+                        w("o.update_id", "<", w.ref("u.update_id")),
+                        w.and([w("o.status", "=", "running"), w("o.lease_until", ">=", at)]),
+                      ]),
+                    ),
                 ),
               ),
-            ]),
-          )
-          .where(({ not, exists, selectFrom }) =>
-            not(
-              exists(
-                selectFrom("inbox as o")
-                  .select("o.update_id")
-                  .whereRef("o.chat_id", "=", "u.chat_id")
-                  .where(unfinished("o"))
-                  .where((w) =>
-                    w.or([
-                      w("o.update_id", "<", w.ref("u.update_id")),
-                      w.and([w("o.status", "=", "running"), w("o.lease_until", ">=", at)]),
-                    ]),
-                  ),
-              ),
-            ),
-          )
-          .orderBy("u.update_id")
-          .limit(1)
-          .$if(deps.kind === "postgres", (q) => q.forUpdate().skipLocked()),
-      )
-      .returning(["update_id", "chat_id", "update_json", "attempts", "delivered", "live_messages"]),
+            )
+            .orderBy("u.update_id")
+            .limit(limit)
+            .$if(deps.kind === "postgres", (q) => q.forUpdate().skipLocked()),
+        )
+        .returning([
+          "update_id",
+          "chat_id",
+          "update_json",
+          "attempts",
+          "delivered",
+          "live_messages",
+        ]),
   );
 
-  /** Takes the next update that may run now, or undefined when there is none. */
-  async function claim(): Promise<InboxItem | undefined> {
+  /**
+   * Takes up to `limit` updates that may run now, at most one per chat, oldest first; none when
+   * there are none. One statement for many: finding what may run reads every unfinished update,
+   * so a burst claimed one at a time would read its backlog once per update.
+   */
+  async function claimMany(limit: number): Promise<InboxItem[]> {
     const at = now();
     const leaseUntil = at + leaseMs;
     const settledBefore = new Date(at - albumSettleMs).toISOString();
-    const [row] = (await claimUpdate([at, leaseUntil, settledBefore])).rows;
-    if (!row) return undefined;
-    return {
+    const { rows } = await claimUpdates([at, leaseUntil, settledBefore, limit]);
+    // The UPDATE returns its rows in no particular order.
+    rows.sort((a, b) => a.update_id - b.update_id);
+    return rows.map((row) => ({
       updateId: row.update_id,
       chatId: row.chat_id,
       update: JSON.parse(row.update_json),
@@ -258,7 +277,12 @@ export function createInbox(deps: {
       leaseUntil,
       delivered: row.delivered,
       liveMessages: parseLiveMessages(row.live_messages),
-    };
+    }));
+  }
+
+  /** Takes the next update that may run now, or undefined when there is none. */
+  async function claim(): Promise<InboxItem | undefined> {
+    return (await claimMany(1))[0];
   }
 
   /**
@@ -426,6 +450,51 @@ export function createInbox(deps: {
    * another worker may claim the update, unless this process stalls that long. Renewals every
    * third of the lease keep more than that, so the check rarely needs the database.
    */
+  /** How renewLeases reaches the state of each lease this inbox handed out. */
+  const leaseStates = new WeakMap<
+    Lease,
+    { claim: Claim; renewed(until: number): void; lose(): void }
+  >();
+
+  /**
+   * Renews many leases in one statement per RENEW_BATCH (a worker running a thousand turns would
+   * otherwise write a thousand times per renewal period); what it finds is as renew() finds it:
+   * a lease whose claim is gone is lost, a stop recorded for an update is passed on.
+   */
+  async function renewLeases(leases: Iterable<Lease>): Promise<void> {
+    const states = [...leases].flatMap((lease) => {
+      const state = leaseStates.get(lease);
+      return state && !lease.lost ? [state] : [];
+    });
+    for (let i = 0; i < states.length; i += RENEW_BATCH) {
+      const batch = states.slice(i, i + RENEW_BATCH);
+      const leaseUntil = now() + leaseMs;
+      const rows = await db
+        .updateTable("inbox")
+        .set({ lease_until: leaseUntil })
+        .where(
+          "update_id",
+          "in",
+          batch.map((state) => state.claim.updateId),
+        )
+        .where("claimed_by", "=", workerId)
+        .where("status", "=", "running")
+        .returning(["update_id", "attempts", "stop_requested"])
+        .execute();
+      const heldNow = new Map(rows.map((row) => [row.update_id, row]));
+      for (const state of batch) {
+        const row = heldNow.get(state.claim.updateId);
+        // The same update claimed again by this worker is another claim: this one is over.
+        if (row === undefined || row.attempts !== state.claim.attempts) {
+          state.lose();
+          continue;
+        }
+        state.renewed(leaseUntil);
+        if (row.stop_requested !== 0) deps.onStopRequested?.(state.claim.updateId);
+      }
+    }
+  }
+
   function leaseOf(item: InboxItem): Lease {
     let until = item.leaseUntil;
     let lost = false;
@@ -435,7 +504,7 @@ export function createInbox(deps: {
       if (renewed === undefined) lost = true;
       else until = Math.max(until, renewed);
     };
-    return {
+    const lease: Lease = {
       renew: renewLease,
       async ensureHeld() {
         if (!lost && now() + leaseMs / 2 < until) return;
@@ -469,6 +538,16 @@ export function createInbox(deps: {
         return lost;
       },
     };
+    leaseStates.set(lease, {
+      claim: item,
+      renewed: (renewedUntil) => {
+        until = Math.max(until, renewedUntil);
+      },
+      lose: () => {
+        lost = true;
+      },
+    });
+    return lease;
   }
 
   /**
@@ -530,6 +609,8 @@ export function createInbox(deps: {
     add,
     backlog,
     claim,
+    claimMany,
+    renewLeases,
     renew,
     requestStop,
     leaseOf,

@@ -71,6 +71,82 @@ describe("dispatcher", () => {
       .where("update_id", "=", id)
       .executeTakeFirstOrThrow();
 
+  it("takes a burst in a few claims, as many as it may run, and the rest as turns finish", async () => {
+    const inbox = inboxFor("burst");
+    const limits: number[] = [];
+    const ids = Array.from({ length: 150 }, (_, i) => 1_001 + i);
+    let goOn: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      goOn = resolve;
+    });
+    const started: number[] = [];
+    const dispatcher = new Dispatcher({
+      inbox: {
+        ...inbox,
+        claimMany: (limit) => {
+          limits.push(limit);
+          return inbox.claimMany(limit);
+        },
+      },
+      handle: async (item) => {
+        started.push(item.updateId);
+        await gate;
+      },
+      logger: captureLogger().logger,
+      concurrency: 100,
+      pollMs: 60 * 60 * 1000,
+      renewMs: 60_000,
+      maxAttempts: 1,
+    });
+    for (const id of ids) await inbox.add(id, `burst-${id}`, {});
+    dispatcher.start();
+    for (const _ of ids) dispatcher.announce();
+    await eventually(() => started.length === 100);
+    // 64, then the 36 slots left; none while all 100 run.
+    expect(limits).toEqual([64, 36]);
+    goOn();
+    await eventually(() => started.length === ids.length);
+    expect(await dispatcher.stop(5_000)).toBe(true);
+    expect([...started].sort()).toEqual(ids);
+    expect(limits.length).toBeLessThanOrEqual(6);
+  });
+
+  it("renews the leases of every running update together, and stops renewing when none runs", async () => {
+    const inbox = inboxFor("renews");
+    const batches: number[][] = [];
+    const ids = [2_001, 2_002, 2_003, 2_004, 2_005];
+    let goOn: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      goOn = resolve;
+    });
+    const dispatcher = new Dispatcher({
+      inbox: {
+        ...inbox,
+        renewLeases: async (leases) => {
+          batches.push([...leases].map((lease) => lease.remainingMs()));
+          await inbox.renewLeases(leases);
+        },
+      },
+      handle: async () => {
+        await gate;
+      },
+      logger: captureLogger().logger,
+      concurrency: ids.length,
+      pollMs: 60 * 60 * 1000,
+      renewMs: 20,
+      maxAttempts: 1,
+    });
+    for (const id of ids) await inbox.add(id, `renew-${id}`, {});
+    dispatcher.start();
+    await eventually(() => batches.some((batch) => batch.length === ids.length));
+    goOn();
+    expect(await dispatcher.stop(5_000)).toBe(true);
+    const renewals = batches.length;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(batches.length).toBe(renewals);
+    for (const id of ids) expect((await rowOf(id)).status).toBe("done");
+  });
+
   it("runs at once every update a poll finds, not one per poll interval", async () => {
     const inbox = inboxFor("drains");
     const ids = [501, 502, 503, 504, 505];

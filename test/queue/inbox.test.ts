@@ -7,6 +7,7 @@ import {
   createInbox,
   type Inbox,
   type InboxItem,
+  type Lease,
   LeaseLostError,
 } from "../../src/queue/inbox.js";
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../helpers/databases.js";
@@ -121,6 +122,48 @@ describe.each(DATABASE_KINDS)("inbox on %s", (kind) => {
     // The first replica lost it: its renewals no longer count.
     expect(await first.renew(stale)).toBeUndefined();
     await second.finish(taken);
+  });
+
+  it("renews many leases in one go: held ones extended, lost ones told, stops passed on", async () => {
+    const stopped: number[] = [];
+    const runner = createInbox({
+      db: handle.db,
+      kind: handle.kind,
+      workerId: "many",
+      leaseMs: 30_000,
+      now: () => clock,
+      onStopRequested: (updateId) => stopped.push(updateId),
+    });
+    const [a, b, c] = [nextId++, nextId++, nextId++];
+    await runner.add(a, "R1", {});
+    await runner.add(b, "R2", {});
+    await runner.add(c, "R3", {});
+    const claimed = await runner.claimMany(10);
+    const [la, lb, lc] = claimed.map((item) => runner.leaseOf(item)) as [Lease, Lease, Lease];
+    // All three leases run out; A's is renewed on its own, B's update goes to another worker,
+    // and C's to this worker again: a new claim beside the old one.
+    clock += 30_001;
+    await la.renew();
+    const thief = inboxFor("thief");
+    const stolen = await thief.claimMany(1);
+    expect(idsOf(stolen)).toEqual([b]);
+    const [again] = await runner.claimMany(10);
+    expect(again).toMatchObject({ updateId: c, attempts: 2 });
+    const lc2 = runner.leaseOf(again as InboxItem);
+    expect(await inboxFor("other").requestStop({ conversation: "R1" })).toEqual([
+      { updateId: a, worker: "many" },
+    ]);
+    clock += 5_000;
+    await runner.renewLeases([la, lb, lc, lc2]);
+    expect([la.lost, lb.lost, lc.lost, lc2.lost]).toEqual([false, true, true, false]);
+    expect(la.remainingMs()).toBe(30_000);
+    expect(lc2.remainingMs()).toBe(30_000);
+    expect(stopped).toEqual([a]);
+    // Lost leases are not asked about again.
+    await runner.renewLeases([lb, lc]);
+    expect(await runner.finish(claimed[0] as InboxItem)).toBe(true);
+    expect(await thief.finish(stolen[0] as InboxItem)).toBe(true);
+    expect(await runner.finish(again as InboxItem)).toBe(true);
   });
 
   it("ignores what a worker that lost its lease writes, even when the same worker claims again", async () => {
@@ -401,43 +444,67 @@ describe.each(DATABASE_KINDS)("inbox on %s", (kind) => {
       .where("update_id", "in", [oldDone, oldPending])
       .execute();
   });
-  it("lets workers claiming at once take every update once, one per chat at a time, in order", async () => {
-    const chats = Array.from({ length: 12 }, (_, i) => `race-${i}`);
-    const ids = new Map<string, number[]>();
-    for (let round = 0; round < 3; round++) {
-      for (const chat of chats) {
-        const id = nextId++;
-        await inboxFor("x").add(id, chat, {});
-        ids.set(chat, [...(ids.get(chat) ?? []), id]);
-      }
-    }
-    const running = new Map<string, number>();
-    const ran = new Map<string, number[]>();
-    const overlaps: string[] = [];
-    const worker = async (name: string) => {
-      const inbox = inboxFor(name);
-      let idle = 0;
-      while (idle < 3) {
-        const item = await inbox.claim();
-        if (!item) {
-          idle++;
-          await new Promise((resolve) => setImmediate(resolve));
-          continue;
-        }
-        idle = 0;
-        const chat = item.chatId as string;
-        if (running.has(chat)) overlaps.push(`${chat}: ${running.get(chat)} and ${item.updateId}`);
-        running.set(chat, item.updateId);
-        ran.set(chat, [...(ran.get(chat) ?? []), item.updateId]);
-        await new Promise((resolve) => setImmediate(resolve));
-        running.delete(chat);
-        await inbox.finish(item);
-      }
-    };
-    await Promise.all(["w1", "w2", "w3", "w4", "w5", "w6"].map(worker));
-    expect(overlaps).toEqual([]);
-    expect(Object.fromEntries(ran)).toEqual(Object.fromEntries(ids));
+  it("claims a backlog in batches: up to the limit, at most one per chat, oldest first", async () => {
+    const inbox = inboxFor("batch");
+    const burst = Array.from({ length: 7 }, () => nextId++);
+    // Chats c0–c4 have one update each, c0 and c1 a second one after them.
+    for (const [i, id] of burst.entries()) await inbox.add(id, `c${i % 5}`, {});
+    const first = await inbox.claimMany(4);
+    expect(idsOf(first)).toEqual(burst.slice(0, 4));
+    const second = await inbox.claimMany(4);
+    // c4's update; c0's and c1's second ones wait for their first.
+    expect(idsOf(second)).toEqual([burst[4]]);
+    expect(await inbox.claimMany(4)).toEqual([]);
+    for (const item of [...first, ...second]) await inbox.finish(item);
+    expect(idsOf(await inbox.claimMany(4))).toEqual(burst.slice(5));
   });
+
+  it.each([1, 4])(
+    "lets workers claiming at once (%i at a time) take every update once, one per chat at a time, in order",
+    async (batch) => {
+      const chats = Array.from({ length: 12 }, (_, i) => `race-${i}`);
+      const ids = new Map<string, number[]>();
+      for (let round = 0; round < 3; round++) {
+        for (const chat of chats) {
+          const id = nextId++;
+          await inboxFor("x").add(id, chat, {});
+          ids.set(chat, [...(ids.get(chat) ?? []), id]);
+        }
+      }
+      const running = new Map<string, number>();
+      const ran = new Map<string, number[]>();
+      const overlaps: string[] = [];
+      const worker = async (name: string) => {
+        const inbox = inboxFor(name);
+        let idle = 0;
+        while (idle < 3) {
+          const items = await inbox.claimMany(batch);
+          if (items.length === 0) {
+            idle++;
+            await new Promise((resolve) => setImmediate(resolve));
+            continue;
+          }
+          idle = 0;
+          for (const item of items) {
+            const chat = item.chatId as string;
+            if (running.has(chat)) {
+              overlaps.push(`${chat}: ${running.get(chat)} and ${item.updateId}`);
+            }
+            running.set(chat, item.updateId);
+            ran.set(chat, [...(ran.get(chat) ?? []), item.updateId]);
+          }
+          await new Promise((resolve) => setImmediate(resolve));
+          for (const item of items) {
+            running.delete(item.chatId as string);
+            await inbox.finish(item);
+          }
+        }
+      };
+      await Promise.all(["w1", "w2", "w3", "w4", "w5", "w6"].map(worker));
+      expect(overlaps).toEqual([]);
+      expect(Object.fromEntries(ran)).toEqual(Object.fromEntries(ids));
+    },
+  );
 
   it("keeps claiming after a migration adds a column (PostgreSQL keeps parsed statements)", async () => {
     const own = await createTestDatabase(kind);
