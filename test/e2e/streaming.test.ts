@@ -122,6 +122,21 @@ describe("answers shown while Gemini writes them", () => {
     });
   }
 
+  it("/stop while the model thinks, before its first word: no answer, and the next turn goes on", async () => {
+    w = await startWorld();
+    w.gemini.script({ ...text("never shown"), delayMs: 5_000 });
+    await w.say("think hard");
+    await eventually(() => w.gemini.requests.length === 1);
+    await w.say("/stop");
+    const kept = await eventually(() => sentTo(w, ALLOWED_USER)[0]);
+    expect(kept.plain_text).toBe("(stopped)");
+    w.gemini.script(text("continuing"));
+    await w.say("go on");
+    await eventually(() => sentTo(w, ALLOWED_USER).some((m) => m.plain_text === "continuing"));
+    expect(sentTo(w, ALLOWED_USER).map((m) => m.plain_text)).toEqual(["(stopped)", "continuing"]);
+    expect(w.gemini.requests).toHaveLength(2);
+  });
+
   it("killed in the middle of a stream: after the restart the answer comes once", async () => {
     w = await startWorld();
     w.gemini.script(slowly(), slowly());
