@@ -53,9 +53,14 @@ export type KillUnderLoadResult = {
   duplicatesPerKill: number[];
   /** Answers sent twice with no kill in between (lost leases): 0 unless something is wrong. */
   duplicatesWithoutKill: number;
+  /**
+   * For each duplicate, how long before its kill the earlier copy had reached Telegram (negative:
+   * after the kill, from a request already on its way): the window each duplicate fell into.
+   */
+  duplicateLeadsMs: number[];
   /** Chats with an answer still to come, at each kill. */
   chatsInFlightPerKill: number[];
-  /** First answers reaching Telegram per second, over the second before each kill. */
+  /** First answers reaching Telegram per second, over the second before each kill (within its run). */
   answersPerSecondAtKill: number[];
 };
 
@@ -73,40 +78,36 @@ function randomSequence(seed: number): () => number {
   };
 }
 
-type Update = { updateId: number; chat: number; message: number; question: string; body: string };
-
-function buildUpdates(options: KillUnderLoadOptions, allowedUserIds: readonly number[]): Update[] {
-  return allowedUserIds.flatMap((userId, chat) =>
-    Array.from({ length: options.messagesPerChat }, (_, message) => {
-      const updateId = 1 + chat * options.messagesPerChat + message;
-      const question = `q-${chat}-${message}`;
-      const body = JSON.stringify(
-        buildTextUpdate({ updateId, messageId: updateId, text: question, userId }),
-      );
-      return { updateId, chat, message, question, body };
-    }),
-  );
-}
+type Message = { chat: number; userId: number; question: string; answer: string };
+/** A message once its user sent it: Telegram numbers updates in the order it receives them. */
+type Sent = { updateId: number; body: string };
 
 /**
  * The service under load is killed with SIGKILL again and again, as a crash or an OOM kill would,
  * and started again each time; the updates whose webhook call had not been answered are posted
  * again, as Telegram would. Each chat sends its next message as soon as the answer to the one
- * before arrives, as a user waiting for it would, so every chat has one message in flight. Each
- * kill comes the moment a given number of answers has reached the fake Telegram, whatever the
- * host's speed, all within the first half of the answers, so that no chat is done by then.
- * Counted at the fake Telegram: updates never answered (lost) and answers that arrived twice
- * (duplicates).
+ * before arrives, as a user waiting for it would, and every chat runs at once
+ * (MAX_CONCURRENT_TURNS), so every chat has one message in flight. Each kill comes the moment a
+ * given number of answers has reached the fake Telegram, whatever the host's speed, all within the
+ * first half of the answers, so that no chat is done by then. Counted at the fake Telegram:
+ * updates never answered (lost) and answers that arrived twice (duplicates).
  */
 export async function runKillUnderLoad(
   options: KillUnderLoadOptions,
 ): Promise<KillUnderLoadResult> {
   const fakes = await startFakes();
   const random = randomSequence(19);
-  const allowedUserIds = Array.from({ length: options.chats }, (_, i) => FIRST_USER_ID + i);
-  const updates = buildUpdates(options, allowedUserIds);
+  const messages: Message[][] = Array.from({ length: options.chats }, (_, chat) =>
+    Array.from({ length: options.messagesPerChat }, (_, m) => ({
+      chat,
+      userId: FIRST_USER_ID + chat,
+      question: `q-${chat}-${m}`,
+      answer: `echo: q-${chat}-${m}`,
+    })),
+  );
+  const all = messages.flat();
   const modelDelays = new Map(
-    updates.map((u) => [u.question, Math.round(options.modelDelayMs * (0.5 + random()))]),
+    all.map((m) => [m.question, Math.round(options.modelDelayMs * (0.5 + random()))]),
   );
   fakes.gemini.setDefault((r) => {
     const question = lastUserText(r);
@@ -114,17 +115,20 @@ export async function runKillUnderLoad(
   });
   const database = await createBenchDatabase(options.database, options.postgresUrl);
   const dataDir = mkdtempSync(join(tmpdir(), "koroku-kill-"));
-  const updateOfAnswer = new Map(updates.map((u, i) => [`echo: ${u.question}`, i]));
-  const unansweredOfChat = new Array<number>(options.chats).fill(options.messagesPerChat);
-  /** For each answer, the run that sent its latest copy. */
-  const latestRunOf = new Map<string, number>();
+  const messageOf = new Map(all.map((m) => [m.answer, m]));
+  const answeredOfChat = new Array<number>(options.chats).fill(0);
+  /** For each answer, when its latest copy arrived and which run sent it. */
+  const latest = new Map<string, { at: number; run: number }>();
   const copies = new Map<string, number>();
   const duplicatesByRun = new Array<number>(options.kills + 1).fill(0);
+  const leadsByRun: number[][] = Array.from({ length: options.kills + 1 }, () => []);
   const firstAnswerTimes: number[] = [];
+  const killTimes: number[] = [];
   const chatsInFlightPerKill: number[] = [];
   const answersPerSecondAtKill: number[] = [];
-  const step = Math.floor(updates.length / (2 * options.kills + 1));
+  const step = Math.floor(all.length / (2 * options.kills + 1));
 
+  const allowedUserIds = messages.map((chat) => (chat[0] as Message).userId);
   const env = {
     ...serviceEnv({
       fakes,
@@ -134,25 +138,46 @@ export async function runKillUnderLoad(
       dataDir,
     }),
     STREAMING: "off",
+    // Every chat's turn runs at once: all of them are in flight at every kill.
+    MAX_CONCURRENT_TURNS: String(options.chats),
     // The lease another start waits out on PostgreSQL before it runs an interrupted update again.
     INBOX_LEASE_SECONDS: "5",
   };
 
   /** Runs started so far, less one: the run whose answers arrive now. */
   let run = 0;
+  let runStartedAt = 0;
   let answered = 0;
   let lastAnswerAt = performance.now();
   let service: ServiceProcess | undefined;
   let poster: WebhookPoster | undefined;
   /** Set while the next kill is due, at `answered >= step × (run + 1)`. */
   let onKilled: (() => void) | undefined;
-  const unacknowledged = new Set(updates.map((u) => u.updateId));
-  const released = new Set(updates.filter((u) => u.message === 0).map((u) => u.updateId));
-  const post = (update: Update) => {
+  let nextUpdateId = 1;
+  const sent = new Map<Message, Sent>();
+  const unacknowledged = new Set<Sent>();
+  const post = (update: Sent) => {
     poster?.post(update.body).then(
-      () => unacknowledged.delete(update.updateId),
+      () => unacknowledged.delete(update),
       () => {},
     );
+  };
+  const send = (message: Message) => {
+    const updateId = nextUpdateId++;
+    const update = {
+      updateId,
+      body: JSON.stringify(
+        buildTextUpdate({
+          updateId,
+          messageId: updateId,
+          text: message.question,
+          userId: message.userId,
+        }),
+      ),
+    };
+    sent.set(message, update);
+    unacknowledged.add(update);
+    post(update);
   };
 
   const kill = (at: number) => {
@@ -160,34 +185,35 @@ export async function runKillUnderLoad(
     // What the next start posts again; whatever the dead process took is in its inbox already.
     poster?.close();
     poster = undefined;
-    chatsInFlightPerKill.push(unansweredOfChat.filter((n) => n > 0).length);
-    const recent = firstAnswerTimes.filter((t) => t > at - RATE_WINDOW_MS).length;
-    answersPerSecondAtKill.push((recent * 1_000) / RATE_WINDOW_MS);
+    killTimes.push(at);
+    chatsInFlightPerKill.push(answeredOfChat.filter((n) => n < options.messagesPerChat).length);
+    const since = Math.max(at - RATE_WINDOW_MS, runStartedAt);
+    const recent = firstAnswerTimes.filter((t) => t > since).length;
+    answersPerSecondAtKill.push(Math.round((recent * 1_000) / Math.max(1, at - since)));
     onKilled?.();
     onKilled = undefined;
   };
 
   const stopListening = fakes.onArrival((arrival) => {
     if (arrival.method.toLowerCase() !== "sendmessage" || arrival.text === undefined) return;
-    const index = updateOfAnswer.get(arrival.text);
-    const update = updates[index ?? -1];
-    if (index === undefined || update === undefined) return;
+    const message = messageOf.get(arrival.text);
+    if (message === undefined) return;
     copies.set(arrival.text, (copies.get(arrival.text) ?? 0) + 1);
-    const previousRun = latestRunOf.get(arrival.text);
-    latestRunOf.set(arrival.text, run);
-    if (previousRun !== undefined) {
-      duplicatesByRun[previousRun] = (duplicatesByRun[previousRun] ?? 0) + 1;
+    const previous = latest.get(arrival.text);
+    latest.set(arrival.text, { at: arrival.at, run });
+    if (previous !== undefined) {
+      duplicatesByRun[previous.run] = (duplicatesByRun[previous.run] ?? 0) + 1;
+      const killedAt = killTimes[previous.run];
+      if (killedAt !== undefined) leadsByRun[previous.run]?.push(killedAt - previous.at);
       return;
     }
     answered++;
     lastAnswerAt = arrival.at;
     firstAnswerTimes.push(arrival.at);
-    unansweredOfChat[update.chat] = (unansweredOfChat[update.chat] ?? 0) - 1;
-    const next = updates[index + 1];
-    if (next !== undefined && next.chat === update.chat) {
-      released.add(next.updateId);
-      post(next);
-    }
+    const done = (answeredOfChat[message.chat] ?? 0) + 1;
+    answeredOfChat[message.chat] = done;
+    const next = messages[message.chat]?.[done];
+    if (next !== undefined) send(next);
     // Killed in the same turn of the event loop as this answer arrived: the service has not had
     // Telegram's reply to it, the moment at which a crash costs the most.
     if (onKilled !== undefined && answered >= step * (run + 1)) kill(arrival.at);
@@ -195,14 +221,13 @@ export async function runKillUnderLoad(
 
   const start = async () => {
     service = await startService({ env, fakes });
+    runStartedAt = performance.now();
     poster = createWebhookPoster({
       baseUrl: service.baseUrl,
       secret: WEBHOOK_SECRET,
       maxSockets: 8,
     });
-    for (const update of updates) {
-      if (released.has(update.updateId) && unacknowledged.has(update.updateId)) post(update);
-    }
+    for (const update of unacknowledged) post(update);
   };
   /** Polls `condition` until it holds; false when no answer came for STALL_TIMEOUT_MS. */
   const until = async (condition: () => boolean | Promise<boolean>) => {
@@ -226,6 +251,7 @@ export async function runKillUnderLoad(
   let stuck = "";
   try {
     await start();
+    for (const chat of messages) send(chat[0] as Message);
     for (let k = 0; k < options.kills; k++) {
       let killed = false;
       onKilled = () => {
@@ -244,7 +270,7 @@ export async function runKillUnderLoad(
     // Every update finished in the inbox: no run is left that could still send anything.
     const drained =
       stuck === "" &&
-      (await until(async () => answered === updates.length && (await unfinished()) === 0));
+      (await until(async () => answered === all.length && (await unfinished()) === 0));
     if (stuck === "" && !drained) stuck = `no answer for ${STALL_TIMEOUT_MS / 1000} s`;
     await service?.stop();
   } finally {
@@ -256,17 +282,19 @@ export async function runKillUnderLoad(
     await database.dispose();
     rmSync(dataDir, { recursive: true, force: true });
   }
-  const kills = chatsInFlightPerKill.length;
+  const kills = killTimes.length;
   const duplicatesPerKill = duplicatesByRun.slice(0, kills);
+  const leads = leadsByRun.slice(0, kills);
   options.progress?.(
-    `kill-under-load ${options.database}: ${answered}/${updates.length} answered${stuck && ` (${stuck})`}, duplicates per kill ${duplicatesPerKill.join(", ")}, answers/s at the kills ${answersPerSecondAtKill.join(", ")}`,
+    `kill-under-load ${options.database}: ${answered}/${all.length} answered${stuck && ` (${stuck})`}, duplicates per kill ${duplicatesPerKill.join(", ")}, answers/s at the kills ${answersPerSecondAtKill.join(", ")}, the duplicates' earlier copies reached Telegram (ms before their kill) ${leads.map((l) => `[${l.map((ms) => Math.round(ms)).join(" ")}]`).join(" ")}`,
   );
   return {
-    updates: updates.length,
-    lost: updates.length - answered,
+    updates: all.length,
+    lost: all.length - answered,
     mostAnswersOfOne: Math.max(0, ...copies.values()),
     duplicatesPerKill,
     duplicatesWithoutKill: duplicatesByRun[kills] ?? 0,
+    duplicateLeadsMs: leads.flat(),
     chatsInFlightPerKill,
     answersPerSecondAtKill,
   };
@@ -279,6 +307,12 @@ function isAlive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** "12 to −3 ms": the widest and narrowest windows the duplicates fell into. */
+function leadRange(leads: readonly number[]): string {
+  if (leads.length === 0) return "—";
+  return `${Math.round(Math.max(...leads))} to ${Math.round(Math.min(...leads))} ms`;
 }
 
 const CHATS = 100;
@@ -323,7 +357,7 @@ export async function killUnderLoadBenchmark(options: DatabaseBenchOptions): Pro
         metric: "duplicates per kill (mean)",
         value: round(total / Math.max(1, kills), 2),
         unit: "answers",
-        note: `answers reaching Telegram at the kills: ${Math.min(...rate)}–${Math.max(...rate)}/s; chats in flight: ${Math.min(...result.chatsInFlightPerKill)}–${Math.max(...result.chatsInFlightPerKill)}`,
+        note: `answers reaching Telegram at the kills: ${Math.min(...rate)}–${Math.max(...rate)}/s; chats in flight: ${Math.min(...result.chatsInFlightPerKill)}–${Math.max(...result.chatsInFlightPerKill)}; the duplicates' earlier copies reached Telegram ${leadRange(result.duplicateLeadsMs)} before their kill`,
       },
       {
         benchmark: "kill-under-load",
