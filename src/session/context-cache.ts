@@ -1,3 +1,4 @@
+import { LRUCache } from "lru-cache";
 import type { ChatContext } from "./store.js";
 
 export type CacheEntry = ChatContext & {
@@ -27,44 +28,21 @@ export const contextMemory = (context: ChatContext): number =>
   memoryOf(context.events) + (context.summary ? memoryOf([context.summary]) : 0);
 
 /**
- * Parsed contexts of recently active chats. Appends go into the cache as they are written, and a
- * load only asks the database which ids are newer than the last one seen (plus the anchor row, to
- * notice a /clear done elsewhere); rows are read and parsed only when another process wrote them.
- * So a turn costs the same whether the context holds 30 events or 10,000.
+ * Parsed contexts of recently active chats, least recently used dropped first once their bytes
+ * pass `maxBytes` (a context larger than the whole budget is not kept). Appends go into the cache
+ * as they are written, and a load only asks the database which ids are newer than the last one
+ * seen (plus the anchor row, to notice a /clear done elsewhere); rows are read and parsed only
+ * when another process wrote them. So a turn costs the same whether the context holds 30 events
+ * or 10,000.
  */
-export class ContextCache {
-  private readonly entries = new Map<string, CacheEntry>();
-  private bytes = 0;
+export type ContextCache = LRUCache<string, CacheEntry>;
 
-  constructor(private readonly maxBytes: number) {}
-
-  get(chatId: string): CacheEntry | undefined {
-    const entry = this.entries.get(chatId);
-    if (entry) {
-      this.entries.delete(chatId);
-      this.entries.set(chatId, entry);
-    }
-    return entry;
-  }
-
-  set(chatId: string, entry: CacheEntry): void {
-    this.delete(chatId);
-    this.entries.set(chatId, entry);
-    this.bytes += entry.bytes;
-    for (const [oldest, old] of this.entries) {
-      if (this.bytes <= this.maxBytes || oldest === chatId) break;
-      this.entries.delete(oldest);
-      this.bytes -= old.bytes;
-    }
-  }
-
-  delete(chatId: string): void {
-    const entry = this.entries.get(chatId);
-    if (!entry) return;
-    this.entries.delete(chatId);
-    this.bytes -= entry.bytes;
-  }
-}
+export const createContextCache = (maxBytes: number): ContextCache =>
+  new LRUCache<string, CacheEntry>({
+    maxSize: maxBytes,
+    // lru-cache refuses a size of 0; an empty context still holds its objects.
+    sizeCalculation: (entry) => Math.max(1, entry.bytes),
+  });
 
 /**
  * Contexts of recently active chats kept parsed: ~5,000 ordinary events (~800 bytes each), the

@@ -5,8 +5,8 @@ import type { Logger } from "../logger.js";
 import { moveChatAttachments, removeChatAttachments } from "./attachments.js";
 import {
   type CacheEntry,
-  ContextCache,
   contextMemory,
+  createContextCache,
   DEFAULT_CACHE_BYTES,
   memoryOf,
 } from "./context-cache.js";
@@ -152,7 +152,7 @@ export function createSessionStore(deps: {
 }) {
   const { db, logger } = deps;
   const now = deps.now ?? (() => new Date());
-  const cache = new ContextCache(deps.cacheBytes ?? DEFAULT_CACHE_BYTES);
+  const cache = createContextCache(deps.cacheBytes ?? DEFAULT_CACHE_BYTES);
 
   function toStored(row: ContextRow): StoredEvent | undefined {
     const parsed = parseStoredEvent(row.event_json);

@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { type CacheEntry, ContextCache, memoryOf } from "../../src/session/context-cache.js";
+import {
+  type CacheEntry,
+  type ContextCache,
+  createContextCache,
+  memoryOf,
+} from "../../src/session/context-cache.js";
 
 const entry = (bytes: number): CacheEntry => ({
   summary: undefined,
@@ -14,7 +19,7 @@ const held = (cache: ContextCache, chats: readonly string[]) =>
 
 describe("the context cache", () => {
   it("drops the least recently used chats once their bytes pass the budget", () => {
-    const cache = new ContextCache(300);
+    const cache = createContextCache(300);
     cache.set("a", entry(100));
     cache.set("b", entry(100));
     cache.set("c", entry(100));
@@ -24,7 +29,7 @@ describe("the context cache", () => {
   });
 
   it("counts a chat's bytes once when it is set again, and frees them when it is deleted", () => {
-    const cache = new ContextCache(300);
+    const cache = createContextCache(300);
     cache.set("a", entry(100));
     cache.set("a", entry(150));
     cache.set("b", entry(150));
@@ -34,11 +39,17 @@ describe("the context cache", () => {
     expect(held(cache, ["a", "b", "c"])).toEqual(["b", "c"]);
   });
 
-  it("keeps the chat just set even when it alone is over the budget", () => {
-    const cache = new ContextCache(300);
+  it("does not keep a context larger than the whole budget, nor drop others for it", () => {
+    const cache = createContextCache(300);
     cache.set("a", entry(100));
     cache.set("big", entry(1_000));
-    expect(held(cache, ["a", "big"])).toEqual(["big"]);
+    expect(held(cache, ["a", "big"])).toEqual(["a"]);
+  });
+
+  it("keeps an empty context", () => {
+    const cache = createContextCache(300);
+    cache.set("empty", entry(0));
+    expect(held(cache, ["empty"])).toEqual(["empty"]);
   });
 
   it("weighs an event by its text: a 256 KiB tool result as much as hundreds of short ones", () => {
