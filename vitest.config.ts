@@ -8,6 +8,9 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 120_000,
     pool: "forks",
+    // Vitest's default is one worker fewer than the CPUs: one on a 2-core machine. Most of the
+    // suite waits on service processes, fake servers and timers, not on its own CPU.
+    maxWorkers: 3,
     globalSetup: ["./test/helpers/global-setup.ts"],
     reporters: ["default", "./test/helpers/summary-reporter.ts"],
   },

@@ -10,6 +10,19 @@ const env = { TIME_ZONE: "Europe/Berlin", STREAMING: "off" };
 /** The service's SQLite file, opened beside it. */
 const database = (w: ServiceWorld) => new SQLite((w.db.target as { path: string }).path);
 
+/** Updates (a task's runs among them) not yet done or failed: once none, nothing more is sent. */
+function unfinishedUpdates(w: ServiceWorld): number {
+  const db = database(w);
+  try {
+    const row = db
+      .prepare("select count(*) as n from inbox where status in ('pending', 'running')")
+      .get() as { n: number };
+    return row.n;
+  } finally {
+    db.close();
+  }
+}
+
 describe("scheduled tasks in the running service", () => {
   let w: ServiceWorld;
   afterEach(async () => {
@@ -53,19 +66,21 @@ describe("scheduled tasks in the running service", () => {
       plainTexts(w).find((t) => t.startsWith("⏰ Check the oven")),
     );
     expect(reminder).toMatch(/^⏰ Check the oven\n\n\(this was due at \d\d:\d\d( on .+)?\)$/);
-    // No model call for a plain reminder, and no second run after a few more scheduler rounds.
-    await new Promise((resolve) => setTimeout(resolve, 6_000));
+    // Moved on to its next occurrence after now (today's or tomorrow's time of day it was set
+    // for), so no later scheduler round can run it again; and its run is finished.
+    const task = await eventually(() => {
+      const after = database(w);
+      const row = after.prepare("select next_run_at, runs from tasks").get() as {
+        next_run_at: number;
+        runs: number;
+      };
+      after.close();
+      return row.next_run_at === planned && unfinishedUpdates(w) === 0 && row;
+    });
+    expect(task.runs).toBe(1);
+    // No model call for a plain reminder, and one reminder.
     expect(plainTexts(w).filter((t) => t.startsWith("⏰ Check the oven"))).toHaveLength(1);
     expect(w.gemini.requests.length).toBe(before);
-    const after = database(w);
-    const task = after.prepare("select next_run_at, runs from tasks").get() as {
-      next_run_at: number;
-      runs: number;
-    };
-    after.close();
-    expect(task.runs).toBe(1);
-    // Its next occurrence after now: today's (or tomorrow's) time of day it was set for.
-    expect(task.next_run_at).toBe(planned);
   });
 
   it("delivers a task's answer once after kill -9 between the model's answer and its delivery", {
@@ -83,7 +98,7 @@ describe("scheduled tasks in the running service", () => {
 
     w.service = await w.start();
     await eventually(() => plainTexts(w).includes("Sunny all day."));
-    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    await eventually(() => unfinishedUpdates(w) === 0);
     expect(plainTexts(w).filter((t) => t === "Sunny all day.")).toHaveLength(1);
     // The model was asked once for the run: the second process delivered the stored answer.
     expect(w.gemini.requests.filter((r) => asks(r, "Tell me the weather"))).toHaveLength(2);
