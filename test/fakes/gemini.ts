@@ -407,6 +407,10 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
       sendError(res, { status: 500, message: `The fake Gemini failed: ${String(error)}` });
     });
   });
+  // Node closes a kept-alive connection idle for 5 s; a client that takes longer than that to
+  // build its next request (a 100 MB one, on a busy host) may send it into that close and read
+  // ECONNRESET. Google's front ends keep connections far longer.
+  server.keepAliveTimeout = 60_000;
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
   baseUrl = `http://127.0.0.1:${port}`;

@@ -6,6 +6,10 @@ export async function apiErrorOf(promise: Promise<unknown>): Promise<ApiError> {
     () => undefined,
     (reason: unknown) => reason,
   );
-  if (!(error instanceof ApiError)) throw new Error(`expected an ApiError, got ${String(error)}`);
+  if (!(error instanceof ApiError)) {
+    const cause =
+      error instanceof Error && error.cause !== undefined ? ` (${String(error.cause)})` : "";
+    throw new Error(`expected an ApiError, got ${String(error)}${cause}`);
+  }
   return error;
 }
