@@ -29,6 +29,7 @@ import { lazyGenAi } from "./genai-sdk.js";
 import type { GenerateRequest, GenerateResult, ModelClient } from "./model-client.js";
 import { capResponseBytes, MAX_MODEL_RESPONSE_BYTES, tooLargeIn } from "./response-cap.js";
 import { StreamAssembly } from "./stream-assembly.js";
+import { streamLargeBodies } from "./streamed-request-body.js";
 import { thinkingConfigFor } from "./thinking.js";
 import { withWholeEvents } from "./whole-sse-events.js";
 
@@ -183,9 +184,9 @@ export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
     baseUrl: deps.baseUrl,
     // Node's own fetch (the SDK's default): it streams bodies, which SSE needs. Capped, so that no
     // answer can fill the memory before it is refused; in whole events, so that a large one is
-    // parsed in linear time.
+    // parsed in linear time; a request with inline media sent in chunks, not copied whole.
     fetch: withWholeEvents(
-      capResponseBytes(fetch, deps.maxResponseBytes ?? MAX_MODEL_RESPONSE_BYTES),
+      capResponseBytes(streamLargeBodies(fetch), deps.maxResponseBytes ?? MAX_MODEL_RESPONSE_BYTES),
     ),
   });
 

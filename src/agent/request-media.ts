@@ -190,15 +190,13 @@ export function createMediaSource(deps: MediaSourceDeps): MediaSource {
     const files = new Map<string, string>();
     for (const [sha256, ref] of refs) if (ref.kind === "uploaded") files.set(ref.name, sha256);
 
+    // Encoded once, and the bytes let go: the request holds the base64 for as long as the model
+    // takes to answer, and the bytes beside it would add three quarters as much again.
     const encoded = new Map<string, string>();
+    for (const [sha256, data] of bytes) encoded.set(sha256, data.toString("base64"));
     const toGemini = (part: MediaPart): Part => {
-      const data = bytes.get(part.sha256);
-      if (data) {
-        let base64 = encoded.get(part.sha256);
-        if (base64 === undefined) {
-          base64 = data.toString("base64");
-          encoded.set(part.sha256, base64);
-        }
+      const base64 = encoded.get(part.sha256);
+      if (base64 !== undefined) {
         return { inlineData: { mimeType: geminiMimeType(part), data: base64 } };
       }
       const ref = refs.get(part.sha256);

@@ -100,6 +100,33 @@ describe("createGeminiClient against the fake Gemini", () => {
     expect(fake.rejections).toEqual([]);
   });
 
+  it("sends a request of megabytes whole: inline bytes, and emoji across its chunks", async () => {
+    fake.script(text("seen"));
+    const { client } = setup();
+    const photo = Buffer.alloc(1024 * 1024);
+    for (let i = 0; i < photo.length; i++) photo[i] = (i * 7919) % 256;
+    // 300,000 UTF-16 units: the 64 Ki-unit chunk ends fall on every position of "a😺",
+    // the middle of its surrogate pair included.
+    const words = "a😺".repeat(100_000);
+    const contents: Content[] = [
+      {
+        role: "user",
+        parts: [
+          { inlineData: { mimeType: "image/png", data: photo.toString("base64") } },
+          { text: words },
+        ],
+      },
+    ];
+    const result = await client.generate({ model: MODEL, contents });
+    expect(result.content.parts).toEqual([{ text: "seen" }]);
+    const [sent] = fake.requests[0]?.body.contents ?? [];
+    expect(Buffer.from(sent?.parts?.[0]?.inlineData?.data ?? "", "base64").equals(photo)).toBe(
+      true,
+    );
+    expect(sent?.parts?.[1]?.text).toBe(words);
+    expect(fake.rejections).toEqual([]);
+  });
+
   it("keeps thought signatures so a call and its response round-trip", async () => {
     fake.script(call("get_current_time"), text("It is noon"));
     const { client } = setup();
