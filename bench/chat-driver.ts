@@ -1,3 +1,5 @@
+import type { Update } from "grammy/types";
+import type { FileRef } from "../test/fakes/telegram.js";
 import { buildTextUpdate } from "../test/fakes/telegram-objects.js";
 import type { Fakes, TelegramArrival } from "./fakes.js";
 import { WEBHOOK_SECRET } from "./service-process.js";
@@ -27,13 +29,24 @@ export type DriverCounts = {
 export type ChatDriver = {
   /**
    * Posts a text message from user `chatId` in its private chat to the webhook and waits for the
-   * answer to reach the fake Telegram. Returns the latency: from just before the POST to the
-   * answer's arrival, in ms.
+   * answer to reach the fake Telegram. With `photo` (a file of the fake Telegram) the message is
+   * that photo with the text as its caption. Returns the latency: from just before the POST to
+   * the answer's arrival, in ms.
    */
-  turn(chatId: number): Promise<number>;
+  turn(chatId: number, photo?: FileRef): Promise<number>;
   readonly counts: Readonly<DriverCounts>;
   close(): void;
 };
+
+/** The text message as a photo message: the text becomes the caption, as Telegram sends it. */
+function withPhoto(update: Update, photo: FileRef): Update {
+  if (!update.message?.text) throw new Error("expected a text message to turn into a photo");
+  const { text, entities: _, ...message } = update.message;
+  return {
+    ...update,
+    message: { ...message, caption: text, photo: [{ ...photo, width: 1280, height: 960 }] },
+  };
+}
 
 type Waiting = { resolve(arrival: TelegramArrival): void; timer: NodeJS.Timeout };
 
@@ -87,7 +100,7 @@ export function createChatDriver(
 
   return {
     counts,
-    async turn(chatId) {
+    async turn(chatId, photo) {
       const id = ++updateId;
       const update = buildTextUpdate({
         updateId: id,
@@ -95,7 +108,7 @@ export function createChatDriver(
         userId: chatId,
         text: `Message ${id}: what did we talk about last time?`,
       });
-      const body = JSON.stringify(update);
+      const body = JSON.stringify(photo ? withPhoto(update, photo) : update);
       const { answer, cancel } = expectAnswer(chatId);
       const start = performance.now();
       const posted = poster.post(body).catch((error: unknown) => {

@@ -23,7 +23,7 @@ const HISTORY_PHOTOS = 200;
 const BUILDS = 30;
 
 /** A whole JPEG of `size` bytes, different for every seed (so none is stored only once). */
-function jpeg(seed: number, size: number): Buffer {
+export function jpeg(seed: number, size: number): Buffer {
   const bytes = Buffer.alloc(size, seed % 251);
   bytes.set([0xff, 0xd8, 0xff, 0xe0], 0);
   bytes.writeUInt32BE(seed, 4);

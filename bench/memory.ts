@@ -19,6 +19,7 @@ import {
   START_COMMAND,
   serviceEnv,
   startService,
+  watchPeakRss,
 } from "./service-process.js";
 import { round } from "./stats.js";
 
@@ -78,18 +79,15 @@ type Samples = { afterStart: number; afterTouch: number; afterMore: number; peak
 
 async function driveAndSample(service: ServiceProcess, driver: ChatDriver): Promise<Samples> {
   const afterStart = service.rssMb();
-  let peak = afterStart;
-  const sampler = setInterval(() => {
-    peak = Math.max(peak, service.rssMb());
-  }, SAMPLE_MS);
+  const watch = watchPeakRss(service, SAMPLE_MS);
   try {
     await round1Each(driver);
     const afterTouch = service.rssMb();
     for (let i = 0; i < MORE_ROUNDS; i++) await round1Each(driver);
     const afterMore = service.rssMb();
-    return { afterStart, afterTouch, afterMore, peak: Math.max(peak, afterTouch, afterMore) };
+    return { afterStart, afterTouch, afterMore, peak: watch.peak() };
   } finally {
-    clearInterval(sampler);
+    watch.stop();
   }
 }
 

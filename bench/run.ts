@@ -8,6 +8,7 @@ import { e2eBenchmark } from "./e2e.js";
 import { killUnderLoadBenchmark } from "./kill-under-load.js";
 import { loadBenchmark } from "./load.js";
 import { mediaBenchmark } from "./media.js";
+import { mediaMemoryBenchmark } from "./media-memory.js";
 import { memoryBenchmark } from "./memory.js";
 import { searchBenchmark } from "./search.js";
 import { startupBenchmark } from "./startup.js";
@@ -49,6 +50,7 @@ const benchmarks: ReadonlyMap<string, Benchmark> = new Map([
   ["memory", () => memoryBenchmark({ databases, postgresUrl: POSTGRES_URL, progress })],
   ["streaming", () => streamingBenchmark({ progress })],
   ["media", () => mediaBenchmark({ progress })],
+  ["media-memory", () => mediaMemoryBenchmark({ databases, postgresUrl: POSTGRES_URL, progress })],
   ["startup", () => startupBenchmark({ databases, postgresUrl: POSTGRES_URL, progress })],
   ["kill", () => killUnderLoadBenchmark({ databases, postgresUrl: POSTGRES_URL, progress })],
 ]);

@@ -136,6 +136,21 @@ export function rssMb(pid: number): number {
   return Number(kb) / 1024;
 }
 
+/** The largest resident size of the service, read every `everyMs` until stopped. */
+export function watchPeakRss(
+  service: ServiceProcess,
+  everyMs: number,
+): { peak(): number; stop(): void } {
+  let peak = service.rssMb();
+  const timer = setInterval(() => {
+    peak = Math.max(peak, service.rssMb());
+  }, everyMs);
+  return {
+    peak: () => Math.max(peak, service.rssMb()),
+    stop: () => clearInterval(timer),
+  };
+}
+
 // USER_HZ: the unit of /proc/<pid>/stat times, 100 on every Linux architecture Node runs on.
 const CLOCK_TICKS_PER_SECOND = 100;
 

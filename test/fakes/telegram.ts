@@ -183,6 +183,8 @@ export interface FakeTelegram {
    * mode) getFile answers with an absolute path under it, where the file is written instead.
    */
   addFile(bytes: Uint8Array, options?: { localDir?: string }): FileRef;
+  /** Forgets a file added with addFile (a benchmark's thousands of photos would fill this process). */
+  removeFile(fileId: string): void;
   /** Downloads of files the fake served, by file_path. */
   readonly downloads: readonly string[];
   /** The next `times` file downloads fail with this HTTP status (a flaky file server). */
@@ -432,6 +434,10 @@ class FakeTelegramServer implements FakeTelegram {
     }
     this.files.set(ref.file_id, { bytes, path, size: bytes.byteLength });
     return ref;
+  }
+
+  removeFile(fileId: string): void {
+    this.files.delete(fileId);
   }
 
   failNextDownload(status: number, times = 1): void {
