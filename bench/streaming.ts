@@ -5,7 +5,15 @@ import { streamed, text } from "../test/fakes/gemini.js";
 import { buildTextUpdate } from "../test/fakes/telegram-objects.js";
 import { type Fakes, startFakes } from "./fakes.js";
 import type { BenchRow } from "./run.js";
-import { cpuTime, freePort, serviceEnv, startService, WEBHOOK_SECRET } from "./service-process.js";
+import {
+  cpuTime,
+  freePort,
+  profileArgs,
+  START_COMMAND,
+  serviceEnv,
+  startService,
+  WEBHOOK_SECRET,
+} from "./service-process.js";
 import { round, summarize } from "./stats.js";
 
 const BENCHMARK = "streaming";
@@ -66,7 +74,13 @@ async function until(done: () => boolean, what: string): Promise<void> {
  * One service with `streaming`: first a warm-up answer (the first turn of a process loads the
  * Gemini SDK and compiles the turn's code), then `users` chats at once.
  */
-async function run(fakes: Fakes, streaming: string, users: number[], rich: boolean) {
+async function run(
+  fakes: Fakes,
+  streaming: string,
+  users: number[],
+  rich: boolean,
+  cpuProfileDir?: string,
+) {
   const dir = mkdtempSync(join(tmpdir(), "koroku-bench-streaming-"));
   const port = await freePort();
   const env = serviceEnv({
@@ -76,9 +90,11 @@ async function run(fakes: Fakes, streaming: string, users: number[], rich: boole
     allowedUserIds: [...users, WARM_UP_USER],
     dataDir: dir,
   });
+  const name = `streaming-${streaming}-${rich ? "rich" : "html"}`;
   const service = await startService({
     env: { ...env, STREAMING: streaming, RICH_MESSAGES: String(rich) },
     fakes,
+    nodeArgs: [...START_COMMAND.nodeArgs, ...profileArgs(cpuProfileDir, name)],
   });
   try {
     fakes.gemini.script(text("warm"));
@@ -107,13 +123,14 @@ const FINALS = new Set(["sendMessage", "sendRichMessage"]);
 
 export async function streamingBenchmark(options: {
   progress: (line: string) => void;
+  cpuProfileDir?: string;
 }): Promise<BenchRow[]> {
   const fakes = await startFakes({ keepRecords: true });
   try {
     fakes.gemini.setDefault(STEP);
     const rows: BenchRow[] = [];
     // HTML messages (RICH_MESSAGES=false), then the default: rich drafts and rich messages.
-    for (const rich of [false, true]) rows.push(...(await measure(fakes, rich, options.progress)));
+    for (const rich of [false, true]) rows.push(...(await measure(fakes, rich, options)));
     return rows;
   } finally {
     await fakes.close();
@@ -123,7 +140,7 @@ export async function streamingBenchmark(options: {
 async function measure(
   fakes: Fakes,
   rich: boolean,
-  progress: (line: string) => void,
+  { progress, cpuProfileDir }: { progress: (line: string) => void; cpuProfileDir?: string },
 ): Promise<BenchRow[]> {
   const format = rich ? "rich messages" : "HTML messages";
   progress(`${BENCHMARK}: one answer not streamed (STREAMING=off), for its text (${format})`);
@@ -134,7 +151,7 @@ async function measure(
 
   progress(`${BENCHMARK}: ${CHATS} private chats streaming at once (${format})`);
   const users = Array.from({ length: CHATS }, (_, i) => FIRST_USER_ID + i);
-  const { posted, cpuMsPerAnswer } = await run(fakes, "auto", users, rich);
+  const { posted, cpuMsPerAnswer } = await run(fakes, "auto", users, rich, cpuProfileDir);
   const calls = fakes.telegram.calls;
   const firstText: number[] = [];
   const finalAfterLastChunk: number[] = [];
