@@ -34,8 +34,7 @@ export function streamLargeBodies(fetchImpl: typeof fetch): typeof fetch {
   return (input, init) => {
     const body = init?.body;
     if (typeof body !== "string" || body.length < STREAM_FROM_CHARS) return fetchImpl(input, init);
-    const headers = new Headers(init?.headers);
-    headers.set("content-length", String(Buffer.byteLength(body, "utf8")));
-    return fetchImpl(input, { ...init, headers, body: utf8Chunks(body), duplex: "half" });
+    // Chunked, without a content-length: that would take another pass over the whole string.
+    return fetchImpl(input, { ...init, body: utf8Chunks(body), duplex: "half" });
   };
 }
