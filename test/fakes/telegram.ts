@@ -181,8 +181,9 @@ export interface FakeTelegram {
    * Makes a file the bot can fetch with getFile and download under `/file/bot<token>/<path>`, as
    * a user's photo or document would be. With `localDir` (a local Bot API server in --local
    * mode) getFile answers with an absolute path under it, where the file is written instead.
+   * With `sizeUnknown` getFile leaves out file_size, as the Bot API may.
    */
-  addFile(bytes: Uint8Array, options?: { localDir?: string }): FileRef;
+  addFile(bytes: Uint8Array, options?: { localDir?: string; sizeUnknown?: boolean }): FileRef;
   /** Forgets a file added with addFile (a benchmark's thousands of photos would fill this process). */
   removeFile(fileId: string): void;
   /** Downloads of files the fake served, by file_path. */
@@ -279,7 +280,10 @@ class FakeTelegramServer implements FakeTelegram {
   commands: BotCommand[] = [];
   webhook: WebhookState | undefined;
   readonly downloads: string[] = [];
-  private readonly files = new Map<string, { bytes: Uint8Array; path: string; size: number }>();
+  private readonly files = new Map<
+    string,
+    { bytes: Uint8Array; path: string; size: number; sizeUnknown: boolean }
+  >();
   private nextFileId = 1;
   private downloadFailures: number[] = [];
 
@@ -420,7 +424,7 @@ class FakeTelegramServer implements FakeTelegram {
     return this.topics.get(chatId) ?? new Map();
   }
 
-  addFile(bytes: Uint8Array, options: { localDir?: string } = {}): FileRef {
+  addFile(bytes: Uint8Array, options: { localDir?: string; sizeUnknown?: boolean } = {}): FileRef {
     const n = this.nextFileId++;
     const ref = {
       file_id: `AgACAgIAAx0Cfake${n}`,
@@ -432,7 +436,12 @@ class FakeTelegramServer implements FakeTelegram {
       path = join(options.localDir, `file_${n}`);
       writeFileSync(path, bytes);
     }
-    this.files.set(ref.file_id, { bytes, path, size: bytes.byteLength });
+    this.files.set(ref.file_id, {
+      bytes,
+      path,
+      size: bytes.byteLength,
+      sizeUnknown: options.sizeUnknown ?? false,
+    });
     return ref;
   }
 
@@ -474,7 +483,7 @@ class FakeTelegramServer implements FakeTelegram {
     return {
       file_id: fileId,
       file_unique_id: `AQAD${fileId}`,
-      file_size: file.size,
+      ...(file.sizeUnknown ? {} : { file_size: file.size }),
       file_path: file.path,
     };
   }

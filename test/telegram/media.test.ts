@@ -224,6 +224,24 @@ describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
       photo: [{ ...unsized, file_size: undefined, width: 1, height: 1 }] as never,
     });
     expect(refused).toMatch(/^Your photo is larger than/);
+    // Sizes neither the message nor getFile gives: what is read, from Telegram's file server or
+    // a local Bot API server's disk, stops at the limit.
+    const calls = h.fake.requests.length;
+    for (const where of [{}, { localDir: local }]) {
+      const file = telegram.addFile(jpeg(5, MAX_BYTES + 1_000), { ...where, sizeUnknown: true });
+      const unsized = { file_id: file.file_id, file_unique_id: file.file_unique_id };
+      const [cut] = await send(chat, { document: { ...unsized, file_name: "scan.pdf" } });
+      expect(cut).toMatch(/^Your document “scan\.pdf”( \(.+\))? is larger than the 64 KB I can/);
+    }
+    // A size only getFile gives is enough: nothing is downloaded.
+    const downloads = telegram.downloads.length;
+    const told = telegram.addFile(jpeg(6, MAX_BYTES + 1_000));
+    const untold = { file_id: told.file_id, file_unique_id: told.file_unique_id };
+    const [said] = await send(chat, { document: { ...untold, file_name: "told.pdf" } });
+    expect(said).toMatch(/^Your document “told\.pdf” \(65 KB\) is larger than the 64 KB/);
+    expect(telegram.downloads.length).toBe(downloads);
+    expect(h.fake.requests.length).toBe(calls);
+    expect(await h.app.store.lastTurns(String(chat), 5)).toEqual([]);
   });
 
   it("leaves a transient download failure to the inbox, then stores the message once", async () => {
