@@ -29,6 +29,12 @@ const SAMPLE_MS = 100;
 const TARGET_MB = 200;
 /** "Flat": what more photo turns may add once the first thousand have gone through. */
 const FLAT_MB = 5;
+/**
+ * How long a photo turn may take, from its POST to its answer: a round posts all chats' photos at
+ * once, and on two shared cores the last of a hundred waits behind the others for well over the
+ * chat driver's default 30 s.
+ */
+const ANSWER_TIMEOUT_MS = 180_000;
 
 const users = Array.from({ length: CHATS }, (_, i) => FIRST_USER_ID + i);
 
@@ -163,7 +169,9 @@ async function measure(
     });
     const before = fakes.stats();
     const service = await startService({ env, fakes });
-    const driver = createChatDriver(fakes, service.baseUrl);
+    const driver = createChatDriver(fakes, service.baseUrl, {
+      answerTimeoutMs: ANSWER_TIMEOUT_MS,
+    });
     try {
       const samples = await driveAndSample(fakes, service, driver, progress).catch(
         (error: unknown) => {
