@@ -32,7 +32,7 @@ const builtinTools = z
     return Object.freeze([...new Set(names)] as BuiltinTool[]);
   });
 /** Turns one process runs at once unless MAX_CONCURRENT_TURNS says otherwise. */
-export const DEFAULT_MAX_CONCURRENT_TURNS = 64;
+export const DEFAULT_MAX_CONCURRENT_TURNS = 1_000;
 const DEFAULT_SQLITE_PATH = "./data/agent.db";
 const DEFAULT_DATABASE_URL = `sqlite:${DEFAULT_SQLITE_PATH}`;
 

@@ -212,7 +212,7 @@ describe("config", () => {
       port: 8080,
       compactionMaxEvents: 30,
       maxToolCallsPerTurn: 15,
-      maxConcurrentTurns: 64,
+      maxConcurrentTurns: 1_000,
       logLevel: "info",
     });
   });
