@@ -30,7 +30,7 @@ const BENCHMARK = "load";
 const FIRST_USER_ID = 3_000_001;
 
 /** A whole number from the environment, for quick runs of a smaller size. */
-function envCount(name: string, fallback: number): number {
+export function envCount(name: string, fallback: number): number {
   const value = process.env[name]?.trim();
   if (value === undefined || value === "") return fallback;
   const n = Number(value);

@@ -6,6 +6,7 @@ import { type ChatDriver, createChatDriver } from "./chat-driver.js";
 import { createBenchDatabase, type DatabaseBenchOptions } from "./databases.js";
 import { deliveryBetween, deliveryRow } from "./delivery.js";
 import { type Fakes, startFakes } from "./fakes.js";
+import { envCount } from "./load.js";
 import { jpeg } from "./media.js";
 import type { BenchRow } from "./run.js";
 import {
@@ -18,9 +19,9 @@ import {
 import { round } from "./stats.js";
 
 const BENCHMARK = "media-memory";
-const CHATS = 100;
+const CHATS = envCount("BENCH_MEDIA_MEMORY_CHATS", 100);
 /** Rounds of one photo turn in every chat: 1,000 photo turns, 10 photos in each context. */
-const ROUNDS = 10;
+const ROUNDS = envCount("BENCH_MEDIA_MEMORY_ROUNDS", 10);
 /** Rounds after those, to see whether memory keeps growing with the photos stored. */
 const MORE_ROUNDS = 4;
 const PHOTO_BYTES = 1024 * 1024;
@@ -69,6 +70,8 @@ type Samples = {
   afterPhotos: { busy: number; quiet: number };
   afterMore: { busy: number; quiet: number };
   peak: number;
+  /** The service's CPU time (user and system) over all the photo turns, quiet periods included. */
+  cpuMs: number;
 };
 
 async function sampleQuiet(service: ServiceProcess): Promise<{ busy: number; quiet: number }> {
@@ -84,6 +87,7 @@ async function driveAndSample(
   progress: (line: string) => void,
 ): Promise<Samples> {
   const afterStart = service.rssMb();
+  const cpuBefore = service.cpuTime();
   const watch = watchPeakRss(service, SAMPLE_MS);
   try {
     let roundNo = 0;
@@ -94,7 +98,9 @@ async function driveAndSample(
     );
     for (; roundNo < ROUNDS + MORE_ROUNDS; roundNo++) await photoRound(fakes, driver, roundNo);
     const afterMore = await sampleQuiet(service);
-    return { afterStart, afterPhotos, afterMore, peak: watch.peak() };
+    const cpu = service.cpuTime();
+    const cpuMs = cpu.userMs + cpu.systemMs - cpuBefore.userMs - cpuBefore.systemMs;
+    return { afterStart, afterPhotos, afterMore, peak: watch.peak(), cpuMs };
   } finally {
     watch.stop();
   }
@@ -148,6 +154,14 @@ function rowsFor(samples: Samples, database: DatabaseKind): BenchRow[] {
       value: round(samples.peak, 1),
       note: `/proc VmRSS sampled every ${SAMPLE_MS} ms during the traffic`,
     },
+    {
+      ...base,
+      case: photoCase,
+      metric: "service CPU per photo turn",
+      value: round(samples.cpuMs / (CHATS * (ROUNDS + MORE_ROUNDS)), 1),
+      unit: "ms",
+      note: "user and system time over all the photo turns",
+    },
   ];
 }
 
@@ -197,8 +211,8 @@ async function measure(
 
 /**
  * Resident memory of the service, run as `npm start` runs it, through a thousand photo turns in a
- * hundred chats and more after them: each context ends with 10 to 14 photos of 1 MB, so every
- * request carries 8 MB inline and names the rest by their Files API uri.
+ * hundred chats and more after them: each context ends with 10 to 14 photos of 1 MB, the oldest
+ * two of which every request carries inline (INLINE_BUDGET_BYTES), the rest by Files API uri.
  */
 export async function mediaMemoryBenchmark(options: DatabaseBenchOptions): Promise<BenchRow[]> {
   const progress = options.progress ?? (() => {});

@@ -5,6 +5,7 @@ import type { Update } from "grammy/types";
 import { contentsFor } from "../src/agent/contents.js";
 import type { GeminiFiles } from "../src/agent/gemini-files.js";
 import type { ModelClient } from "../src/agent/model-client.js";
+import { INLINE_BUDGET_BYTES } from "../src/agent/request-media.js";
 import { createApp } from "../src/app.js";
 import { loadConfig } from "../src/config.js";
 import { createLogger } from "../src/logger.js";
@@ -191,7 +192,7 @@ export async function mediaBenchmark(deps: { progress(line: string): void }): Pr
         unit: "ms",
         target: "< 50 ms",
         ok: build.p50 < 50,
-        note: `p99 ${round(build.p99, 1)} ms; the oldest 8 MB inline, the rest by Files API uri (uploaded before)`,
+        note: `p99 ${round(build.p99, 1)} ms; the oldest ${INLINE_BUDGET_BYTES / 1024 / 1024} MB inline, the rest by Files API uri (uploaded before)`,
       },
     ];
   } finally {

@@ -9,17 +9,18 @@ import { GeminiFileRefusedError, type GeminiFiles } from "./gemini-files.js";
 
 /**
  * A media part is sent inline (its bytes in the request) when it is at most this large: a photo
- * as Telegram sends it, a voice note of minutes, a short PDF. Larger files go through Gemini's
- * Files API, uploaded once and named by uri in every request after.
+ * as Telegram sends it (a few hundred kilobytes), a voice note of a minute or two, a short PDF.
+ * Larger files go through Gemini's Files API, uploaded once and named by uri in every request after.
  */
-export const INLINE_PART_MAX_BYTES = 2 * 1024 * 1024;
+export const INLINE_PART_MAX_BYTES = 1024 * 1024;
 
 /**
  * Inline bytes one request carries at most, counted from the oldest media of the context on.
- * Gemini takes 100 MB, but every request sends them again (each tool round, each turn) and holds
- * them in memory while it is sent; the rest go by uri.
+ * Gemini takes 100 MB, but every request sends them again (each tool round, each turn), as base64
+ * held in memory for as long as the model answers; an uploaded file is sent once. Measured in
+ * docs/decisions/0001-inline-media-budget.md.
  */
-export const INLINE_BUDGET_BYTES = 8 * 1024 * 1024;
+export const INLINE_BUDGET_BYTES = 2 * 1024 * 1024;
 
 /** A file expiring sooner than this is uploaded again: a turn must not outlive its files. */
 export const REUPLOAD_MARGIN_MS = 60 * 60 * 1000;

@@ -96,17 +96,17 @@ describe.each(DATABASE_KINDS)("media in turns on %s", (kind) => {
     }
   });
 
-  it("keeps every part's form as newer media arrive: the oldest 8 MB inline, the rest by uri", async () => {
+  it("keeps every part's form as newer media arrive: the oldest 2 MB inline, the rest by uri", async () => {
     h = await startHarness({ kind });
     const MB = 1024 * 1024;
     // The sizes below are chosen around these two.
-    expect([INLINE_PART_MAX_BYTES, INLINE_BUDGET_BYTES]).toEqual([2 * MB, 8 * MB]);
+    expect([INLINE_PART_MAX_BYTES, INLINE_BUDGET_BYTES]).toEqual([1 * MB, 2 * MB]);
     const turns = [
-      [2 * MB, 2 * MB, 2 * MB],
+      [0.5 * MB, 0.5 * MB, 0.5 * MB],
       // Past the size rule, then the last one the budget takes.
-      [3 * MB, 1.5 * MB],
+      [1.5 * MB, 0.5 * MB],
       // Small, but the budget is spent.
-      [1 * MB],
+      [0.25 * MB],
     ];
     let seed = 0;
     for (const sizes of turns) {
@@ -123,7 +123,7 @@ describe.each(DATABASE_KINDS)("media in turns on %s", (kind) => {
       const after = h.fake.requests[i]?.body.contents ?? [];
       expect(after.slice(0, before.length)).toEqual(before);
     }
-    expect(h.fake.files.uploaded.map((f) => f.size)).toEqual([3 * MB, 1 * MB]);
+    expect(h.fake.files.uploaded.map((f) => f.size)).toEqual([1.5 * MB, 0.25 * MB]);
   });
 
   it("uploads again a file about to expire", async () => {
@@ -172,8 +172,8 @@ describe.each(DATABASE_KINDS)("media in turns on %s", (kind) => {
     h.fake.files.failProcessing();
     await h.app.agent.runTurn("v2", { text: "", media: [await video("v2", 2)] });
     await h.app.agent.runTurn("v2", { text: "and?" });
-    expect(mediaOf(h.fake.requests[1])).toEqual(["words [video 0:03, video/mp4, 2.0 MB]"]);
-    expect(mediaOf(h.fake.requests[2])).toEqual(["words [video 0:03, video/mp4, 2.0 MB]"]);
+    expect(mediaOf(h.fake.requests[1])).toEqual(["words [video 0:03, video/mp4, 1.0 MB]"]);
+    expect(mediaOf(h.fake.requests[2])).toEqual(["words [video 0:03, video/mp4, 1.0 MB]"]);
     // Not uploaded again on the next turn: Gemini would fail it the same way.
     expect(h.fake.files.uploaded).toHaveLength(2);
   });
