@@ -11,7 +11,6 @@ import {
   FALLBACK_AUTOCHECKPOINT_PAGES,
   startCheckpointer,
 } from "./checkpointer.js";
-import { CUSTOM_PLANS, namedStatementPool } from "./named-statements.js";
 import type { Database } from "./schema.js";
 import { GroupCommitSqliteDialect } from "./sqlite-dialect.js";
 
@@ -108,18 +107,9 @@ export function openDatabase(target: DatabaseTarget, options: OpenOptions = {}):
   // caller); without this listener the connection's 'error' event would end the process.
   pool.on("connect", (client) => {
     client.on("error", () => {});
-    // Queued first, this runs before any query the pool hands the client out for.
-    client
-      .query(CUSTOM_PLANS)
-      .catch((error: Error) =>
-        options.logger?.warn(
-          { err: error.message },
-          "could not set plan_cache_mode on a new PostgreSQL connection (PostgreSQL 12 and later have it); its queries may run on generic plans",
-        ),
-      );
   });
   const db = new Kysely<Database>({
-    dialect: new PostgresDialect({ pool: namedStatementPool(pool) }),
+    dialect: new PostgresDialect({ pool }),
     log,
   });
   return handle(db, "postgres");
