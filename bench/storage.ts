@@ -43,9 +43,6 @@ async function loadExpecting(store: SessionStore, chatId: string, events: number
 }
 
 async function timeTurn(store: SessionStore, chatId: string, turn: number): Promise<number> {
-  // In the service a turn spans turns of the event loop (the model call is I/O). Back to back in
-  // one, the turns' writes would be grouped into transactions, as concurrent chats' writes are.
-  await new Promise((resolve) => setImmediate(resolve));
   const start = performance.now();
   await store.append(chatId, [{ event: userText(turn) }]);
   await store.loadContext(chatId);

@@ -2,17 +2,18 @@ import { mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname } from "node:path";
 import SQLite from "better-sqlite3";
-import { Kysely, type KyselyConfig, PostgresDialect, sql } from "kysely";
+import {
+  type DialectAdapter,
+  Kysely,
+  type KyselyConfig,
+  PostgresDialect,
+  SqliteAdapter,
+  SqliteDialect,
+  sql,
+} from "kysely";
 import type Pg from "pg";
 import type { DatabaseTarget } from "../config.js";
-import type { Logger } from "../logger.js";
-import {
-  type Checkpointer,
-  FALLBACK_AUTOCHECKPOINT_PAGES,
-  startCheckpointer,
-} from "./checkpointer.js";
 import type { Database } from "./schema.js";
-import { GroupCommitSqliteDialect } from "./sqlite-dialect.js";
 
 export type DatabaseKind = DatabaseTarget["kind"];
 
@@ -55,20 +56,26 @@ function openSqlite(path: string): SQLite.Database {
   return database;
 }
 
-/** A database file, with its checkpoints on a thread of their own (src/db/checkpointer.ts). */
-function openSqliteFile(path: string, logger: Logger | undefined) {
-  mkdirSync(dirname(path), { recursive: true });
-  const database = openSqlite(path);
-  database.pragma(`wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`);
-  const checkpointer = startCheckpointer(path, {
-    onError: (message) => logger?.warn({ path }, message),
-  });
-  return { database, checkpointer };
+/**
+ * SQLite runs schema changes inside transactions, though Kysely's adapter does not claim it. With
+ * the claim, the migrator applies the pending migrations together in one transaction: a crash
+ * halfway leaves nothing behind for the next start to trip over.
+ */
+class TransactionalDdlSqliteAdapter extends SqliteAdapter {
+  override get supportsTransactionalDdl(): boolean {
+    return true;
+  }
+}
+
+/** Kysely's SQLite dialect, with migrations in one transaction. */
+class TransactionalDdlSqliteDialect extends SqliteDialect {
+  override createAdapter(): DialectAdapter {
+    return new TransactionalDdlSqliteAdapter();
+  }
 }
 
 export type OpenOptions = {
   poolSize?: number;
-  logger?: Logger;
   /** Told of every query that fails (metrics); the caller still gets the error. */
   onQueryError?: (error: unknown) => void;
 };
@@ -83,15 +90,12 @@ const errorLog = (onQueryError: OpenOptions["onQueryError"]): KyselyConfig["log"
 export function openDatabase(target: DatabaseTarget, options: OpenOptions = {}): DatabaseHandle {
   const log = errorLog(options.onQueryError);
   if (target.kind === "sqlite") {
-    const { database, checkpointer } =
-      target.path === ":memory:"
-        ? { database: openSqlite(target.path), checkpointer: undefined }
-        : openSqliteFile(target.path, options.logger);
+    if (target.path !== ":memory:") mkdirSync(dirname(target.path), { recursive: true });
     const db = new Kysely<Database>({
-      dialect: new GroupCommitSqliteDialect(database),
+      dialect: new TransactionalDdlSqliteDialect({ database: openSqlite(target.path) }),
       log,
     });
-    return handle(db, "sqlite", checkpointer);
+    return handle(db, "sqlite");
   }
   const pg = loadPg();
   const pool = new pg.Pool({
@@ -115,11 +119,7 @@ export function openDatabase(target: DatabaseTarget, options: OpenOptions = {}):
   return handle(db, "postgres");
 }
 
-function handle(
-  db: Kysely<Database>,
-  kind: DatabaseKind,
-  checkpointer?: Checkpointer,
-): DatabaseHandle {
+function handle(db: Kysely<Database>, kind: DatabaseKind): DatabaseHandle {
   return {
     db,
     kind,
@@ -132,7 +132,6 @@ function handle(
       }
     },
     async close() {
-      await checkpointer?.stop();
       await db.destroy();
     },
   };

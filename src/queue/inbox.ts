@@ -6,9 +6,7 @@ import {
   type UpdateResult,
 } from "kysely";
 import type { DatabaseKind } from "../db/connect.js";
-import { prepareQuery } from "../db/prepared.js";
 import type { Database, InboxTable } from "../db/schema.js";
-import { commitAtOnce } from "../db/sqlite-dialect.js";
 
 /**
  * Written out, not bound: the partial indexes of the migration serve only queries whose predicate
@@ -133,30 +131,6 @@ export function createInbox(deps: {
   const now = deps.now ?? Date.now;
   const albumSettleMs = deps.albumSettleMs ?? ALBUM_SETTLE_MS;
 
-  const insert = prepareQuery(
-    db,
-    5,
-    (
-      updateId: number,
-      chatId: string | null,
-      json: string,
-      receivedAt: string,
-      mediaGroupId: string | null,
-    ) =>
-      db
-        .insertInto("inbox")
-        .values({
-          update_id: updateId,
-          chat_id: chatId,
-          update_json: json,
-          status: "pending",
-          received_at: receivedAt,
-          media_group_id: mediaGroupId,
-        })
-        .onConflict((oc) => oc.column("update_id").doNothing())
-        .returning("update_id"),
-  );
-
   /**
    * Stores an update; false when this update_id was already stored (a retry or an overlap). The
    * updates of one album (`mediaGroupId`, within the chat) wait until it has been quiet for
@@ -168,14 +142,20 @@ export function createInbox(deps: {
     update: unknown,
     mediaGroupId?: string,
   ): Promise<boolean> {
-    const { rows } = await insert([
-      updateId,
-      chatId,
-      JSON.stringify(update),
-      new Date(now()).toISOString(),
-      mediaGroupId ?? null,
-    ]);
-    return rows.length > 0;
+    const row = await db
+      .insertInto("inbox")
+      .values({
+        update_id: updateId,
+        chat_id: chatId,
+        update_json: JSON.stringify(update),
+        status: "pending",
+        received_at: new Date(now()).toISOString(),
+        media_group_id: mediaGroupId ?? null,
+      })
+      .onConflict((oc) => oc.column("update_id").doNothing())
+      .returning("update_id")
+      .executeTakeFirst();
+    return row !== undefined;
   }
 
   /**
@@ -189,73 +169,62 @@ export function createInbox(deps: {
    * lease no longer qualifies). An album's item waits until no item of its album arrived after
    * `settledBefore`, holding back the rest of its chat meanwhile, like any older update.
    */
-  const claimUpdates = prepareQuery(
-    db,
-    4,
-    (at: number, leaseUntil: number, settledBefore: string, limit: number) =>
-      db
-        .updateTable("inbox")
-        .set((eb) => ({
-          status: "running",
-          claimed_by: workerId,
-          lease_until: leaseUntil,
-          attempts: eb("attempts", "+", 1),
-        }))
-        .where("update_id", "in", (eb) =>
-          // The first unfinished update of its chat, and free: no lease, or an expired one (its
-          // replica died, or its retry delay is over). A leased update blocks the rest of its chat,
-          // and so does one running under a live lease even if it is newer: Telegram may deliver
-          // an older update late, which must wait rather than run beside it.
-          eb
-            .selectFrom("inbox as u")
-            .select("u.update_id")
-            .where(unfinished("u"))
-            .where((w) => w.or([w("u.lease_until", "is", null), w("u.lease_until", "<", at)]))
-            .where((w) =>
-              w.or([
-                w("u.media_group_id", "is", null),
-                w.not(
-                  w.exists(
-                    w
-                      .selectFrom("inbox as g")
-                      .select("g.update_id")
-                      .whereRef("g.chat_id", "=", "u.chat_id")
-                      .whereRef("g.media_group_id", "=", "u.media_group_id")
-                      .where(unfinished("g"))
-                      .where("g.received_at", ">", settledBefore),
-                  ),
-                ),
-              ]),
-            )
-            .where(({ not, exists, selectFrom }) =>
-              not(
-                exists(
-                  selectFrom("inbox as o")
-                    .select("o.update_id")
-                    .whereRef("o.chat_id", "=", "u.chat_id")
-                    .where(unfinished("o"))
-                    .where((w) =>
-                      w.or([
-                        w("o.update_id", "<", w.ref("u.update_id")),
-                        w.and([w("o.status", "=", "running"), w("o.lease_until", ">=", at)]),
-                      ]),
-                    ),
+  const claimUpdates = (at: number, leaseUntil: number, settledBefore: string, limit: number) =>
+    db
+      .updateTable("inbox")
+      .set((eb) => ({
+        status: "running",
+        claimed_by: workerId,
+        lease_until: leaseUntil,
+        attempts: eb("attempts", "+", 1),
+      }))
+      .where("update_id", "in", (eb) =>
+        // The first unfinished update of its chat, and free: no lease, or an expired one (its
+        // replica died, or its retry delay is over). A leased update blocks the rest of its chat,
+        // and so does one running under a live lease even if it is newer: Telegram may deliver
+        // an older update late, which must wait rather than run beside it.
+        eb
+          .selectFrom("inbox as u")
+          .select("u.update_id")
+          .where(unfinished("u"))
+          .where((w) => w.or([w("u.lease_until", "is", null), w("u.lease_until", "<", at)]))
+          .where((w) =>
+            w.or([
+              w("u.media_group_id", "is", null),
+              w.not(
+                w.exists(
+                  w
+                    .selectFrom("inbox as g")
+                    .select("g.update_id")
+                    .whereRef("g.chat_id", "=", "u.chat_id")
+                    .whereRef("g.media_group_id", "=", "u.media_group_id")
+                    .where(unfinished("g"))
+                    .where("g.received_at", ">", settledBefore),
                 ),
               ),
-            )
-            .orderBy("u.update_id")
-            .limit(limit)
-            .$if(deps.kind === "postgres", (q) => q.forUpdate().skipLocked()),
-        )
-        .returning([
-          "update_id",
-          "chat_id",
-          "update_json",
-          "attempts",
-          "delivered",
-          "live_messages",
-        ]),
-  );
+            ]),
+          )
+          .where(({ not, exists, selectFrom }) =>
+            not(
+              exists(
+                selectFrom("inbox as o")
+                  .select("o.update_id")
+                  .whereRef("o.chat_id", "=", "u.chat_id")
+                  .where(unfinished("o"))
+                  .where((w) =>
+                    w.or([
+                      w("o.update_id", "<", w.ref("u.update_id")),
+                      w.and([w("o.status", "=", "running"), w("o.lease_until", ">=", at)]),
+                    ]),
+                  ),
+              ),
+            ),
+          )
+          .orderBy("u.update_id")
+          .limit(limit)
+          .$if(deps.kind === "postgres", (q) => q.forUpdate().skipLocked()),
+      )
+      .returning(["update_id", "chat_id", "update_json", "attempts", "delivered", "live_messages"]);
 
   /**
    * Takes up to `limit` updates that may run now, at most one per chat, oldest first; none when
@@ -266,7 +235,7 @@ export function createInbox(deps: {
     const at = now();
     const leaseUntil = at + leaseMs;
     const settledBefore = new Date(at - albumSettleMs).toISOString();
-    const { rows } = await claimUpdates([at, leaseUntil, settledBefore, limit]);
+    const rows = await claimUpdates(at, leaseUntil, settledBefore, limit).execute();
     // The UPDATE returns its rows in no particular order.
     rows.sort((a, b) => a.update_id - b.update_id);
     return rows.map((row) => ({
@@ -349,41 +318,23 @@ export function createInbox(deps: {
   /** Records how many messages of a claim's answer reached Telegram; false when the claim was lost. */
   function recordDelivered(claim: Claim, count: number): Promise<boolean> {
     // Telegram has the message: until this commits, a crash means sending it again.
-    return commitAtOnce(() => updateHeld(claim, { delivered: count }));
+    return updateHeld(claim, { delivered: count });
   }
 
   /** Records the messages a claim's answer is shown in; false when the claim was lost. */
   function recordLiveMessages(claim: Claim, ids: readonly number[]): Promise<boolean> {
     const json = ids.length === 0 ? null : JSON.stringify(ids);
-    return commitAtOnce(() => updateHeld(claim, { live_messages: json }));
+    return updateHeld(claim, { live_messages: json });
   }
-
-  const markFinished = prepareQuery(
-    db,
-    5,
-    (
-      updateId: number,
-      attempts: number,
-      status: "done" | "failed",
-      error: string | null,
-      finishedAt: string,
-    ) =>
-      held(
-        db.updateTable("inbox").set({ status, error, lease_until: null, finished_at: finishedAt }),
-        { updateId, attempts },
-      ),
-  );
 
   /** Records how a claimed update ended; false when the claim was lost (another worker runs it). */
   async function finish(claim: Claim, outcome: { error?: string } = {}): Promise<boolean> {
-    const result = await markFinished([
-      claim.updateId,
-      claim.attempts,
-      outcome.error === undefined ? "done" : "failed",
-      outcome.error ?? null,
-      new Date(now()).toISOString(),
-    ]);
-    return Number(result.numAffectedRows ?? 0) > 0;
+    return updateHeld(claim, {
+      status: outcome.error === undefined ? "done" : "failed",
+      error: outcome.error ?? null,
+      lease_until: null,
+      finished_at: new Date(now()).toISOString(),
+    });
   }
 
   /**

@@ -1,5 +1,4 @@
 import type { Kysely } from "kysely";
-import { prepareQuery } from "../db/prepared.js";
 import type { Database, MessageRow, NewMessageRow } from "../db/schema.js";
 import type { Logger } from "../logger.js";
 import { moveChatAttachments, removeChatAttachments } from "./attachments.js";
@@ -99,21 +98,6 @@ const CONTEXT_COLUMNS = [
 ] as const;
 type ContextRow = Pick<MessageRow, (typeof CONTEXT_COLUMNS)[number]>;
 
-/** Every column append writes, in the order of the prepared single-row insert's arguments. */
-const INSERT_COLUMNS = [
-  "chat_id",
-  "kind",
-  "role",
-  "event_json",
-  "is_user_message",
-  "estimated_tokens",
-  "search_text",
-  "created_at",
-  "prompt_tokens",
-  "tool_calls",
-  "update_id",
-] as const;
-
 /**
  * Prompt tokens of the context: the latest size Gemini measured for it, plus an estimate for what
  * was added since. A measurement taken before the latest compaction counted the summarised
@@ -210,15 +194,8 @@ export function createSessionStore(deps: {
     };
   }
 
-  const insertOne = prepareQuery(db, INSERT_COLUMNS.length, (...values: unknown[]) =>
-    db
-      .insertInto("messages")
-      .values(Object.fromEntries(INSERT_COLUMNS.map((c, i) => [c, values[i]])) as NewMessageRow)
-      .returning("id"),
-  );
-
   // Two index probes in one round trip: ids newer than the last one seen, and the anchor row.
-  const probeIds = prepareQuery(db, 3, (chatId: string, lastId: number, anchor: number) =>
+  const probeIds = (chatId: string, lastId: number, anchor: number) =>
     db
       .selectFrom("messages")
       .select("id")
@@ -230,8 +207,8 @@ export function createSessionStore(deps: {
           .select("id")
           .where("id", "=", anchor)
           .where("chat_id", "=", chatId),
-      ),
-  );
+      )
+      .execute();
 
   async function loadFromScratch(chatId: string): Promise<CacheEntry> {
     const compactions = await db
@@ -288,8 +265,7 @@ export function createSessionStore(deps: {
   async function refresh(chatId: string, cached: CacheEntry): Promise<CacheEntry | undefined> {
     const anchor = cached.summary?.id ?? cached.events[0]?.id;
     // Without an anchor (an empty chat) the anchor probe finds nothing and is harmless.
-    const probed = await probeIds([chatId, cached.lastId, anchor ?? 0]);
-    const ids = probed.rows.map((r) => r.id);
+    const ids = (await probeIds(chatId, cached.lastId, anchor ?? 0)).map((r) => r.id);
     if (anchor !== undefined && !ids.includes(anchor)) return undefined;
     const newer = ids.filter((id) => id > cached.lastId);
     if (newer.length === 0) return cached;
@@ -351,12 +327,8 @@ export function createSessionStore(deps: {
       update_id: item.updateId ?? null,
     }));
     // One multi-row INSERT is atomic on both databases: several events are stored together or not
-    // at all. A single event, what a turn appends, takes the prepared one.
-    const [only] = rows;
-    const inserted =
-      only && rows.length === 1
-        ? (await insertOne(INSERT_COLUMNS.map((column) => only[column]))).rows
-        : await db.insertInto("messages").values(rows).returning("id").execute();
+    // at all.
+    const inserted = await db.insertInto("messages").values(rows).returning("id").execute();
     const ids = inserted.map((r) => r.id).sort((a, b) => a - b);
     const stored = items.map(
       (item, i): StoredSession => ({

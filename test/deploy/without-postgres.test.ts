@@ -19,7 +19,7 @@ describe("the tests without PostgreSQL", () => {
     const url = `postgres://postgres:pw-not-shown@127.0.0.1:${await closedPort()}/test`;
     const run = spawn(
       process.execPath,
-      ["node_modules/vitest/vitest.mjs", "run", "test/db/prepared.test.ts"],
+      ["node_modules/vitest/vitest.mjs", "run", "test/db/connect.test.ts"],
       {
         cwd: REPO_ROOT,
         env: { ...process.env, TEST_POSTGRES_URL: url, NO_COLOR: "1", FORCE_COLOR: "0" },

@@ -100,7 +100,7 @@ describe("conversations end to end: topics are conversations of their own", () =
   it("keeps a forum's topics apart and its General topic with the history stored before topics", async () => {
     // What an earlier version stored for the forum, all under the chat's id.
     const { logger } = captureLogger();
-    const database = openDatabase(w.db.target, { logger });
+    const database = openDatabase(w.db.target);
     await createSessionStore({ db: database.db, logger }).append(String(FORUM), [
       {
         event: {
