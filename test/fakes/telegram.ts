@@ -317,6 +317,9 @@ class FakeTelegramServer implements FakeTelegram {
         });
       });
     });
+    // As the fake Gemini: Node closes a connection idle for 5 s, and a busy service's next call
+    // on it (a getFile, a file download) then reads "connection closed by the other side".
+    this.server.keepAliveTimeout = 60_000;
     const handlers: Record<string, Handler> = {
       getme: () => ok(this.bot),
       createforumtopic: (params) => ok(this.createForumTopic(params)),
