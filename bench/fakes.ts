@@ -10,6 +10,8 @@ export type TelegramArrival = {
   text: string | undefined;
   /** performance.now() when the request's headers arrived. */
   at: number;
+  /** performance.now() when the fake's reply was handed to the socket; unset until then. */
+  repliedAt?: number;
 };
 
 /** What the fakes saw since the previous stats call. */
@@ -92,6 +94,7 @@ export async function startFakes(
   const geminiPort = portOf(gemini.baseUrl);
   const listeners = new Set<(arrival: TelegramArrival) => void>();
   const geminiStarts = new WeakMap<IncomingMessage, number>();
+  const arrivals = new WeakMap<IncomingMessage, TelegramArrival>();
   let geminiMs: number[] = [];
   let sendMessages = 0;
   let telegram429s = 0;
@@ -105,7 +108,12 @@ export async function startFakes(
       if (method.toLowerCase() === "sendmessage") sendMessages++;
       // Nothing reads the fake's records back; thousands of turns of them would burden the GC.
       if (!options.keepRecords) telegram.forgetCalls();
-      const arrival = { method, at, ...readBody(Buffer.concat(chunks).toString("utf8")) };
+      const arrival: TelegramArrival = {
+        method,
+        at,
+        ...readBody(Buffer.concat(chunks).toString("utf8")),
+      };
+      arrivals.set(request, arrival);
       for (const listener of listeners) listener(arrival);
     });
   };
@@ -126,6 +134,8 @@ export async function startFakes(
   const onResponseFinish = (message: unknown) => {
     const request = requestOf(message);
     if (request?.socket.localPort === telegramPort) {
+      const arrival = arrivals.get(request);
+      if (arrival) arrival.repliedAt = performance.now();
       if (responseOf(message)?.statusCode === 429) telegram429s++;
       return;
     }

@@ -7,7 +7,7 @@ import { type RecordedRequest, text } from "../test/fakes/gemini.js";
 import { buildTextUpdate } from "../test/fakes/telegram.js";
 import { wordsOf } from "../test/helpers/stamps.js";
 import { createBenchDatabase, type DatabaseBenchOptions } from "./databases.js";
-import { startFakes } from "./fakes.js";
+import { startFakes, type TelegramArrival } from "./fakes.js";
 import type { BenchRow } from "./run.js";
 import {
   freePort,
@@ -58,6 +58,14 @@ export type KillUnderLoadResult = {
    * after the kill, from a request already on its way): the window each duplicate fell into.
    */
   duplicateLeadsMs: number[];
+  /**
+   * Of duplicatesPerKill, those whose earlier copy the fake Telegram had answered before the kill:
+   * the reply was on the service's side, read late or read and not yet recorded. The others were
+   * still being answered at the kill, which no record can save (Telegram has no idempotency key).
+   */
+  repliedDuplicatesPerKill: number[];
+  /** For each replied duplicate, how long before its kill the fake had sent the reply. */
+  unrecordedReplyMs: number[];
   /** Chats with an answer still to come, at each kill. */
   chatsInFlightPerKill: number[];
   /** First answers reaching Telegram per second, over the second before each kill (within its run). */
@@ -117,11 +125,12 @@ export async function runKillUnderLoad(
   const dataDir = mkdtempSync(join(tmpdir(), "koroku-kill-"));
   const messageOf = new Map(all.map((m) => [m.answer, m]));
   const answeredOfChat = new Array<number>(options.chats).fill(0);
-  /** For each answer, when its latest copy arrived and which run sent it. */
-  const latest = new Map<string, { at: number; run: number }>();
+  /** For each answer, its latest copy and which run sent it. */
+  const latest = new Map<string, { arrival: TelegramArrival; run: number }>();
   const copies = new Map<string, number>();
   const duplicatesByRun = new Array<number>(options.kills + 1).fill(0);
   const leadsByRun: number[][] = Array.from({ length: options.kills + 1 }, () => []);
+  const replyWaitsByRun: number[][] = Array.from({ length: options.kills + 1 }, () => []);
   const firstAnswerTimes: number[] = [];
   const killTimes: number[] = [];
   const chatsInFlightPerKill: number[] = [];
@@ -200,11 +209,16 @@ export async function runKillUnderLoad(
     if (message === undefined) return;
     copies.set(arrival.text, (copies.get(arrival.text) ?? 0) + 1);
     const previous = latest.get(arrival.text);
-    latest.set(arrival.text, { at: arrival.at, run });
+    latest.set(arrival.text, { arrival, run });
     if (previous !== undefined) {
       duplicatesByRun[previous.run] = (duplicatesByRun[previous.run] ?? 0) + 1;
       const killedAt = killTimes[previous.run];
-      if (killedAt !== undefined) leadsByRun[previous.run]?.push(killedAt - previous.at);
+      if (killedAt === undefined) return;
+      leadsByRun[previous.run]?.push(killedAt - previous.arrival.at);
+      const repliedAt = previous.arrival.repliedAt;
+      if (repliedAt !== undefined && repliedAt < killedAt) {
+        replyWaitsByRun[previous.run]?.push(killedAt - repliedAt);
+      }
       return;
     }
     answered++;
@@ -285,8 +299,11 @@ export async function runKillUnderLoad(
   const kills = killTimes.length;
   const duplicatesPerKill = duplicatesByRun.slice(0, kills);
   const leads = leadsByRun.slice(0, kills);
+  const replyWaits = replyWaitsByRun.slice(0, kills);
+  const ms = (runs: number[][]) =>
+    runs.map((l) => `[${l.map((m) => Math.round(m)).join(" ")}]`).join(" ");
   options.progress?.(
-    `kill-under-load ${options.database}: ${answered}/${all.length} answered${stuck && ` (${stuck})`}, duplicates per kill ${duplicatesPerKill.join(", ")}, answers/s at the kills ${answersPerSecondAtKill.join(", ")}, the duplicates' earlier copies reached Telegram (ms before their kill) ${leads.map((l) => `[${l.map((ms) => Math.round(ms)).join(" ")}]`).join(" ")}`,
+    `kill-under-load ${options.database}: ${answered}/${all.length} answered${stuck && ` (${stuck})`}, duplicates per kill ${duplicatesPerKill.join(", ")}, of which already replied to ${replyWaits.map((l) => l.length).join(", ")}, answers/s at the kills ${answersPerSecondAtKill.join(", ")}, the duplicates' earlier copies reached Telegram (ms before their kill) ${ms(leads)}, their replies were sent (ms before the kill) ${ms(replyWaits)}`,
   );
   return {
     updates: all.length,
@@ -295,6 +312,8 @@ export async function runKillUnderLoad(
     duplicatesPerKill,
     duplicatesWithoutKill: duplicatesByRun[kills] ?? 0,
     duplicateLeadsMs: leads.flat(),
+    repliedDuplicatesPerKill: replyWaits.map((l) => l.length),
+    unrecordedReplyMs: replyWaits.flat(),
     chatsInFlightPerKill,
     answersPerSecondAtKill,
   };
@@ -338,6 +357,7 @@ export async function killUnderLoadBenchmark(options: DatabaseBenchOptions): Pro
     const kills = result.duplicatesPerKill.length;
     const worst = Math.max(0, ...result.duplicatesPerKill);
     const rate = result.answersPerSecondAtKill;
+    const replied = result.repliedDuplicatesPerKill;
     rows.push(
       {
         benchmark: "kill-under-load",
@@ -358,6 +378,15 @@ export async function killUnderLoadBenchmark(options: DatabaseBenchOptions): Pro
         value: round(total / Math.max(1, kills), 2),
         unit: "answers",
         note: `answers reaching Telegram at the kills: ${Math.min(...rate)}–${Math.max(...rate)}/s; chats in flight: ${Math.min(...result.chatsInFlightPerKill)}–${Math.max(...result.chatsInFlightPerKill)}; the duplicates' earlier copies reached Telegram ${leadRange(result.duplicateLeadsMs)} before their kill`,
+      },
+      {
+        benchmark: "kill-under-load",
+        database,
+        case: kase,
+        metric: "duplicates per kill, already replied to (mean)",
+        value: round(replied.reduce((a, b) => a + b, 0) / Math.max(1, kills), 2),
+        unit: "answers",
+        note: `${replied.join(", ")}: Telegram had sent its reply before the kill, ${leadRange(result.unrecordedReplyMs)} before it, and the service had not recorded it; the rest were still being answered`,
       },
       {
         benchmark: "kill-under-load",
