@@ -19,7 +19,7 @@ FROM node:20-bookworm-slim
 # keeps them the same. docs/deployment.md explains them.
 ENV NODE_ENV=production \
     MALLOC_ARENA_MAX=2 \
-    MALLOC_MMAP_THRESHOLD_=131072 \
+    MALLOC_MMAP_THRESHOLD_=32768 \
     DATABASE_URL=sqlite:/data/agent.db \
     MEMORY_DIR=/data/memory \
     WORKSPACE_DIR=/data/workspace \
