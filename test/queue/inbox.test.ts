@@ -19,8 +19,19 @@ describe.each(DATABASE_KINDS)("inbox on %s", (kind) => {
   let clock = 1_000_000;
   let nextId = 1;
   const { logger } = captureLogger();
-  const inboxFor = (workerId: string, on: DatabaseHandle = handle) =>
-    createInbox({ db: on.db, kind: on.kind, workerId, leaseMs: 30_000, now: () => clock });
+  const inboxFor = (
+    workerId: string,
+    on: DatabaseHandle = handle,
+    onStopRequested?: (updateId: number) => void,
+  ) =>
+    createInbox({
+      db: on.db,
+      kind: on.kind,
+      workerId,
+      leaseMs: 30_000,
+      now: () => clock,
+      onStopRequested,
+    });
 
   beforeAll(async () => {
     testDb = await createTestDatabase(kind);
@@ -126,14 +137,7 @@ describe.each(DATABASE_KINDS)("inbox on %s", (kind) => {
 
   it("renews many leases in one go: held ones extended, lost ones told, stops passed on", async () => {
     const stopped: number[] = [];
-    const runner = createInbox({
-      db: handle.db,
-      kind: handle.kind,
-      workerId: "many",
-      leaseMs: 30_000,
-      now: () => clock,
-      onStopRequested: (updateId) => stopped.push(updateId),
-    });
+    const runner = inboxFor("many", handle, (updateId) => stopped.push(updateId));
     const [a, b, c] = [nextId++, nextId++, nextId++];
     await runner.add(a, "R1", {});
     await runner.add(b, "R2", {});
@@ -235,14 +239,7 @@ describe.each(DATABASE_KINDS)("inbox on %s", (kind) => {
 
   it("records a stop for what another worker runs, which that worker's next renewal passes on", async () => {
     const stopped: number[] = [];
-    const runner = createInbox({
-      db: handle.db,
-      kind: handle.kind,
-      workerId: "runner",
-      leaseMs: 30_000,
-      now: () => clock,
-      onStopRequested: (updateId) => stopped.push(updateId),
-    });
+    const runner = inboxFor("runner", handle, (updateId) => stopped.push(updateId));
     const other = inboxFor("other");
     const [chat, topic, draft] = [nextId++, nextId++, nextId++];
     await runner.add(chat, "900", {});
