@@ -94,6 +94,7 @@ describe("scheduled tasks in the running service", () => {
     // The answer is stored and on its way to Telegram: the process dies before it arrives.
     w.service.proc.kill("SIGKILL");
     await w.service.exited;
+    await held.hungUp;
     held.release();
 
     w.service = await w.start();

@@ -37,6 +37,7 @@ describe("fake Telegram: held calls", () => {
     await held.arrived;
     controller.abort();
     expect(await request).toBeInstanceOf(Error);
+    await held.hungUp;
 
     const api = new Bot(fake.token, { client: { apiRoot: fake.apiRoot } }).api;
     await api.sendMessage(1, "after");

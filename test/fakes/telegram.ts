@@ -128,6 +128,11 @@ export interface HeldCall {
   readonly arrived: Promise<RecordedCall>;
   /** Lets the held call run; if its client hung up meanwhile, it is dropped without effect. */
   release(): void;
+  /**
+   * Resolves once the fake has seen the client hang up (a killed process's socket closes a little
+   * after the process is seen to exit).
+   */
+  readonly hungUp: Promise<void>;
 }
 
 export interface FakeTelegram {
@@ -983,8 +988,13 @@ class Hold implements HeldCall {
   private arrive: (call: RecordedCall) => void = () => {};
   private readonly released: Promise<void>;
   private resolveReleased: () => void = () => {};
+  readonly hungUp: Promise<void>;
+  private hangUp: () => void = () => {};
 
   constructor() {
+    this.hungUp = new Promise((resolve) => {
+      this.hangUp = resolve;
+    });
     this.arrived = new Promise((resolve) => {
       this.arrive = resolve;
     });
@@ -1004,6 +1014,7 @@ class Hold implements HeldCall {
       if (signal.aborted) resolve();
       signal.addEventListener("abort", () => resolve(), { once: true });
     });
+    void disconnected.then(this.hangUp);
     await Promise.race([this.released, disconnected]);
     return !signal.aborted;
   }
