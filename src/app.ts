@@ -50,7 +50,7 @@ export async function createApp(
   const metrics = createMetrics();
   const handle =
     overrides.database ??
-    openDatabase(config.database, { onQueryError: () => metrics.databaseError() });
+    openDatabase(config.database, { logger, onQueryError: () => metrics.databaseError() });
   await migrateToLatest(handle.db, logger);
   const store = createSessionStore({ db: handle.db, logger });
   const hooks = new AgentHooks((name, error) =>

@@ -13,6 +13,12 @@ import {
 } from "kysely";
 import type Pg from "pg";
 import type { DatabaseTarget } from "../config.js";
+import type { Logger } from "../logger.js";
+import {
+  type Checkpointer,
+  FALLBACK_AUTOCHECKPOINT_PAGES,
+  startCheckpointer,
+} from "./checkpointer.js";
 import type { Database } from "./schema.js";
 
 export type DatabaseKind = DatabaseTarget["kind"];
@@ -74,8 +80,24 @@ class TransactionalDdlSqliteDialect extends SqliteDialect {
   }
 }
 
+/**
+ * A database file, with its checkpoints on a thread of their own (src/db/checkpointer.ts and
+ * docs/decisions/0004-checkpoint-thread.md).
+ */
+function openSqliteFile(path: string, logger: Logger | undefined) {
+  mkdirSync(dirname(path), { recursive: true });
+  const database = openSqlite(path);
+  database.pragma(`wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`);
+  const checkpointer = startCheckpointer(path, {
+    onError: (message) => logger?.warn({ path }, message),
+  });
+  return { database, checkpointer };
+}
+
 export type OpenOptions = {
   poolSize?: number;
+  /** Hears of a checkpoint thread that fails. */
+  logger?: Logger;
   /** Told of every query that fails (metrics); the caller still gets the error. */
   onQueryError?: (error: unknown) => void;
 };
@@ -90,12 +112,15 @@ const errorLog = (onQueryError: OpenOptions["onQueryError"]): KyselyConfig["log"
 export function openDatabase(target: DatabaseTarget, options: OpenOptions = {}): DatabaseHandle {
   const log = errorLog(options.onQueryError);
   if (target.kind === "sqlite") {
-    if (target.path !== ":memory:") mkdirSync(dirname(target.path), { recursive: true });
+    const { database, checkpointer } =
+      target.path === ":memory:"
+        ? { database: openSqlite(target.path), checkpointer: undefined }
+        : openSqliteFile(target.path, options.logger);
     const db = new Kysely<Database>({
-      dialect: new TransactionalDdlSqliteDialect({ database: openSqlite(target.path) }),
+      dialect: new TransactionalDdlSqliteDialect({ database }),
       log,
     });
-    return handle(db, "sqlite");
+    return handle(db, "sqlite", checkpointer);
   }
   const pg = loadPg();
   const pool = new pg.Pool({
@@ -119,7 +144,11 @@ export function openDatabase(target: DatabaseTarget, options: OpenOptions = {}):
   return handle(db, "postgres");
 }
 
-function handle(db: Kysely<Database>, kind: DatabaseKind): DatabaseHandle {
+function handle(
+  db: Kysely<Database>,
+  kind: DatabaseKind,
+  checkpointer?: Checkpointer,
+): DatabaseHandle {
   return {
     db,
     kind,
@@ -132,6 +161,7 @@ function handle(db: Kysely<Database>, kind: DatabaseKind): DatabaseHandle {
       }
     },
     async close() {
+      await checkpointer?.stop();
       await db.destroy();
     },
   };
