@@ -9,8 +9,10 @@ import {
   PostgresDialect,
   SqliteAdapter,
   SqliteDialect,
+  type SqliteDatabase,
   sql,
 } from "kysely";
+import { LRUCache } from "lru-cache";
 import type Pg from "pg";
 import type { DatabaseTarget } from "../config.js";
 import type { Logger } from "../logger.js";
@@ -94,6 +96,29 @@ function openSqliteFile(path: string, logger: Logger | undefined) {
   return { database, checkpointer };
 }
 
+/** Distinct statements kept prepared: the service's own are a few dozen. */
+const STATEMENT_CACHE_SIZE = 500;
+
+/**
+ * Kysely's driver prepares every statement it runs, each time: with better-sqlite3 that is a
+ * compile by SQLite and a native object for the collector, for every query of every turn. This
+ * keeps them by SQL text and runs them again (docs/decisions/0005-sqlite-statement-cache.md).
+ */
+export function withStatementCache(database: SQLite.Database): SqliteDatabase {
+  const statements = new LRUCache<string, SQLite.Statement>({ max: STATEMENT_CACHE_SIZE });
+  return {
+    close: () => database.close(),
+    prepare(sql) {
+      let statement = statements.get(sql);
+      if (statement === undefined) {
+        statement = database.prepare(sql);
+        statements.set(sql, statement);
+      }
+      return statement;
+    },
+  };
+}
+
 export type OpenOptions = {
   poolSize?: number;
   /** Hears of a checkpoint thread that fails. */
@@ -117,7 +142,7 @@ export function openDatabase(target: DatabaseTarget, options: OpenOptions = {}):
         ? { database: openSqlite(target.path), checkpointer: undefined }
         : openSqliteFile(target.path, options.logger);
     const db = new Kysely<Database>({
-      dialect: new TransactionalDdlSqliteDialect({ database }),
+      dialect: new TransactionalDdlSqliteDialect({ database: withStatementCache(database) }),
       log,
     });
     return handle(db, "sqlite", checkpointer);
