@@ -43,6 +43,14 @@ export class StreamAssembly {
     return this.#visible.length > before;
   }
 
+  /**
+   * Gemini has ended the answer and asked for no function call: the turn's answer follows at
+   * once, so there is nothing left to show as a draft.
+   */
+  get endsTurn(): boolean {
+    return this.finishReason !== undefined && !this.parts.some((part) => part.functionCall);
+  }
+
   /** The answer so far as the user sees it. */
   get visibleText(): string {
     return this.#visible;

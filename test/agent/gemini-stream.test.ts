@@ -107,7 +107,23 @@ describe("streamed model calls", () => {
       ANSWER.slice(0, 21),
     ]);
     expect(seen[restart + 1]).toBe(ANSWER.slice(0, 7));
-    expect(seen.at(-1)).toBe(ANSWER);
+    // Up to the chunk that ends the answer, which is not drafted (the answer follows at once).
+    expect(seen.at(-1)).toBe(ANSWER.slice(0, Math.floor((ANSWER.length - 1) / 7) * 7));
+  });
+
+  it("drafts nothing of the chunk that ends the turn's answer, but drafts text before a function call", async () => {
+    fake.script(
+      streamed(text(ANSWER), { chunkChars: ANSWER.length }),
+      streamed(toolRound(), { chunkChars: 1_000 }),
+    );
+    const seen: string[] = [];
+    const stream = { onText: (t: string) => seen.push(t), onRestart: () => seen.push("restart") };
+    const whole = await client.generate({ model: MODEL, contents: [ask("q")], stream });
+    expect(whole.content.parts).toEqual([{ text: ANSWER }]);
+    expect(seen).toEqual([]);
+    const round = await client.generate({ model: MODEL, contents: [ask("q")], stream });
+    expect(round.content.parts?.at(-1)?.functionCall?.name).toBe("write_file");
+    expect(seen).toEqual(["I will write it."]);
   });
 
   it("returns what was written when stopped, and retries nothing", async () => {
