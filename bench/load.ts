@@ -12,6 +12,7 @@ import { type Fakes, startFakes } from "./fakes.js";
 import type { BenchRow } from "./run.js";
 import {
   type CpuTime,
+  FLOOR_SERVICE_MAIN,
   freePort,
   profileArgs,
   type ServiceProcess,
@@ -73,6 +74,8 @@ const MODEL_MS = envCount("BENCH_LOAD_MODEL_MS", 2_000);
 /** MAX_CONCURRENT_TURNS of each run: the service's default, and the old fixed 64 to compare. */
 const CONCURRENCIES = envConcurrencies("BENCH_LOAD_CONCURRENCY", "default,64");
 const RUN_MODES = envModes("BENCH_LOAD_MODES");
+/** BENCH_LOAD_FLOOR=0 leaves out the library floor's runs. */
+const FLOOR = process.env.BENCH_LOAD_FLOOR?.trim() !== "0";
 /** Turns a fresh service runs (model time 0) before the burst, so that V8 has compiled a turn. */
 const WARMUP_CHATS = 100;
 const WARMUP_TURNS_PER_CHAT = 5;
@@ -192,10 +195,14 @@ async function warmUp(driver: ChatDriver, chats: number[]): Promise<void> {
   );
 }
 
-type RunCase = { database: DatabaseKind; concurrency: number | undefined; mode: Mode };
+/**
+ * Koroku on a database, or (database "none") the libraries' floor: bench/floor-service.ts, a bot
+ * that only streams one Gemini call and sends its answer.
+ */
+type RunCase = { database: DatabaseKind | "none"; concurrency: number | undefined; mode: Mode };
 
-const caseName = ({ concurrency, mode }: RunCase) =>
-  `${count(CHATS)} chats at once, ${MODEL_MS / 1000} s model${mode === "streamed" ? " streaming" : ""}, MAX_CONCURRENT_TURNS=${concurrency ?? `${DEFAULT_MAX_CONCURRENT_TURNS} (default)`}`;
+const caseName = ({ database, concurrency, mode }: RunCase) =>
+  `${count(CHATS)} chats at once, ${MODEL_MS / 1000} s model${mode === "streamed" ? " streaming" : ""}, ${database === "none" ? "library floor (grammY + @google/genai only)" : `MAX_CONCURRENT_TURNS=${concurrency ?? `${DEFAULT_MAX_CONCURRENT_TURNS} (default)`}`}`;
 
 function firstDraftWaits(
   fakes: Fakes,
@@ -266,7 +273,8 @@ function rowsOf(
       note: `max ${round(measured.harnessDelay.max, 1)} ms, ${round(measured.harnessCpuMs / 1000, 2)} s of CPU: the fakes and load generator (this process) were ${harnessOk ? "not " : ""}the bottleneck; the fake Gemini answered ${round(overrun.p99, 0)} ms late at p99 (max ${round(overrun.max, 0)})`,
     },
   ];
-  if (run.mode === "streamed") {
+  // The floor shows no drafts: it sends its answer once Gemini's stream has ended.
+  if (run.mode === "streamed" && run.database !== "none") {
     const drafts = summarize(firstDraftWaits(fakes, measured.postedAt, measured.draftsBefore));
     rows.push({
       metric: "first draft p50",
@@ -279,7 +287,11 @@ function rowsOf(
 }
 
 async function runOne(fakes: Fakes, run: RunCase, options: LoadBenchOptions): Promise<BenchRow[]> {
-  const bench = await createBenchDatabase(run.database, options.postgresUrl);
+  // The floor keeps nothing: any database will do for the environment it ignores.
+  const bench = await createBenchDatabase(
+    run.database === "none" ? "sqlite" : run.database,
+    options.postgresUrl,
+  );
   const dataDir = mkdtempSync(join(tmpdir(), "koroku-bench-load-"));
   const warmupChats = Array.from({ length: WARMUP_CHATS }, (_, i) => FIRST_USER_ID + i);
   const chats = Array.from({ length: CHATS }, (_, i) => FIRST_USER_ID + WARMUP_CHATS + i);
@@ -299,7 +311,12 @@ async function runOne(fakes: Fakes, run: RunCase, options: LoadBenchOptions): Pr
     const drafts429 = before.totals.telegram429s;
     const name = `load-${run.database}-${run.mode}-${run.concurrency ?? "default"}`;
     const nodeArgs = [...START_COMMAND.nodeArgs, ...profileArgs(options.cpuProfileDir, name)];
-    const service = await startService({ env, fakes, nodeArgs });
+    const service = await startService({
+      env,
+      fakes,
+      nodeArgs,
+      ...(run.database === "none" ? { main: FLOOR_SERVICE_MAIN } : {}),
+    });
     // Each turn waits at most for every turn ahead of it, and then some.
     const answerTimeoutMs =
       60_000 + 2 * MODEL_MS * Math.ceil(CHATS / (run.concurrency ?? DEFAULT_MAX_CONCURRENT_TURNS));
@@ -350,6 +367,12 @@ export async function loadBenchmark(options: LoadBenchOptions): Promise<BenchRow
   const fakes = await startFakes();
   try {
     const rows: BenchRow[] = [];
+    if (FLOOR) {
+      for (const mode of RUN_MODES)
+        rows.push(
+          ...(await runOne(fakes, { database: "none", concurrency: undefined, mode }, options)),
+        );
+    }
     for (const database of options.databases) {
       for (const concurrency of CONCURRENCIES) {
         for (const mode of RUN_MODES)

@@ -17,7 +17,8 @@ import { streamingBenchmark } from "./streaming.js";
 
 export type BenchRow = {
   benchmark: string;
-  database: "sqlite" | "postgres";
+  /** "none": a case without a database (the load benchmark's library floor). */
+  database: "sqlite" | "postgres" | "none";
   case: string;
   metric: string;
   value: number;

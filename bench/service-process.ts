@@ -11,6 +11,8 @@ export const REPO_ROOT = fileURLToPath(
   new URL(import.meta.url.includes("/dist/bench/") ? "../../" : "../", import.meta.url),
 );
 export const SERVICE_MAIN = join(REPO_ROOT, "dist/src/main.js");
+/** The libraries' floor: a bot that only asks Gemini and answers (bench/floor-service.ts). */
+export const FLOOR_SERVICE_MAIN = join(REPO_ROOT, "dist/bench/floor-service.js");
 export const WEBHOOK_SECRET = "bench-webhook-secret";
 
 const READY_TIMEOUT_MS = 20_000;
@@ -184,10 +186,12 @@ export async function startService(options: {
   env: Record<string, string>;
   fakes: Fakes;
   nodeArgs?: readonly string[];
+  /** The script to run instead of the service's (FLOOR_SERVICE_MAIN). */
+  main?: string;
 }): Promise<ServiceProcess> {
   const webhookSet = options.fakes.nextArrival("setWebhook", READY_TIMEOUT_MS);
   const nodeArgs = options.nodeArgs ?? START_COMMAND.nodeArgs;
-  const proc = spawn(process.execPath, [...nodeArgs, SERVICE_MAIN], {
+  const proc = spawn(process.execPath, [...nodeArgs, options.main ?? SERVICE_MAIN], {
     cwd: REPO_ROOT,
     env: options.env,
     stdio: ["ignore", "pipe", "pipe"],
