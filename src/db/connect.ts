@@ -8,8 +8,8 @@ import {
   type KyselyConfig,
   PostgresDialect,
   SqliteAdapter,
-  SqliteDialect,
   type SqliteDatabase,
+  SqliteDialect,
   sql,
 } from "kysely";
 import { LRUCache } from "lru-cache";
