@@ -2,9 +2,8 @@ import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
 
 /**
- * How often the checkpointer copies the WAL into the database. Every 200 ms keeps the WAL under
- * 10 MB at full load, with fewer checkpoints (each two fsyncs) than SQLite's own every 1,000
- * pages; every 50 ms, the service was slower than with no checkpointer at all.
+ * How often the checkpointer copies the WAL into the database: often enough to keep the WAL small,
+ * seldom enough that its fsyncs do not compete with the service's writes.
  */
 export const CHECKPOINT_INTERVAL_MS = 200;
 
