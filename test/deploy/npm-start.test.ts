@@ -80,7 +80,9 @@ async function npmStart(env: Record<string, string>): Promise<NpmStart> {
   const exited = new Promise<number | null>((resolve) => npm.once("exit", (code) => resolve(code)));
   const tree: number[] = [];
   onTestFinished(() => {
-    for (const pid of [npm.pid as number, ...tree]) if (alive(pid)) process.kill(pid, "SIGKILL");
+    // A start that never got ready has no tree yet: its processes are still npm's.
+    const started = [...tree, ...descendantsOf(npm.pid as number)];
+    for (const pid of [npm.pid as number, ...started]) if (alive(pid)) process.kill(pid, "SIGKILL");
   });
   await Promise.race([
     eventually(() => logs.some((l) => l.msg === "Koroku is running")),
