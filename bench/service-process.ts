@@ -179,8 +179,8 @@ function exitOf(proc: ChildProcess): Promise<number | null> {
 }
 
 /**
- * Spawns `node [nodeArgs] dist/src/main.js` and waits until the fake Telegram receives its
- * setWebhook: by then the webhook accepts updates. The node options default to `npm start`'s.
+ * Spawns `node [nodeArgs] dist/src/main.js` (or `main`) and waits until the fake Telegram receives
+ * its setWebhook: by then the webhook accepts updates. The node options default to `npm start`'s.
  */
 export async function startService(options: {
   env: Record<string, string>;

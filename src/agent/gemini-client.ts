@@ -224,9 +224,11 @@ export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
       for await (const chunk of await ai.models.generateContentStream(params)) {
         clearTimeout(timer);
         timer = setTimeout(() => controller.abort(), timeoutMs);
-        // The last chunk of an answer is not drafted: the answer itself is sent right after it,
-        // and an answer that came whole costs no draft at all.
-        if (assembly.add(chunk) && !assembly.endsTurn) request.stream.onText(assembly.visibleText);
+        // The chunk that finishes an answer without a function call is not drafted: that text
+        // is sent as the answer's message, and an answer that came whole costs no draft at all.
+        if (assembly.add(chunk) && !assembly.endsWithoutCall) {
+          request.stream.onText(assembly.visibleText);
+        }
       }
       return resultOf(assembly.parts, assembly.usage, assembly);
     } catch (error) {

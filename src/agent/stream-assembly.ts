@@ -44,10 +44,10 @@ export class StreamAssembly {
   }
 
   /**
-   * Gemini has ended the answer and asked for no function call: the turn's answer follows at
-   * once, so there is nothing left to show as a draft.
+   * Gemini has finished this answer without asking for a function call: what it wrote goes out as
+   * the turn's message (or the turn's error) instead of as a further draft.
    */
-  get endsTurn(): boolean {
+  get endsWithoutCall(): boolean {
     return this.finishReason !== undefined && !this.parts.some((part) => part.functionCall);
   }
 

@@ -92,6 +92,7 @@ function openSqliteFile(path: string, logger: Logger | undefined) {
   database.pragma(`wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`);
   const checkpointer = startCheckpointer(path, {
     onError: (message) => logger?.warn({ path }, message),
+    onRecovered: (message) => logger?.info({ path }, message),
   });
   return { database, checkpointer };
 }

@@ -1,4 +1,5 @@
-import { existsSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import SQLite from "better-sqlite3";
 import { sql } from "kysely";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { startCheckpointer } from "../../src/db/checkpointer.js";
@@ -35,16 +36,55 @@ describe("checkpoints on a thread of their own", () => {
     expect(existsSync(`${path}-wal`)).toBe(false);
   });
 
-  it("reports a checkpointer that cannot run", async () => {
+  it("reports a checkpoint thread that cannot run, and what happens instead", async () => {
     const messages: string[] = [];
     const checkpointer = startCheckpointer(`${path}-missing/agent.db`, {
       onError: (message) => messages.push(message),
+      onRecovered: (message) => messages.push(message),
     });
     await eventually(() => messages.length >= 2);
     await checkpointer.stop();
     expect(messages).toEqual([
-      expect.stringMatching(/^checkpointer failed: .*directory does not exist/),
-      "checkpointer stopped (exit code 1)",
+      expect.stringMatching(
+        /^the SQLite checkpoint thread failed \(.*directory does not exist.*\); checkpoints now run inside commits/,
+      ),
+      expect.stringMatching(
+        /^the SQLite checkpoint thread stopped \(exit code 1\); checkpoints now run/,
+      ),
     ]);
+  });
+
+  it("reports checkpoints that keep failing once, and again only when they work", async () => {
+    // Not a database: every checkpoint fails the same way, as on a full disk.
+    const notDatabase = `${path}-not-a-database`;
+    writeFileSync(notDatabase, "x".repeat(8_192));
+    const messages: string[] = [];
+    const checkpointer = startCheckpointer(notDatabase, {
+      onError: (message) => messages.push(message),
+      onRecovered: (message) => messages.push(message),
+      intervalMs: 5,
+    });
+    try {
+      await eventually(() => messages.length > 0);
+      // Twenty more failures.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(messages).toEqual([
+        expect.stringMatching(
+          /^SQLite checkpoints are failing \(SQLITE_NOTADB: .*\); the WAL file grows until they work again: check the free disk space/,
+        ),
+      ]);
+      // A database again (in the same file, which the thread holds open): checkpoints work, and
+      // it says so once.
+      const made = `${path}-made`;
+      const database = new SQLite(made);
+      database.pragma("journal_mode = WAL");
+      database.exec("create table t (x integer)");
+      database.close();
+      writeFileSync(notDatabase, readFileSync(made));
+      await eventually(() => messages.length === 2);
+      expect(messages[1]).toBe("SQLite checkpoints work again");
+    } finally {
+      await checkpointer.stop();
+    }
   });
 });

@@ -63,4 +63,30 @@ describe("SQLite statements kept prepared", () => {
       .execute();
     expect((await all()).rows).toEqual([{ id: 1, body: "none" }]);
   });
+
+  it("runs a kept statement again after it failed, and after a rollback", async () => {
+    const { db } = countingDatabase();
+    await db.schema
+      .createTable("notes")
+      .addColumn("id", "integer", (c) => c.primaryKey())
+      .addColumn("body", "text")
+      .execute();
+    const add = (id: number) =>
+      db
+        .insertInto("notes")
+        .values({ id, body: `note ${id}` })
+        .execute();
+    await add(1);
+    await expect(add(1)).rejects.toThrow(/UNIQUE constraint failed/);
+    await add(2);
+    await expect(
+      db.transaction().execute(async (trx) => {
+        await trx.insertInto("notes").values({ id: 3, body: "rolled back" }).execute();
+        throw new Error("changed my mind");
+      }),
+    ).rejects.toThrow("changed my mind");
+    await add(4);
+    const ids = await db.selectFrom("notes").select("id").orderBy("id").execute();
+    expect(ids.map((row) => row.id)).toEqual([1, 2, 4]);
+  });
 });
