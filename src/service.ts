@@ -3,7 +3,7 @@ import { hostname } from "node:os";
 import { BotError, GrammyError } from "grammy";
 import type { Update } from "grammy/types";
 import type { App } from "./app.js";
-import { configuredSecrets } from "./config.js";
+import { configuredSecrets, type DatabaseTarget } from "./config.js";
 import { type DatabaseClock, readPostgresTime, startDatabaseClock } from "./db/clock.js";
 import { lockSqliteService, type ServiceLock, ServiceLockError } from "./db/service-lock.js";
 import { createHttpServer } from "./http/server.js";
@@ -18,6 +18,7 @@ import { scheduledRunOf } from "./tasks/store.js";
 import { createBot } from "./telegram/bot.js";
 import { COMMANDS } from "./telegram/commands.js";
 import { tellGaveUp } from "./telegram/conversation.js";
+import { type Courier, startCourier } from "./telegram/courier.js";
 import { createIngest, type Ingest } from "./telegram/ingest.js";
 import { createPendingTopicNames } from "./telegram/new-topics.js";
 import { startPolling } from "./telegram/polling.js";
@@ -82,6 +83,12 @@ export type StartOptions = {
   signal?: AbortSignal;
 };
 
+/** The database the courier's thread records to: the service's own, unless it lives in memory. */
+function courierDatabaseOf(target: DatabaseTarget): DatabaseTarget | undefined {
+  if (target.kind === "postgres") return target;
+  return target.path === ":memory:" ? undefined : target;
+}
+
 export async function startService(
   app: App,
   logger: Logger,
@@ -115,9 +122,11 @@ export async function startService(
   const address = server.address() as AddressInfo;
   let lock: ServiceLock | undefined;
   let clock: DatabaseClock | undefined;
+  let courier: Courier | undefined;
   /** A start that fails leaves nothing listening, running or held behind. */
   const abandon = (error: unknown): never => {
     server.close();
+    void courier?.stop();
     clock?.stop();
     lock?.release();
     throw signal?.aborted ? signal.reason : explainStartupFailure(error);
@@ -145,6 +154,15 @@ export async function startService(
   const leases = new Map<number, Lease>();
   // Answers being written, for the ingest to stop without waiting behind them in the inbox.
   const answers = createRunningAnswers();
+  const courierDatabase = courierDatabaseOf(config.database);
+  courier =
+    courierDatabase &&
+    startCourier({
+      token: config.telegramBotToken,
+      apiRoot: config.telegramApiRoot,
+      database: courierDatabase,
+      logger,
+    });
   const { bot, delivery, liveApi, livePacer } = createBot({
     token: config.telegramBotToken,
     apiRoot: config.telegramApiRoot,
@@ -177,6 +195,7 @@ export async function startService(
     },
     usage: app.usage,
     richMessages: config.richMessages,
+    courier,
   });
   // grammY types its signals after the abort-controller polyfill; a standard one works the same.
   const apiSignal = signal as Parameters<typeof bot.init>[0];
@@ -342,7 +361,10 @@ export async function startService(
       clock?.stop();
       // Turns still running may yet send their answers: the lock then goes only with the process,
       // so that a service waiting for it cannot run them a second time meanwhile.
-      if (drained) lock?.release();
+      if (drained) {
+        await courier?.stop();
+        lock?.release();
+      }
       server.closeAllConnections();
       await closed;
     },

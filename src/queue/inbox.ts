@@ -1,4 +1,5 @@
 import {
+  type CompiledQuery,
   type Kysely,
   sql,
   type Updateable,
@@ -69,9 +70,13 @@ export type Lease = {
   readonly delivered: number;
   /**
    * Records that the answer's first `count` messages reached Telegram, so that a later run sends
-   * only the rest; throws LeaseLostError when the update is no longer this worker's.
+   * only the rest; throws LeaseLostError when the update is no longer this worker's. `rows` are
+   * what deliveredStatement(count) changed when the courier already ran it (nothing left to do,
+   * or 0: the claim was lost).
    */
-  recordDelivered(count: number): Promise<void>;
+  recordDelivered(count: number, rows?: number): Promise<void>;
+  /** The statement recordDelivered(count) runs, for the courier to run the moment Telegram accepts. */
+  deliveredStatement(count: number): CompiledQuery;
   /** Messages earlier runs of this update showed its answer in while it was written. */
   readonly liveMessages: readonly number[];
   /**
@@ -321,6 +326,11 @@ export function createInbox(deps: {
     return updateHeld(claim, { delivered: count });
   }
 
+  /** What recordDelivered runs, compiled, for a connection on another thread (the courier's). */
+  function deliveredStatement(claim: Claim, count: number): CompiledQuery {
+    return held(db.updateTable("inbox").set({ delivered: count }), claim).compile();
+  }
+
   /** Records the messages a claim's answer is shown in; false when the claim was lost. */
   function recordLiveMessages(claim: Claim, ids: readonly number[]): Promise<boolean> {
     const json = ids.length === 0 ? null : JSON.stringify(ids);
@@ -464,12 +474,14 @@ export function createInbox(deps: {
       },
       remainingMs: () => until - now(),
       delivered: item.delivered,
-      async recordDelivered(count) {
-        if (!(await recordDelivered(item, count))) {
+      async recordDelivered(count, rows) {
+        const recorded = rows === undefined ? await recordDelivered(item, count) : rows > 0;
+        if (!recorded) {
           lost = true;
           throw new LeaseLostError(item.updateId);
         }
       },
+      deliveredStatement: (count) => deliveredStatement(item, count),
       liveMessages: item.liveMessages,
       async recordLiveMessages(ids) {
         if (!(await recordLiveMessages(item, ids))) {

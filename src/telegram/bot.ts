@@ -14,6 +14,7 @@ import { senderOf } from "./access.js";
 import { chatMigrationComposer, type MoveConversation } from "./chat-migration.js";
 import { type CommandDeps, commandsComposer } from "./commands.js";
 import { type ConversationMedia, conversationComposer } from "./conversation.js";
+import type { Courier } from "./courier.js";
 import { createDelivery } from "./delivery.js";
 import { createFileDownloader } from "./files.js";
 import { createLivePacer } from "./live-answer.js";
@@ -55,6 +56,8 @@ export type BotDeps = {
   streaming?: StreamingMode;
   /** Shared with the ingest, which stops them. */
   answers?: RunningAnswers;
+  /** Sends the messages of answers and records them off the main thread (see courier.ts). */
+  courier?: Courier;
 };
 
 // 429s wait Telegram's retry_after, but not for long: a stalled send holds up its chat's inbox.
@@ -73,6 +76,9 @@ export function createBot(deps: BotDeps) {
     fetch: fetch as unknown as NonNullable<ApiClientOptions["fetch"]>,
   };
   const bot = new Bot(deps.token, { client, botInfo: deps.botInfo });
+  // Innermost, in place of grammY's own request for the calls it carries: everything else (the
+  // scrubbing, the log, auto-retry) wraps it as it wraps that request.
+  if (deps.courier) bot.api.config.use(deps.courier.transformer);
   bot.api.config.use(scrubOutgoing(deps.secrets ?? []));
   // Drafts while an answer is written go without auto-retry: one retried after a wait would be
   // stale, and the next one replaces it anyway.
@@ -103,6 +109,7 @@ export function createBot(deps: BotDeps) {
     api: bot.api,
     logger: deps.logger,
     richMessages: deps.richMessages,
+    courier: deps.courier,
   });
   const allowed = new Set(deps.allowedUserIds);
 

@@ -1,6 +1,7 @@
 import { type Api, GrammyError, InputFile } from "grammy";
 import type { Logger } from "../logger.js";
 import { LeaseLostError } from "../queue/inbox.js";
+import { type Courier, type CourierStatement, noCourier } from "./courier.js";
 import {
   FileTooLargeError,
   type OutgoingFile,
@@ -23,7 +24,13 @@ export type Delivery = ReturnType<typeof createDelivery>;
 /** How far a long answer got before, and where to record each further message that goes out. */
 export type DeliveryProgress = {
   alreadySent: number;
-  sent(count: number): Promise<void>;
+  /**
+   * Records that the first `count` messages went out; `rows` are what the courier's run of
+   * `statement(count)` changed, when it ran it.
+   */
+  sent(count: number, rows?: number): Promise<void>;
+  /** What records the first `count` messages, for the courier to run as Telegram accepts the last. */
+  statement?(count: number): CourierStatement;
 };
 
 /** The options that put a message or chat action into a forum topic, when there is one. */
@@ -62,25 +69,40 @@ export type DeliveryDeps = {
   logger: Logger;
   /** Answers as rich messages (RICH_MESSAGES); otherwise, and by default, HTML messages. */
   richMessages?: boolean;
+  /** Sends the messages of answers and records them off the main thread; none by default. */
+  courier?: Courier;
 };
 
 /** Sends what Koroku has to say, in as many valid messages as it takes. */
 export function createDelivery(deps: DeliveryDeps) {
   const { api } = deps;
+  const courier = deps.courier ?? noCourier;
   // Learnt from a 404, so that a server without rich messages costs one refused call, not one
   // per answer.
   let richUnavailable = false;
 
   /** Sends one chunk of HTML; returns the message's id. */
   async function sendChunk(chatId: number, html: string, threadId?: number): Promise<number> {
+    return (await carryChunk(undefined, chatId, html, threadId)).value;
+  }
+
+  /** sendChunk, with what records it for the courier to run (see Courier.carry). */
+  async function carryChunk(
+    statement: CourierStatement | undefined,
+    chatId: number,
+    html: string,
+    threadId?: number,
+  ): Promise<{ value: number; rows?: number }> {
     const extra = inThread(threadId);
     try {
-      const sent = await api.sendMessage(chatId, html, {
-        parse_mode: "HTML",
-        link_preview_options: { is_disabled: true },
-        ...extra,
+      return await courier.carry(statement, async () => {
+        const sent = await api.sendMessage(chatId, html, {
+          parse_mode: "HTML",
+          link_preview_options: { is_disabled: true },
+          ...extra,
+        });
+        return sent.message_id;
       });
-      return sent.message_id;
     } catch (error) {
       if (!isCantParse(error)) throw error;
       // Our renderer should never produce HTML Telegram rejects; if it does, the words still arrive.
@@ -88,11 +110,13 @@ export function createDelivery(deps: DeliveryDeps) {
         { err: error },
         "Telegram rejected the HTML; sending the chunk as plain text",
       );
-      const sent = await api.sendMessage(chatId, htmlToPlainText(html), {
-        link_preview_options: { is_disabled: true },
-        ...extra,
+      return courier.carry(statement, async () => {
+        const sent = await api.sendMessage(chatId, htmlToPlainText(html), {
+          link_preview_options: { is_disabled: true },
+          ...extra,
+        });
+        return sent.message_id;
       });
-      return sent.message_id;
     }
   }
 
@@ -151,8 +175,9 @@ export function createDelivery(deps: DeliveryDeps) {
   ): Promise<void> {
     const chunks = htmlChunks(html);
     for (let i = progress?.alreadySent ?? 0; i < chunks.length; i++) {
-      await sendChunk(chatId, chunks[i] as string, threadId);
-      if (progress) await record(progress, i + 1, chatId);
+      const statement = progress?.statement?.(i + 1);
+      const { rows } = await carryChunk(statement, chatId, chunks[i] as string, threadId);
+      if (progress) await record(progress, i + 1, chatId, rows);
     }
   }
 
@@ -161,9 +186,14 @@ export function createDelivery(deps: DeliveryDeps) {
    * answers: one that fails with the database away must not fail the answer, or the update's retry
    * would send again what Telegram already has. A lost lease still stops it: another run has it.
    */
-  async function record(progress: DeliveryProgress, count: number, chatId: number): Promise<void> {
+  async function record(
+    progress: DeliveryProgress,
+    count: number,
+    chatId: number,
+    rows?: number,
+  ): Promise<void> {
     try {
-      await progress.sent(count);
+      await progress.sent(count, rows);
     } catch (error) {
       if (error instanceof LeaseLostError) throw error;
       deps.logger.warn(
@@ -190,17 +220,29 @@ export function createDelivery(deps: DeliveryDeps) {
       return;
     }
     for (let i = progress?.alreadySent ?? 0; i < chunks.length; i++) {
-      await sendRich(chatId, chunks[i] as RichChunk, threadId);
-      if (progress) await record(progress, i + 1, chatId);
+      const statement = progress?.statement?.(i + 1);
+      const rows = await sendRich(statement, chatId, chunks[i] as RichChunk, threadId);
+      if (progress) await record(progress, i + 1, chatId, rows);
     }
   }
 
-  /** One rich message; refused, the same blocks as HTML (and that, refused, as plain text). */
-  async function sendRich(chatId: number, chunk: RichChunk, threadId?: number): Promise<void> {
+  /**
+   * One rich message; refused, the same blocks as HTML (and that, refused, as plain text). Only
+   * the rich message carries `statement`: its HTML stand-in may take several messages, and is
+   * recorded once all are out. Returns what the courier's run of `statement` changed.
+   */
+  async function sendRich(
+    statement: CourierStatement | undefined,
+    chatId: number,
+    chunk: RichChunk,
+    threadId?: number,
+  ): Promise<number | undefined> {
     if (!richUnavailable) {
       try {
-        await sendRichChunk(chatId, chunk.html, threadId);
-        return;
+        const carried = await courier.carry(statement, () =>
+          sendRichChunk(chatId, chunk.html, threadId),
+        );
+        return carried.rows;
       } catch (error) {
         if (!richRefused(error)) throw error;
         deps.logger.warn(
@@ -210,6 +252,7 @@ export function createDelivery(deps: DeliveryDeps) {
       }
     }
     await sendHtml(chatId, chunk.fallbackHtml, threadId);
+    return undefined;
   }
 
   /**

@@ -1,0 +1,211 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import SQLite from "better-sqlite3";
+import { Api, GrammyError, HttpError } from "grammy";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
+import { migrateToLatest } from "../../src/db/migrate.js";
+import { createInbox, type Inbox, type Lease, LeaseLostError } from "../../src/queue/inbox.js";
+import { type Courier, startCourier } from "../../src/telegram/courier.js";
+import { createDelivery, type DeliveryProgress } from "../../src/telegram/delivery.js";
+import { networkCause } from "../../src/telegram/network-failures.js";
+import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
+import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../helpers/databases.js";
+import { captureLogger } from "../helpers/logs.js";
+
+const CHAT = 4242;
+
+/** The progress deliverAnswer gives a lease: the courier records, the lease is told what it did. */
+const progressOf = (lease: Lease, rowsSeen: (number | undefined)[] = []): DeliveryProgress => ({
+  alreadySent: 0,
+  statement: (count) => lease.deliveredStatement(count),
+  sent: (count, rows) => {
+    rowsSeen.push(rows);
+    return lease.recordDelivered(count, rows);
+  },
+});
+
+describe.each(DATABASE_KINDS)("courier on %s", (kind) => {
+  let testDb: TestDatabase;
+  let handle: DatabaseHandle;
+  let telegram: FakeTelegram;
+  let courier: Courier;
+  let inbox: Inbox;
+  let nextUpdate = 1;
+  const { logger } = captureLogger();
+
+  beforeAll(async () => {
+    testDb = await createTestDatabase(kind);
+    handle = openDatabase(testDb.target);
+    await migrateToLatest(handle.db, logger);
+    telegram = await startFakeTelegram();
+    courier = startCourier({
+      token: telegram.token,
+      apiRoot: telegram.apiRoot,
+      database: testDb.target,
+      logger,
+    });
+    inbox = createInbox({ db: handle.db, kind: handle.kind, workerId: "w", leaseMs: 30_000 });
+  });
+  afterAll(async () => {
+    await courier?.stop();
+    await telegram?.close();
+    await handle?.close();
+    await testDb?.dispose();
+  });
+
+  const deliveryVia = (through: Courier = courier, apiRoot = telegram.apiRoot) => {
+    const api = new Api(telegram.token, { apiRoot });
+    api.config.use(through.transformer);
+    return createDelivery({ api, logger, courier: through });
+  };
+
+  async function claimedLease(): Promise<{ updateId: number; lease: Lease }> {
+    const updateId = nextUpdate++;
+    await inbox.add(updateId, `chat-${updateId}`, { update_id: updateId });
+    const item = await inbox.claim();
+    if (!item) throw new Error("expected an update to claim");
+    return { updateId, lease: inbox.leaseOf(item) };
+  }
+
+  const deliveredOf = async (updateId: number) =>
+    (
+      await handle.db
+        .selectFrom("inbox")
+        .select("delivered")
+        .where("update_id", "=", updateId)
+        .executeTakeFirstOrThrow()
+    ).delivered;
+
+  it("records each message of an answer on its own connection as Telegram accepts it", async () => {
+    const { updateId, lease } = await claimedLease();
+    const rows: (number | undefined)[] = [];
+    const before = telegram.sent.length;
+    await deliveryVia().sendHtml(
+      CHAT,
+      `${"a ".repeat(3000)}\n\n${"b ".repeat(3000)}`,
+      undefined,
+      progressOf(lease, rows),
+    );
+    const messages = telegram.sent.length - before;
+    expect(messages).toBeGreaterThan(1);
+    // Each record ran on the courier's connection: the lease was told so and ran none itself.
+    expect(rows).toEqual(Array(messages).fill(1));
+    expect(await deliveredOf(updateId)).toBe(messages);
+    await inbox.finish(await lastClaim(updateId));
+  });
+
+  it("records nothing for a message Telegram refuses, which fails as grammY fails it", async () => {
+    const { updateId, lease } = await claimedLease();
+    telegram.failNext("sendMessage", { error_code: 400, description: "Bad Request: chat not found" });
+    const sending = deliveryVia().sendHtml(CHAT, "hello", undefined, progressOf(lease));
+    await expect(sending).rejects.toBeInstanceOf(GrammyError);
+    expect(await deliveredOf(updateId)).toBe(0);
+    await inbox.finish(await lastClaim(updateId));
+  });
+
+  it("stops the run when its claim is gone: the record changes nothing", async () => {
+    const { updateId, lease } = await claimedLease();
+    await inbox.finish(await lastClaim(updateId));
+    const before = telegram.sent.length;
+    const sending = deliveryVia().sendHtml(CHAT, "late", undefined, progressOf(lease));
+    await expect(sending).rejects.toBeInstanceOf(LeaseLostError);
+    expect(telegram.sent.length - before).toBe(1);
+    expect(lease.lost).toBe(true);
+  });
+
+  it("fails a call that reaches no server with grammY's HttpError, naming the cause", async () => {
+    const { updateId, lease } = await claimedLease();
+    const closed = await startFakeTelegram();
+    const apiRoot = closed.apiRoot;
+    await closed.close();
+    const nowhere = startCourier({
+      token: telegram.token,
+      apiRoot,
+      database: testDb.target,
+      logger,
+    });
+    const error = await deliveryVia(nowhere, apiRoot)
+      .sendHtml(CHAT, "nobody there", undefined, progressOf(lease))
+      .catch((e: unknown) => e)
+      .finally(() => nowhere.stop());
+    expect(error).toBeInstanceOf(HttpError);
+    expect(networkCause(error)).toBe("connection refused (ECONNREFUSED)");
+    expect(await deliveredOf(updateId)).toBe(0);
+    await inbox.finish(await lastClaim(updateId));
+  });
+
+  async function lastClaim(updateId: number) {
+    const row = await handle.db
+      .selectFrom("inbox")
+      .select(["update_id", "attempts"])
+      .where("update_id", "=", updateId)
+      .executeTakeFirstOrThrow();
+    return { updateId: row.update_id, attempts: row.attempts };
+  }
+});
+
+/** A Bot API that accepts every message, in a process of its own, so that it answers while this one is blocked. */
+async function startAcceptingTelegram(): Promise<{ apiRoot: string; process: ChildProcess }> {
+  const script = `
+    const http = require("node:http");
+    const server = http.createServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        res.setHeader("content-type", "application/json");
+        res.end(JSON.stringify({ ok: true, result: {
+          message_id: 7, date: 0, chat: { id: ${CHAT}, type: "private", first_name: "A" }, text: "hi",
+        } }));
+      });
+    });
+    server.listen(0, "127.0.0.1", () => console.log(server.address().port));
+  `;
+  const child = spawn(process.execPath, ["-e", script], { stdio: ["ignore", "pipe", "inherit"] });
+  const [chunk] = (await once(child.stdout, "data")) as [Buffer];
+  return { apiRoot: `http://127.0.0.1:${chunk.toString().trim()}`, process: child };
+}
+
+describe("courier while the service's event loop is blocked", () => {
+  it("has the record committed before this thread reads Telegram's reply", async () => {
+    const testDb = await createTestDatabase("sqlite");
+    const { logger } = captureLogger();
+    const handle = openDatabase(testDb.target);
+    const telegram = await startAcceptingTelegram();
+    const courier = startCourier({
+      token: "1:x",
+      apiRoot: telegram.apiRoot,
+      database: testDb.target,
+      logger,
+    });
+    try {
+      await migrateToLatest(handle.db, logger);
+      const inbox = createInbox({ db: handle.db, kind: "sqlite", workerId: "w", leaseMs: 30_000 });
+      await inbox.add(1, String(CHAT), { update_id: 1 });
+      const item = await inbox.claim();
+      if (!item) throw new Error("expected an update to claim");
+      const api = new Api("1:x", { apiRoot: telegram.apiRoot });
+      api.config.use(courier.transformer);
+      const delivery = createDelivery({ api, logger, courier });
+      const sending = delivery.sendHtml(CHAT, "hi", undefined, progressOf(inbox.leaseOf(item)));
+      // The call is handed to the courier's thread once this turn's promises have run.
+      await new Promise((resolve) => setImmediate(resolve));
+      if (testDb.target.kind !== "sqlite") throw new Error("expected a SQLite file");
+      const reader = new SQLite(testDb.target.path, { readonly: true });
+      const delivered = reader.prepare("select delivered from inbox where update_id = 1").pluck();
+      // Blocks this thread, as a busy service's would be, until the record shows (or 20 s pass):
+      // nothing this thread would do can have made it.
+      let seen: unknown = 0;
+      for (const until = Date.now() + 20_000; seen !== 1 && Date.now() < until; ) {
+        seen = delivered.get();
+      }
+      reader.close();
+      expect(seen).toBe(1);
+      await sending;
+    } finally {
+      await courier.stop();
+      telegram.process.kill();
+      await handle.close();
+      await testDb.dispose();
+    }
+  });
+});
