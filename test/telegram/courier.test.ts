@@ -97,7 +97,10 @@ describe.each(DATABASE_KINDS)("courier on %s", (kind) => {
 
   it("records nothing for a message Telegram refuses, which fails as grammY fails it", async () => {
     const { updateId, lease } = await claimedLease();
-    telegram.failNext("sendMessage", { error_code: 400, description: "Bad Request: chat not found" });
+    telegram.failNext("sendMessage", {
+      error_code: 400,
+      description: "Bad Request: chat not found",
+    });
     const sending = deliveryVia().sendHtml(CHAT, "hello", undefined, progressOf(lease));
     await expect(sending).rejects.toBeInstanceOf(GrammyError);
     expect(await deliveredOf(updateId)).toBe(0);
