@@ -4,6 +4,7 @@ import type { Content } from "@google/genai";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createGeminiClient } from "../../src/agent/gemini-client.js";
+import { GeminiUnavailableError } from "../../src/agent/gemini-errors.js";
 import type { ModelClient } from "../../src/agent/model-client.js";
 import { STOPPED_CALL, type TurnProgress } from "../../src/agent/turn.js";
 import {
@@ -252,5 +253,23 @@ describe("a streamed turn against the fake", () => {
     expect(responses.map((r) => r.id)).toEqual(["c-1", "c-2"]);
     expect(JSON.stringify(responses[0]?.response)).not.toContain(STOPPED_CALL);
     expect(responses[1]?.response).toEqual({ error: STOPPED_CALL });
+  });
+
+  it("a stream that breaks mid-way until the retries run out fails the turn, and stores none of it", async () => {
+    const h = await start();
+    const broken = () => streamed(text(ANSWER), { breakAfter: 3 });
+    h.fake.script(broken(), broken(), broken(), broken(), broken());
+    const { seen, progress } = recordingProgress();
+    await expect(h.app.agent.runTurn("c1", { text: "q", progress })).rejects.toThrow(
+      GeminiUnavailableError,
+    );
+    expect(h.fake.requests).toHaveLength(5);
+    // Every attempt showed the start of the answer, and each but the last started it over.
+    const partial = `text ${ANSWER.slice(0, 15)}`;
+    expect(seen.filter((t) => t === partial)).toHaveLength(5);
+    expect(seen.filter((t) => t === "restart")).toHaveLength(4);
+    const stored = (await h.app.store.loadContext("c1")).events.map((e) => e.event);
+    expect(stored.map((e) => e.role)).toEqual(["user"]);
+    expect(JSON.stringify(stored)).not.toContain(ANSWER.slice(0, 5));
   });
 });
