@@ -1,5 +1,5 @@
 import type { ReadAttachments } from "../agent/request-media.js";
-import type { TurnResult } from "../agent/turn.js";
+import { STOPPED_EMPTY, type TurnResult } from "../agent/turn.js";
 import type { Lease } from "../queue/inbox.js";
 import type { MediaPart } from "../session/events.js";
 import type { Delivery } from "./delivery.js";
@@ -27,6 +27,16 @@ export async function outgoingFiles(
 }
 
 /**
+ * The words of the finished answer's message. A stop before the model call being written had
+ * any words leaves the live view showing those of the call before it (beside the status of the
+ * tool that ran): the message keeps them, where "(stopped)" would take away what the user saw.
+ * They are stored with that call's event already, so the stopped event is not given them again.
+ */
+function messageText(result: Pick<TurnResult, "text" | "stopped">, shown: string): string {
+  return result.stopped && result.text === STOPPED_EMPTY && shown !== "" ? shown : result.text;
+}
+
+/**
  * Sends a finished answer: the files the model made first, then its words (the live view stops
  * first, so that no draft comes after them). With a lease, each file and each message is recorded
  * as Telegram takes it, files before words, so a run after a crash sends only the rest.
@@ -37,7 +47,7 @@ export async function deliverAnswer(args: {
   read: ReadAttachments;
   chatId: number;
   threadId: number | undefined;
-  result: Pick<TurnResult, "text" | "files" | "resumed">;
+  result: Pick<TurnResult, "text" | "files" | "resumed" | "stopped">;
   lease?:
     | (Pick<Lease, "delivered" | "recordDelivered"> & Partial<Pick<Lease, "deliveredStatement">>)
     | undefined;
@@ -56,5 +66,5 @@ export async function deliverAnswer(args: {
     await live.close();
     await args.delivery.sendFiles(args.chatId, files, args.threadId, from(0));
   }
-  await live.finish(result.text, from(files.length));
+  await live.finish(messageText(result, live.words), from(files.length));
 }

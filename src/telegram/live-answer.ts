@@ -78,6 +78,11 @@ export type LiveAnswer = {
   /** Whether the answer shows as it is written (a draft, a message edited in place). */
   readonly showing: boolean;
   /**
+   * The answer's words the live view shows now: the model call's text so far, or while a tool
+   * runs the text written before it; "" when nothing is shown, or the stream started over.
+   */
+  readonly words: string;
+  /**
    * Sends the finished answer. Drafts end first (one arriving after the answer would show it
    * twice); in edit mode the messages shown while it was written become the answer.
    */
@@ -397,6 +402,9 @@ export function startLiveAnswer(deps: LiveAnswerDeps): LiveAnswer {
     progress,
     get showing() {
       return shown !== undefined;
+    },
+    get words() {
+      return shown === undefined ? "" : round;
     },
     close,
     async finish(markdown, deliveryProgress) {

@@ -1,10 +1,14 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import type { Content } from "@google/genai";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createGeminiClient } from "../../src/agent/gemini-client.js";
+import { GeminiUnavailableError } from "../../src/agent/gemini-errors.js";
 import type { ModelClient } from "../../src/agent/model-client.js";
-import { STOPPED_CALL } from "../../src/agent/turn.js";
+import { STOPPED_CALL, type TurnProgress } from "../../src/agent/turn.js";
 import {
+  calls,
   combine,
   content,
   type FakeGemini,
@@ -148,6 +152,21 @@ describe("streamed model calls", () => {
   });
 });
 
+/** A progress that records what it is told; the first tool to start stops the answer. */
+function recordingProgress() {
+  const stopper = new AbortController();
+  const seen: string[] = [];
+  const progress: TurnProgress = {
+    text: (t) => seen.push(`text ${t}`),
+    restart: () => seen.push("restart"),
+    tool: (name, args) => {
+      seen.push(`tool ${name} ${args.path}`);
+      stopper.abort();
+    },
+  };
+  return { stop: stopper.signal, seen, progress };
+}
+
 describe("a streamed turn against the fake", () => {
   const harnesses: Harness[] = [];
   afterEach(async () => {
@@ -189,22 +208,10 @@ describe("a streamed turn against the fake", () => {
   it("tells the progress what is written and which tool runs; stop ends before the next call", async () => {
     const h = await start();
     h.fake.script(toolRound());
-    const stop = new AbortController();
-    const seen: string[] = [];
-    const result = await h.app.agent.runTurn("c1", {
-      text: "write a.txt",
-      stop: stop.signal,
-      progress: {
-        text: (t) => seen.push(`text ${t}`),
-        restart: () => seen.push("restart"),
-        tool: (name) => {
-          seen.push(`tool ${name}`);
-          stop.abort();
-        },
-      },
-    });
+    const { stop, seen, progress } = recordingProgress();
+    const result = await h.app.agent.runTurn("c1", { text: "write a.txt", stop, progress });
     expect(seen.at(-2)).toBe("text I will write it.");
-    expect(seen.at(-1)).toBe("tool write_file");
+    expect(seen.at(-1)).toBe("tool write_file a.txt");
     expect(result).toMatchObject({ text: "(stopped)", stopped: true, modelCalls: 1 });
     expect(h.fake.requests).toHaveLength(1);
     const stored = (await h.app.store.loadContext("c1")).events.map((e) => e.event);
@@ -219,5 +226,50 @@ describe("a streamed turn against the fake", () => {
     // The next message continues from a history Gemini accepts.
     h.fake.script(text("continuing"));
     expect((await h.app.agent.runTurn("c1", { text: "go on" })).text).toBe("continuing");
+  });
+
+  it("a stop while a batch of calls runs: the calls not started yet are answered, never run", async () => {
+    const h = await start();
+    // One write at a time (write_file's limit), so the second waits for the first.
+    h.fake.script(
+      calls([
+        { name: "write_file", args: { path: "a.txt", content: "A" }, id: "c-1" },
+        { name: "write_file", args: { path: "b.txt", content: "B" }, id: "c-2" },
+      ]),
+    );
+    const { stop, seen, progress } = recordingProgress();
+    const result = await h.app.agent.runTurn("c1", { text: "write both", stop, progress });
+    expect(seen.filter((t) => t.startsWith("tool"))).toEqual(["tool write_file a.txt"]);
+    expect(result).toMatchObject({ stopped: true, modelCalls: 1 });
+    expect(existsSync(join(h.dirs.workspace, "a.txt"))).toBe(true);
+    expect(existsSync(join(h.dirs.workspace, "b.txt"))).toBe(false);
+
+    // The next message's history pairs both calls with a response (the fake checks it).
+    h.fake.script(text("continuing"));
+    expect((await h.app.agent.runTurn("c1", { text: "go on" })).text).toBe("continuing");
+    const responses = (h.fake.requests[1]?.body.contents ?? [])
+      .flatMap((c) => c.parts ?? [])
+      .flatMap((p) => (p.functionResponse ? [p.functionResponse] : []));
+    expect(responses.map((r) => r.id)).toEqual(["c-1", "c-2"]);
+    expect(JSON.stringify(responses[0]?.response)).not.toContain(STOPPED_CALL);
+    expect(responses[1]?.response).toEqual({ error: STOPPED_CALL });
+  });
+
+  it("a stream that breaks mid-way until the retries run out fails the turn, and stores none of it", async () => {
+    const h = await start();
+    const broken = () => streamed(text(ANSWER), { breakAfter: 3 });
+    h.fake.script(broken(), broken(), broken(), broken(), broken());
+    const { seen, progress } = recordingProgress();
+    await expect(h.app.agent.runTurn("c1", { text: "q", progress })).rejects.toThrow(
+      GeminiUnavailableError,
+    );
+    expect(h.fake.requests).toHaveLength(5);
+    // Every attempt showed the start of the answer, and each but the last started it over.
+    const partial = `text ${ANSWER.slice(0, 15)}`;
+    expect(seen.filter((t) => t === partial)).toHaveLength(5);
+    expect(seen.filter((t) => t === "restart")).toHaveLength(4);
+    const stored = (await h.app.store.loadContext("c1")).events.map((e) => e.event);
+    expect(stored.map((e) => e.role)).toEqual(["user"]);
+    expect(JSON.stringify(stored)).not.toContain(ANSWER.slice(0, 5));
   });
 });

@@ -25,6 +25,19 @@ const modelTexts = (r: RecordedRequest | undefined) =>
     .filter((c) => c.role === "model")
     .map((c) => (c.parts ?? []).map((p) => p.text ?? "").join(""));
 
+/** `/stop`, then "go on": the messages of the chat after that, and the request "go on" made. */
+async function stopAndGoOn(w: ServiceWorld) {
+  await w.say("/stop");
+  await eventually(() => sentTo(w, ALLOWED_USER)[0]);
+  w.gemini.script(text("continuing"));
+  await w.say("go on");
+  await eventually(() => sentTo(w, ALLOWED_USER).some((m) => m.plain_text === "continuing"));
+  return {
+    messages: sentTo(w, ALLOWED_USER).map((m) => m.plain_text),
+    next: w.gemini.requests.at(-1),
+  };
+}
+
 describe("answers shown while Gemini writes them", () => {
   let w: ServiceWorld;
   afterEach(async () => {
@@ -127,14 +140,28 @@ describe("answers shown while Gemini writes them", () => {
     w.gemini.script({ ...text("never shown"), delayMs: 5_000 });
     await w.say("think hard");
     await eventually(() => w.gemini.requests.length === 1);
-    await w.say("/stop");
-    const kept = await eventually(() => sentTo(w, ALLOWED_USER)[0]);
-    expect(kept.plain_text).toBe("(stopped)");
-    w.gemini.script(text("continuing"));
-    await w.say("go on");
-    await eventually(() => sentTo(w, ALLOWED_USER).some((m) => m.plain_text === "continuing"));
-    expect(sentTo(w, ALLOWED_USER).map((m) => m.plain_text)).toEqual(["(stopped)", "continuing"]);
+    const { messages } = await stopAndGoOn(w);
+    expect(messages).toEqual(["(stopped)", "continuing"]);
     expect(w.gemini.requests).toHaveLength(2);
+  });
+
+  it("/stop after a tool, before the next call wrote a word: the message keeps the words the draft showed", async () => {
+    w = await startWorld();
+    w.gemini.script(combine(text("Let me look."), call("read_file", { path: "notes.txt" })), {
+      ...text("never shown"),
+      delayMs: 5_000,
+    });
+    await w.say("what is in my notes?");
+    await eventually(
+      () =>
+        w.gemini.requests.length === 2 &&
+        draftsTo(w, ALLOWED_USER).some((d) => d.plain_text.includes("Reading notes.txt…")),
+    );
+    expect(draftsTo(w, ALLOWED_USER).at(-1)?.plain_text).toMatch(/^Let me look\.\s+Reading/);
+    const { messages, next } = await stopAndGoOn(w);
+    expect(messages).toEqual(["Let me look.", "continuing"]);
+    // Stored once, with the call that followed them; the stopped answer adds no copy.
+    expect(modelTexts(next)).toEqual(["Let me look.", "(stopped)"]);
   });
 
   it("killed in the middle of a stream: after the restart the answer comes once", async () => {

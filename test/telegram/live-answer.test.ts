@@ -15,6 +15,7 @@ import {
   validateTelegramHtml,
 } from "../fakes/telegram.js";
 import { captureLogger } from "../helpers/logs.js";
+import { refusingPort } from "../helpers/refusing-port.js";
 
 /**
  * The live view of an answer against the fake Telegram, through grammY: rich drafts, and the
@@ -161,6 +162,52 @@ describe("live answer in a private chat, rich messages on", () => {
     expect(callsTo(chat, "sendRichMessageDraft")).toEqual([]);
     expect(sentTo(chat).map((m) => m.parse_mode)).toEqual(["HTML"]);
   });
+});
+
+describe("a draft that fails with a 5xx or on the network", () => {
+  const failures: [string, () => Promise<Api>][] = [
+    [
+      "a 502",
+      async () => {
+        telegram.failNext("sendRichMessageDraft", { error_code: 502 });
+        return api;
+      },
+    ],
+    [
+      "a refused connection",
+      async () => new Api(telegram.token, { apiRoot: `http://127.0.0.1:${await refusingPort()}` }),
+    ],
+  ];
+  for (const [how, draftApi] of failures) {
+    it(`costs only the preview (${how}): the answer is sent once, as a message of its own`, async () => {
+      const chat = nextChat++;
+      const { logger, lines } = captureLogger();
+      const answer = startLiveAnswer({
+        api: await draftApi(),
+        delivery: richDelivery(),
+        logger,
+        chatId: chat,
+        privateChat: true,
+        mode: "auto",
+        draftId: 77,
+        draftIntervalMs: 0,
+      });
+      answer.progress.text("All");
+      await expect
+        .poll(() => lines.filter((l) => l.msg === "could not update the live answer"))
+        .toHaveLength(1);
+      await answer.finish("All done.");
+      // Neither drafted another way nor edited in place: a 5xx is no refusal of drafts.
+      expect(callsTo(chat, "sendMessageDraft")).toEqual([]);
+      expect(callsTo(chat, "editMessageText")).toEqual([]);
+      expect(callsTo(chat, "sendRichMessageDraft").every((c) => c.response?.ok === false)).toBe(
+        true,
+      );
+      expect(sentTo(chat).map((m) => [m.parse_mode, m.plain_text])).toEqual([
+        ["rich", "All done."],
+      ]);
+    });
+  }
 });
 
 describe("live answer edited in place (a group), rich messages on", () => {

@@ -1,10 +1,10 @@
-import { createServer } from "node:net";
 import { Api, type ApiClientOptions } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDelivery } from "../../src/telegram/delivery.js";
 import { logNetworkFailures } from "../../src/telegram/network-failures.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { captureLogger } from "../helpers/logs.js";
+import { refusingPort } from "../helpers/refusing-port.js";
 
 const CHAT = 4711;
 const UNREACHABLE = "cannot reach Telegram; trying again";
@@ -29,15 +29,6 @@ function watchedApi(apiRoot: string, token: string, timeoutSeconds?: number) {
   });
   api.config.use(logNetworkFailures(logger, apiRoot));
   return { api, lines, outcomes };
-}
-
-/** A port that refuses connections: it was free a moment ago and nobody listens on it. */
-async function refusingPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 describe("Telegram network failures in the log", () => {
