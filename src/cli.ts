@@ -1,4 +1,4 @@
-import { pino } from "pino";
+import { writeSync } from "node:fs";
 import { createApp } from "./app.js";
 import {
   type Config,
@@ -9,13 +9,16 @@ import {
 } from "./config.js";
 import { createLogger } from "./logger.js";
 import { runTerminalChat } from "./terminal/chat.js";
+import { readableLogLines, TERMINAL_LOG_LEVEL } from "./terminal/log-lines.js";
 
 /** `npm run chat`: the agent in this terminal, on the same database as the bot, as chat `local`. */
 async function main(): Promise<number> {
   let config: Config;
   try {
-    // Logs share the terminal with the chat: only warnings and errors unless LOG_LEVEL says otherwise.
-    config = loadConfig({ LOG_LEVEL: "warn", ...readEnvironment() }, { requireTelegram: false });
+    config = loadConfig(
+      { LOG_LEVEL: TERMINAL_LOG_LEVEL, ...readEnvironment() },
+      { requireTelegram: false },
+    );
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`${error.message}\n`);
@@ -25,7 +28,7 @@ async function main(): Promise<number> {
   const logger = createLogger({
     level: config.logLevel,
     secrets: configuredSecrets(config),
-    destination: pino.destination({ dest: 2, sync: true }),
+    destination: readableLogLines((line) => writeSync(2, line)),
   });
   const app = await createApp(config, logger);
   try {

@@ -110,6 +110,31 @@ describe("answers shown while Gemini writes them", () => {
     expect(sentTo(w, ALLOWED_USER)).toHaveLength(1);
   });
 
+  it("STREAMING=edit in a private chat: one message sent early and edited, no draft", async () => {
+    w = await startWorld({ env: { STREAMING: "edit" } });
+    w.gemini.script(slowly());
+    await w.say("hello");
+    await eventually(() => sentTo(w, ALLOWED_USER)[0]?.plain_text === ANSWER);
+    const [first] = callsOf(w, "sendMessage");
+    expect(first?.at).toBeLessThan(w.gemini.requests[0]?.streamEndedAt ?? 0);
+    expect(callsOf(w, "editMessageText").length).toBeGreaterThan(0);
+    expect(callsOf(w, "sendMessageDraft")).toEqual([]);
+    expect(callsOf(w, "sendMessage")).toHaveLength(1);
+  });
+
+  it("STREAMING=draft in a group: nothing until the answer is done, then one message", async () => {
+    w = await startWorld({ env: { STREAMING: "draft" } });
+    w.gemini.script(slowly());
+    await w.say(`@${w.telegram.bot.username} tell me`, { chatId: GROUP });
+    const final = await eventually(() => sentTo(w, GROUP)[0]);
+    expect(final.plain_text).toBe(ANSWER);
+    const [sent, ...more] = callsOf(w, "sendMessage");
+    expect(more).toEqual([]);
+    expect(sent?.at).toBeGreaterThanOrEqual(w.gemini.requests[0]?.streamEndedAt ?? Infinity);
+    expect(callsOf(w, "editMessageText")).toEqual([]);
+    expect(callsOf(w, "sendMessageDraft")).toEqual([]);
+  });
+
   for (const how of ["the stop button", "/stop"] as const) {
     it(`${how} ends the answer: what was written is kept, stored, and the next turn continues`, async () => {
       w = await startWorld();

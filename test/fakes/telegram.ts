@@ -113,6 +113,16 @@ export interface ScriptedFailure {
   readonly retry_after?: number;
 }
 
+/**
+ * What Telegram answers an edit that changes nothing, to script for a chosen call (the fake
+ * answers it by itself only when the text is in fact unchanged).
+ */
+export const MESSAGE_NOT_MODIFIED: ScriptedFailure = {
+  error_code: 400,
+  description:
+    "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message",
+};
+
 export interface WebhookState {
   readonly url: string;
   readonly secret_token: string | undefined;
@@ -1053,8 +1063,6 @@ function defaultDescription(code: number, retryAfter: number | undefined): strin
   }
 }
 
-const NOT_MODIFIED =
-  "message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message";
 const BLANK = /^[\s\u200b-\u200f\u2060\ufeff\u3164\u115f\u1160\uffa0]*$/;
 
 /**
@@ -1093,7 +1101,7 @@ function editedText(before: SentMessage, params: Params): SentMessage {
     parsed.text === before.plain_text &&
     JSON.stringify(parsed.entities) === JSON.stringify(before.message.entities ?? [])
   ) {
-    throw badRequest(NOT_MODIFIED);
+    throw scriptedError(MESSAGE_NOT_MODIFIED);
   }
   const {
     entities: _old,
@@ -1112,7 +1120,7 @@ function editedRich(before: SentMessage, params: Params): SentMessage {
   const rich = readRichMessage(params);
   const old = (before.message as Message & { rich_message?: { blocks: unknown } }).rich_message;
   if (before.parse_mode === "rich" && JSON.stringify(old?.blocks) === JSON.stringify(rich.blocks)) {
-    throw badRequest(NOT_MODIFIED);
+    throw scriptedError(MESSAGE_NOT_MODIFIED);
   }
   const { entities: _old, text: _text, ...rest } = before.message as Message & { text?: string };
   const message = {

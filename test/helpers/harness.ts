@@ -5,6 +5,7 @@ import { afterEach, beforeEach, expect } from "vitest";
 import type { ModelClient } from "../../src/agent/model-client.js";
 import { type App, createApp } from "../../src/app.js";
 import { loadConfig } from "../../src/config.js";
+import type { Logger } from "../../src/logger.js";
 import { type FakeGemini, type FakeGeminiOptions, startFakeGemini } from "../fakes/gemini.js";
 import { createTestDatabase, type DatabaseKindName, type TestDatabase } from "./databases.js";
 import { captureLogger, type LogLine } from "./logs.js";
@@ -29,6 +30,8 @@ export async function startHarness(
     env?: Record<string, string>;
     gemini?: FakeGeminiOptions;
     wrapModel?: (model: ModelClient) => ModelClient;
+    /** Logs somewhere else than `logs`, which then stays empty. */
+    logger?: Logger;
   } = {},
 ): Promise<Harness> {
   const fake = await startFakeGemini(options.gemini);
@@ -50,7 +53,9 @@ export async function startHarness(
     },
     { requireTelegram: false },
   );
-  const { logger, lines } = captureLogger(["test-key"]);
+  const { logger, lines } = options.logger
+    ? { logger: options.logger, lines: [] }
+    : captureLogger(["test-key"]);
   const fastRetry = {
     retry: { baseMs: 1, maxMs: 5, maxTotalMs: 2_000 },
     timeoutMs: 5_000,

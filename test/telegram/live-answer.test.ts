@@ -10,6 +10,7 @@ import {
 import { renderMarkdown } from "../../src/telegram/render.js";
 import {
   type FakeTelegram,
+  MESSAGE_NOT_MODIFIED,
   type RecordedCall,
   startFakeTelegram,
   validateTelegramHtml,
@@ -43,10 +44,11 @@ function richDelivery(richMessages = true): Delivery {
 function live(
   delivery: Delivery,
   chatId: number,
-  more: Pick<LiveAnswerDeps, "shownBefore" | "recordMessages" | "pacer"> = {},
+  more: Partial<
+    Pick<LiveAnswerDeps, "shownBefore" | "recordMessages" | "pacer" | "editIntervalMs" | "logger">
+  > = {},
 ): LiveAnswer {
   return startLiveAnswer({
-    ...more,
     api,
     delivery,
     logger: captureLogger().logger,
@@ -56,6 +58,7 @@ function live(
     draftId: 77,
     draftIntervalMs: 0,
     editIntervalMs: 0,
+    ...more,
   });
 }
 
@@ -274,6 +277,68 @@ describe("live answer edited in place (a group), rich messages on", () => {
       [false, true],
       [true, false],
     ]);
+  });
+});
+
+describe("live answer edited in place (a group): what reaches Telegram", () => {
+  const editTexts = (group: number) => callsTo(group, "editMessageText").map((c) => c.body.text);
+
+  it("edits come the edit interval apart, and only the newest text waiting goes out", async () => {
+    const group = nextGroup--;
+    const interval = 400;
+    const answer = live(richDelivery(false), group, { editIntervalMs: interval });
+    await shows(answer, group, "sendMessage", "one");
+    answer.progress.text("one two");
+    await shows(answer, group, "editMessageText", "one two three");
+    await shows(answer, group, "editMessageText", "one two three four");
+    await answer.close();
+    expect(editTexts(group)).toEqual(["one two three", "one two three four"]);
+    const at = callsTo(group).map((c) => c.at);
+    // The interval counts from when a request leaves; the fake notes it when it arrives.
+    for (const [i, time] of at.slice(1).entries()) {
+      expect(time - (at[i] ?? 0)).toBeGreaterThanOrEqual(interval - 100);
+    }
+  });
+
+  it("an unchanged text is not sent again, while written nor as the finished answer", async () => {
+    const group = nextGroup--;
+    const answer = live(richDelivery(false), group);
+    await shows(answer, group, "sendMessage", "**same** text");
+    answer.progress.text("**same** text");
+    await answer.finish("**same** text");
+    expect(callsTo(group, "editMessageText")).toEqual([]);
+    expect(sentTo(group).map((m) => m.text)).toEqual(["<b>same</b> text"]);
+  });
+
+  it('"message is not modified" while written is no failure: nothing logged, the next edit goes out', async () => {
+    const group = nextGroup--;
+    const { logger, lines } = captureLogger();
+    const answer = live(richDelivery(false), group, { logger });
+    await shows(answer, group, "sendMessage", "one");
+    telegram.failNext("editMessageText", MESSAGE_NOT_MODIFIED);
+    await shows(answer, group, "editMessageText", "one two");
+    await shows(answer, group, "editMessageText", "one two three");
+    await answer.finish("one two three");
+    expect(callsTo(group, "editMessageText").map((c) => [c.body.text, c.response?.ok])).toEqual([
+      ["one two", false],
+      ["one two three", true],
+    ]);
+    expect(lines.filter((l) => l.level >= 40)).toEqual([]);
+    expect(sentTo(group).map((m) => m.text)).toEqual(["one two three"]);
+  });
+
+  it('"message is not modified" for the last edit: the answer is done, the edit not retried', async () => {
+    const group = nextGroup--;
+    const { logger, lines } = captureLogger();
+    const answer = live(richDelivery(), group, { logger });
+    await shows(answer, group, "sendMessage", "the answer");
+    telegram.failNext("editMessageText", MESSAGE_NOT_MODIFIED);
+    await answer.finish("the answer");
+    expect(callsTo(group, "editMessageText").map((c) => c.response?.ok)).toEqual([false]);
+    // Not taken for a refused rich message either.
+    expect(lines.filter((l) => l.level >= 40)).toEqual([]);
+    expect(callsTo(group, "sendRichMessage")).toEqual([]);
+    expect(sentTo(group)).toHaveLength(1);
   });
 });
 

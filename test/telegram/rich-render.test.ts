@@ -237,6 +237,32 @@ function shown(blocks: readonly RichBlock[]): string {
     .join("\n");
 }
 
+/**
+ * Levels of nesting in what the fake parsed, counted the stricter way the renderer does: a list
+ * item is a level of its own, and so is each formatting nested in text.
+ */
+function levels(blocks: readonly RichBlock[]): number {
+  const inText = (rich: RichText | undefined): number => {
+    if (rich === undefined || typeof rich === "string") return 0;
+    if (Array.isArray(rich)) return Math.max(0, ...rich.map(inText));
+    return 1 + ("text" in rich ? inText(rich.text) : 0);
+  };
+  const block = (b: RichBlock): number => {
+    switch (b.type) {
+      case "list":
+        return 2 + Math.max(0, ...b.items.map((item) => levels(item.blocks)));
+      case "blockquote":
+        return 1 + levels(b.blocks);
+      case "paragraph":
+      case "heading":
+        return 1 + inText(b.text);
+      default:
+        return 1;
+    }
+  };
+  return Math.max(0, ...blocks.map(block));
+}
+
 describe("renderRichMessages: limits of one rich message, at their edges", () => {
   it("sends 32,768 characters as one message and 32,769 as two, cut at a word", () => {
     const exact = `${"word ".repeat(6553)}abc`;
@@ -305,6 +331,28 @@ describe("renderRichMessages: limits of one rich message, at their edges", () =>
     for (const markdown of [deepList, deepQuote, `${deepQuote}\n\n${deepList}`]) {
       const messages = parsed(markdown);
       expect(words(messages.map((m) => m.text).join(" "))).toEqual(words(markdown));
+    }
+  });
+
+  it("keeps 16 levels of nesting as written, and flattens only the level past them", () => {
+    const quoted = (n: number) => `${"> ".repeat(n)}deep *words*`;
+    const listed = (n: number) =>
+      Array.from({ length: n }, (_, i) => `${"  ".repeat(i)}- item **${i}**`).join("\n");
+    // 14 quotes, the paragraph and its italics; 7 lists of an item each, the paragraph, bold.
+    for (const atLimit of [quoted(14), listed(7)]) {
+      const blocks = only(atLimit);
+      expect(levels(blocks)).toBe(16);
+      expect(renderRichMessages(atLimit)[0]?.html).toMatch(/<(i|b)>(words|6)<\/\1>/);
+    }
+    // One level more: the italics become text, then the innermost quote a paragraph.
+    expect(renderRichMessages(quoted(15))[0]?.html).toBe(
+      `${"<blockquote>".repeat(15)}<p>deep words</p>${"</blockquote>".repeat(15)}`,
+    );
+    expect(renderRichMessages(quoted(16))).toEqual(renderRichMessages(quoted(15)));
+    for (const past of [quoted(15), quoted(16), listed(8)]) {
+      const blocks = only(past);
+      expect(levels(blocks)).toBe(16);
+      expect(words(shown(blocks))).toEqual(words(past));
     }
   });
 

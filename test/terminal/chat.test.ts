@@ -1,7 +1,9 @@
 import { PassThrough } from "node:stream";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { App } from "../../src/app.js";
+import { createLogger } from "../../src/logger.js";
 import { runTerminalChat } from "../../src/terminal/chat.js";
+import { readableLogLines, TERMINAL_LOG_LEVEL } from "../../src/terminal/log-lines.js";
 import { call, status, streamed, text } from "../fakes/gemini.js";
 import { type Harness, SUMMARY_MODEL, startHarness } from "../helpers/harness.js";
 
@@ -13,6 +15,8 @@ type Terminal = {
   lines(): string[];
   /** Everything printed, the line being written included, without escape sequences. */
   shown(): string;
+  /** Everything printed, escape sequences included. */
+  raw(): string;
   type(...lines: string[]): void;
   /** Ctrl-D: the end of the input. */
   end(): void;
@@ -22,6 +26,8 @@ type Terminal = {
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: the terminal's escape sequences.
 const ESCAPES = /\x1b\[[0-9;]*[A-Za-z]|\r/g;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: colours and dim text.
+const STYLES = /\x1b\[[0-9;]*m/g;
 
 function openTerminal(app: App, terminal = false): Terminal {
   const input = new PassThrough();
@@ -35,6 +41,7 @@ function openTerminal(app: App, terminal = false): Terminal {
     done: runTerminalChat({ app, input, output, terminal }),
     lines,
     shown: () => printed.replace(ESCAPES, ""),
+    raw: () => printed,
     type: (...typed) => {
       for (const line of typed) input.write(`${line}\n`);
     },
@@ -255,5 +262,76 @@ describe("terminal chat", () => {
     });
     terminal.type("\x03");
     await terminal.done;
+  });
+
+  it("says Koroku is thinking while the model has not written, and clears that when it writes", async () => {
+    h = await startHarness();
+    const terminal = openTerminal(h.app, true);
+    let whileThinking = "";
+    h.fake.script(() => {
+      whileThinking = terminal.shown();
+      return text("Here it is");
+    });
+    terminal.type("hello");
+    await vi.waitFor(() => expect(terminal.shown()).toContain("Koroku: Here it is"), {
+      timeout: 30_000,
+    });
+    expect(whileThinking.endsWith("Koroku is thinking…")).toBe(true);
+    // Erased (back to the line's start, cleared to the end) before the answer is printed there.
+    expect(terminal.raw().replace(STYLES, "")).toContain(
+      "Koroku is thinking…\r\x1b[JKoroku: Here it is",
+    );
+    terminal.end();
+    await terminal.done;
+  });
+
+  it("a second Ctrl-C while the stopped answer is still being written quits", async () => {
+    h = await startHarness();
+    h.fake.script(streamed(text("word ".repeat(200)), { chunkChars: 5, chunkDelayMs: 20 }));
+    const terminal = openTerminal(h.app, true);
+    let quit = false;
+    void terminal.done.then(() => {
+      quit = true;
+    });
+    terminal.type("write a lot");
+    await vi.waitFor(() => expect(terminal.shown()).toContain("Koroku: word word"), {
+      timeout: 30_000,
+    });
+    terminal.type("\x03\x03");
+    await vi.waitFor(() => expect(quit).toBe(true), { timeout: 30_000 });
+    expect(terminal.lines()).toContain("(stopped)");
+    const stored = (await h.app.store.loadContext("local")).events.map((e) => e.event);
+    expect(stored[1]).toMatchObject({ role: "model", stopped: true });
+    expect(h.fake.requests).toHaveLength(1);
+  });
+
+  it("a failed turn is one readable line; its details, readable too, only at LOG_LEVEL=debug", async () => {
+    const logged: string[] = [];
+    const logger = createLogger({
+      level: TERMINAL_LOG_LEVEL,
+      secrets: [],
+      destination: readableLogLines((line) => logged.push(line)),
+    });
+    h = await startHarness({ logger });
+    // Every attempt fails, so the turn fails after its retries.
+    h.fake.setDefault(status(503, "The model is overloaded."));
+    const terminal = openTerminal(h.app);
+    terminal.type("first");
+    await vi.waitFor(() => expect(terminal.lines()).toHaveLength(2), { timeout: 30_000 });
+    const [failure] = terminal.lines().slice(1);
+    expect(failure).toMatch(/^✗ \S/);
+    expect(logged).toEqual([]);
+    expect(h.fake.requests.length).toBeGreaterThan(1);
+
+    logger.level = "debug";
+    terminal.type("second");
+    await vi.waitFor(() => expect(terminal.lines()).toEqual([BANNER, failure, failure]), {
+      timeout: 30_000,
+    });
+    terminal.end();
+    await terminal.done;
+    expect(logged.every((line) => /^(debug|info|warn|error): [^{]*\n$/.test(line))).toBe(true);
+    expect(logged.some((line) => line.startsWith("warn: Gemini call failed; retrying"))).toBe(true);
+    expect(logged.at(-1)).toMatch(/^debug: terminal chat line failed: \S/);
   });
 });

@@ -1,0 +1,25 @@
+import { type DestinationStream, pino } from "pino";
+
+/**
+ * Unless LOG_LEVEL says otherwise, the terminal chat logs errors only: a failed turn already
+ * says so in its `✗` line, and a retry that worked leaves nothing to do.
+ */
+export const TERMINAL_LOG_LEVEL = "error";
+
+type LogRecord = { level: number; msg?: string; err?: { message?: string } };
+
+/**
+ * Logs that share the screen with the conversation: each record one line a person reads
+ * ("warn: Gemini call failed; retrying: …"), not pino's JSON with a stack.
+ */
+export function readableLogLines(write: (line: string) => void): DestinationStream {
+  return {
+    write(json: string) {
+      const record = JSON.parse(json) as LogRecord;
+      const label = pino.levels.labels[record.level] ?? "log";
+      const reason = record.err?.message;
+      const line = `${label}: ${record.msg ?? ""}${reason ? `: ${reason}` : ""}`;
+      write(`${line.replace(/\s*\n\s*/g, " ")}\n`);
+    },
+  };
+}
