@@ -50,7 +50,7 @@ type WorkerData = {
 // sent twice, while waiting for the flush held records back behind each other under load.
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require("node:worker_threads");
-const CONNECTIONS = 8;
+const CONNECTIONS = 4;
 
 function openStore(target) {
   if (target.kind === "sqlite") {
@@ -77,7 +77,6 @@ function openStore(target) {
     max: CONNECTIONS,
     idleTimeoutMillis: 0,
     connectionTimeoutMillis: 5000,
-    options: "-c synchronous_commit=off",
   });
   pool.on("error", () => {});
   pool.on("connect", (client) => client.on("error", () => {}));
