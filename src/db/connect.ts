@@ -3,13 +3,18 @@ import { createRequire } from "node:module";
 import { dirname } from "node:path";
 import SQLite from "better-sqlite3";
 import {
+  CompiledQuery,
+  type DatabaseConnection,
   type DialectAdapter,
+  type Driver,
   Kysely,
   type KyselyConfig,
   PostgresDialect,
   SqliteAdapter,
   type SqliteDatabase,
   SqliteDialect,
+  type SqliteDialectConfig,
+  SqliteDriver,
   sql,
 } from "kysely";
 import { LRUCache } from "lru-cache";
@@ -75,8 +80,30 @@ class TransactionalDdlSqliteAdapter extends SqliteAdapter {
   }
 }
 
-/** Kysely's SQLite dialect, with migrations in one transaction. */
+/**
+ * Every transaction of ours writes. Begun deferred (Kysely's `begin`), one that reads first fails
+ * at once with SQLITE_BUSY_SNAPSHOT when another connection to the file commits in between (the
+ * courier's thread, the terminal chat); begun immediate, it waits for the write lock instead.
+ */
+class ImmediateSqliteDriver extends SqliteDriver {
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw("begin immediate"));
+  }
+}
+
+/** Kysely's SQLite dialect, with migrations in one transaction and transactions begun immediate. */
 class TransactionalDdlSqliteDialect extends SqliteDialect {
+  readonly #config: SqliteDialectConfig;
+
+  constructor(config: SqliteDialectConfig) {
+    super(config);
+    this.#config = config;
+  }
+
+  override createDriver(): Driver {
+    return new ImmediateSqliteDriver(this.#config);
+  }
+
   override createAdapter(): DialectAdapter {
     return new TransactionalDdlSqliteAdapter();
   }

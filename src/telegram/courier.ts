@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from "node:async_hooks";
 import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
 import { HttpError, type Transformer } from "grammy";
@@ -12,8 +11,17 @@ import type { Logger } from "../logger.js";
  */
 const CARRIED_METHODS: ReadonlySet<string> = new Set(["sendMessage", "sendRichMessage"]);
 
-/** grammY's own default: how long a Bot API call may take. */
+/** How long a Bot API call may take: grammY's default, which createBot keeps. */
 const TIMEOUT_SECONDS = 500;
+
+/**
+ * The payload field by which `carry` hands its statement to the transformer, through the
+ * transformers between them (auto-retry's retries included); the transformer takes it out.
+ */
+const TICKET_FIELD = "koroku_courier_ticket";
+
+/** grammY's JSON: null values left out. */
+const withoutNulls = (_key: string, value: unknown) => value ?? undefined;
 
 export type CourierStatement = Pick<CompiledQuery, "sql" | "parameters">;
 
@@ -44,10 +52,8 @@ type WorkerData = {
 // sources under the test runner. Its event loop does nothing but these calls, so Telegram's reply
 // is read, and the record committed, within a millisecond or so however busy the service's own
 // loop is. The statement comes compiled by Kysely on the service's side: this thread knows no SQL.
-// PostgreSQL connections are opened at once, so that no reply waits for one, and commit without
-// waiting for the WAL's flush: PostgreSQL finishes a commit it has begun whether or not this
-// process lives, so only a crash of PostgreSQL itself could lose a record, which costs a message
-// sent twice, while waiting for the flush held records back behind each other under load.
+// PostgreSQL connections are opened at once, so that no reply waits for one; PostgreSQL finishes
+// a statement it has received whether or not this process lives on.
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require("node:worker_threads");
 const CONNECTIONS = 4;
@@ -168,11 +174,15 @@ export type Courier = {
    */
   transformer: Transformer;
   /**
-   * Runs `call`, a call of the Bot API with its retries. When it is a message of an answer and
-   * Telegram accepts it, `statement` runs on the courier's own connection the moment the reply is
-   * read; `rows` says what it changed (undefined: it did not run, and the caller records).
+   * Runs `call`, a call of the Bot API (with its retries) that spreads `extra` into its options.
+   * When it is a message of an answer and Telegram accepts it, `statement` runs on the courier's
+   * own connection the moment the reply is read; `rows` says what it changed (undefined: it did
+   * not run, and the caller records).
    */
-  carry<T>(statement: CourierStatement | undefined, call: () => Promise<T>): Promise<Carried<T>>;
+  carry<T>(
+    statement: CourierStatement | undefined,
+    call: (extra: Record<string, number>) => Promise<T>,
+  ): Promise<Carried<T>>;
   /** Lets calls under way finish, then closes the thread and its connection. */
   stop(): Promise<void>;
 };
@@ -205,11 +215,12 @@ export function startCourier(deps: {
   });
   // A courier never keeps the process alive by itself: the service stops it once drained.
   worker.unref();
-  const carrying = new AsyncLocalStorage<Carrying>();
+  const tickets = new Map<number, Carrying>();
   const pending = new Map<number, { resolve(reply: Reply): void; reject(error: Error): void }>();
   let nextId = 1;
   let gone: Error | undefined;
   let exited = false;
+  let stopping = false;
   let stopped: Promise<void> | undefined;
 
   worker.on("message", (reply: Reply) => {
@@ -227,10 +238,10 @@ export function startCourier(deps: {
     pending.clear();
   };
   worker.on("error", fail);
-  worker.on("exit", () => {
+  worker.on("exit", (code) => {
     exited = true;
-    if (!gone) gone = new Error("the courier thread has stopped");
-    for (const { reject } of pending.values()) reject(gone);
+    if (!stopping) fail(new Error(`the courier thread exited with code ${code}`));
+    for (const { reject } of pending.values()) reject(gone ?? new Error("the courier stopped"));
     pending.clear();
   });
 
@@ -243,17 +254,22 @@ export function startCourier(deps: {
   }
 
   const transformer: Transformer = async (prev, method, payload, signal) => {
-    const carried = carrying.getStore();
+    const fields = payload as Record<string, unknown>;
+    const ticket = fields[TICKET_FIELD];
+    if (typeof ticket !== "number") return prev(method, payload, signal);
+    const { [TICKET_FIELD]: _, ...rest } = fields;
+    const call = rest as typeof payload;
+    const carried = tickets.get(ticket);
     // A call that can be aborted stays with grammY, which knows how to abort it.
     if (!carried || carried.rows !== undefined || gone || signal || !CARRIED_METHODS.has(method)) {
-      return prev(method, payload, signal);
+      return prev(method, call, signal);
     }
     let reply: Reply;
     try {
       reply = await post({
         method,
         url: `${deps.apiRoot}/bot${deps.token}/${method}`,
-        body: JSON.stringify(payload),
+        body: JSON.stringify(call, withoutNulls),
         timeoutMs: TIMEOUT_SECONDS * 1000,
         statement: { sql: carried.statement.sql, parameters: [...carried.statement.parameters] },
       });
@@ -275,15 +291,23 @@ export function startCourier(deps: {
     return reply.response as Awaited<ReturnType<typeof prev>>;
   };
 
+  let nextTicket = 1;
   return {
     transformer,
     async carry(statement, call) {
-      if (statement === undefined || gone) return { value: await call() };
+      if (statement === undefined || gone) return { value: await call({}) };
+      const ticket = nextTicket++;
       const carried: Carrying = { statement };
-      const value = await carrying.run(carried, call);
-      return { value, rows: carried.rows };
+      tickets.set(ticket, carried);
+      try {
+        const value = await call({ [TICKET_FIELD]: ticket });
+        return { value, rows: carried.rows };
+      } finally {
+        tickets.delete(ticket);
+      }
     },
     stop() {
+      stopping = true;
       stopped ??= exited
         ? Promise.resolve()
         : new Promise<void>((resolve) => {
@@ -298,6 +322,6 @@ export function startCourier(deps: {
 /** No thread: every message goes as grammY sends it and is recorded by the caller. */
 export const noCourier: Courier = {
   transformer: (prev, method, payload, signal) => prev(method, payload, signal),
-  carry: async (_statement, call) => ({ value: await call() }),
+  carry: async (_statement, call) => ({ value: await call({}) }),
   stop: async () => {},
 };

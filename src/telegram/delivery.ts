@@ -1,7 +1,7 @@
 import { type Api, GrammyError, InputFile } from "grammy";
 import type { Logger } from "../logger.js";
 import { LeaseLostError } from "../queue/inbox.js";
-import { type Courier, type CourierStatement, noCourier } from "./courier.js";
+import { type Carried, type Courier, type CourierStatement, noCourier } from "./courier.js";
 import {
   FileTooLargeError,
   type OutgoingFile,
@@ -92,17 +92,19 @@ export function createDelivery(deps: DeliveryDeps) {
     chatId: number,
     html: string,
     threadId?: number,
-  ): Promise<{ value: number; rows?: number }> {
-    const extra = inThread(threadId);
-    try {
-      return await courier.carry(statement, async () => {
-        const sent = await api.sendMessage(chatId, html, {
-          parse_mode: "HTML",
+  ): Promise<Carried<number>> {
+    const send = (text: string, options: { parse_mode?: "HTML" }) =>
+      courier.carry(statement, async (extra) => {
+        const sent = await api.sendMessage(chatId, text, {
+          ...options,
           link_preview_options: { is_disabled: true },
+          ...inThread(threadId),
           ...extra,
         });
         return sent.message_id;
       });
+    try {
+      return await send(html, { parse_mode: "HTML" });
     } catch (error) {
       if (!isCantParse(error)) throw error;
       // Our renderer should never produce HTML Telegram rejects; if it does, the words still arrive.
@@ -110,13 +112,7 @@ export function createDelivery(deps: DeliveryDeps) {
         { err: error },
         "Telegram rejected the HTML; sending the chunk as plain text",
       );
-      return courier.carry(statement, async () => {
-        const sent = await api.sendMessage(chatId, htmlToPlainText(html), {
-          link_preview_options: { is_disabled: true },
-          ...extra,
-        });
-        return sent.message_id;
-      });
+      return send(htmlToPlainText(html), {});
     }
   }
 
@@ -134,8 +130,13 @@ export function createDelivery(deps: DeliveryDeps) {
   }
 
   /** Sends one rich message, without a fallback (see richRefused); returns its id. */
-  async function sendRichChunk(chatId: number, html: string, threadId?: number): Promise<number> {
-    const sent = await api.sendRichMessage(chatId, { html }, inThread(threadId));
+  async function sendRichChunk(
+    chatId: number,
+    html: string,
+    threadId?: number,
+    extra: Record<string, number> = {},
+  ): Promise<number> {
+    const sent = await api.sendRichMessage(chatId, { html }, { ...inThread(threadId), ...extra });
     return sent.message_id;
   }
 
@@ -227,9 +228,10 @@ export function createDelivery(deps: DeliveryDeps) {
   }
 
   /**
-   * One rich message; refused, the same blocks as HTML (and that, refused, as plain text). Only
-   * the rich message carries `statement`: its HTML stand-in may take several messages, and is
-   * recorded once all are out. Returns what the courier's run of `statement` changed.
+   * One rich message; refused, the same blocks as HTML (and that, refused, as plain text). The
+   * rich message carries `statement`, or else the last of its HTML stand-in's messages: the rich
+   * message counts once however many HTML messages it took. Returns what the courier's run of
+   * `statement` changed.
    */
   async function sendRich(
     statement: CourierStatement | undefined,
@@ -239,8 +241,8 @@ export function createDelivery(deps: DeliveryDeps) {
   ): Promise<number | undefined> {
     if (!richUnavailable) {
       try {
-        const carried = await courier.carry(statement, () =>
-          sendRichChunk(chatId, chunk.html, threadId),
+        const carried = await courier.carry(statement, (extra) =>
+          sendRichChunk(chatId, chunk.html, threadId, extra),
         );
         return carried.rows;
       } catch (error) {
@@ -251,8 +253,13 @@ export function createDelivery(deps: DeliveryDeps) {
         );
       }
     }
-    await sendHtml(chatId, chunk.fallbackHtml, threadId);
-    return undefined;
+    const pieces = htmlChunks(chunk.fallbackHtml);
+    let rows: number | undefined;
+    for (const [i, piece] of pieces.entries()) {
+      const last = i === pieces.length - 1;
+      rows = (await carryChunk(last ? statement : undefined, chatId, piece, threadId)).rows;
+    }
+    return rows;
   }
 
   /**

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
+import { autoRetry } from "@grammyjs/auto-retry";
 import SQLite from "better-sqlite3";
 import { Api, GrammyError, HttpError } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -9,6 +10,7 @@ import { createInbox, type Inbox, type Lease, LeaseLostError } from "../../src/q
 import { type Courier, startCourier } from "../../src/telegram/courier.js";
 import { createDelivery, type DeliveryProgress } from "../../src/telegram/delivery.js";
 import { networkCause } from "../../src/telegram/network-failures.js";
+import { scrubOutgoing } from "../../src/telegram/scrub-outgoing.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../helpers/databases.js";
 import { captureLogger } from "../helpers/logs.js";
@@ -54,10 +56,21 @@ describe.each(DATABASE_KINDS)("courier on %s", (kind) => {
     await testDb?.dispose();
   });
 
-  const deliveryVia = (through: Courier = courier, apiRoot = telegram.apiRoot) => {
+  /**
+   * A Bot API with the courier innermost and, around it, what createBot puts there (but for
+   * auto-retry when `retry` is false: it retries a network failure without end).
+   */
+  const deliveryVia = ({
+    through = courier,
+    apiRoot = telegram.apiRoot,
+    rich = false,
+    retry = true,
+  } = {}) => {
     const api = new Api(telegram.token, { apiRoot });
     api.config.use(through.transformer);
-    return createDelivery({ api, logger, courier: through });
+    api.config.use(scrubOutgoing(["secret-token"]));
+    if (retry) api.config.use(autoRetry({ maxDelaySeconds: 30, maxRetryAttempts: 3 }));
+    return createDelivery({ api, logger, courier: through, richMessages: rich });
   };
 
   async function claimedLease(): Promise<{ updateId: number; lease: Lease }> {
@@ -95,6 +108,34 @@ describe.each(DATABASE_KINDS)("courier on %s", (kind) => {
     await inbox.finish(await lastClaim(updateId));
   });
 
+  it("records a message Telegram accepts on a retry, after a 429", async () => {
+    const { updateId, lease } = await claimedLease();
+    const rows: (number | undefined)[] = [];
+    telegram.failNext("sendMessage", { error_code: 429, retry_after: 1 });
+    await deliveryVia().sendHtml(CHAT, "after a wait", undefined, progressOf(lease, rows));
+    expect(telegram.sent.at(-1)?.text).toBe("after a wait");
+    expect(rows).toEqual([1]);
+    expect(await deliveredOf(updateId)).toBe(1);
+    await inbox.finish(await lastClaim(updateId));
+  });
+
+  it("records a refused rich message once its HTML stand-in is out, as one message", async () => {
+    const { updateId, lease } = await claimedLease();
+    const rows: (number | undefined)[] = [];
+    telegram.failNext("sendRichMessage", { error_code: 400, description: "Bad Request: no" });
+    const before = telegram.sent.length;
+    await deliveryVia({ rich: true }).sendMarkdown(
+      CHAT,
+      `# Title\n\n${"word ".repeat(1000)}`,
+      undefined,
+      progressOf(lease, rows),
+    );
+    expect(telegram.sent.length - before).toBeGreaterThan(1);
+    expect(rows).toEqual([1]);
+    expect(await deliveredOf(updateId)).toBe(1);
+    await inbox.finish(await lastClaim(updateId));
+  });
+
   it("records nothing for a message Telegram refuses, which fails as grammY fails it", async () => {
     const { updateId, lease } = await claimedLease();
     telegram.failNext("sendMessage", {
@@ -128,7 +169,7 @@ describe.each(DATABASE_KINDS)("courier on %s", (kind) => {
       database: testDb.target,
       logger,
     });
-    const error = await deliveryVia(nowhere, apiRoot)
+    const error = await deliveryVia({ through: nowhere, apiRoot, retry: false })
       .sendHtml(CHAT, "nobody there", undefined, progressOf(lease))
       .catch((e: unknown) => e)
       .finally(() => nowhere.stop());
