@@ -1,3 +1,4 @@
+import SQLite from "better-sqlite3";
 import { type Migration, Migrator, sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
@@ -45,5 +46,38 @@ describe.each(DATABASE_KINDS)("a database opened on %s", (kind) => {
     expect(results?.map((r) => r.status)).toEqual(["Success", "Error"]);
     expect(await exists("created_first")).toBe(false);
     expect(await exists("half_done")).toBe(false);
+  });
+});
+
+describe("a SQLite file shared with another connection", () => {
+  it("takes the write lock when a transaction begins: a read first cannot make its write fail", async () => {
+    const testDb = await createTestDatabase("sqlite");
+    const handle = openDatabase(testDb.target);
+    if (testDb.target.kind !== "sqlite") throw new Error("expected a SQLite file");
+    const other = new SQLite(testDb.target.path);
+    other.pragma("busy_timeout = 0");
+    try {
+      await sql`create table counter (n integer)`.execute(handle.db);
+      await sql`insert into counter values (0)`.execute(handle.db);
+      let otherWrite = "";
+      await handle.db.transaction().execute(async (trx) => {
+        await sql`select n from counter`.execute(trx);
+        // Begun deferred, this commit would go through, and the write below would then fail
+        // (SQLITE_BUSY_SNAPSHOT): the transaction read a state that is no longer the newest.
+        try {
+          other.prepare("update counter set n = 10").run();
+          otherWrite = "committed";
+        } catch (error) {
+          otherWrite = (error as { code?: string }).code ?? String(error);
+        }
+        await sql`update counter set n = n + 1`.execute(trx);
+      });
+      expect(otherWrite).toBe("SQLITE_BUSY");
+      expect(other.prepare("select n from counter").pluck().get()).toBe(1);
+    } finally {
+      other.close();
+      await handle.close();
+      await testDb.dispose();
+    }
   });
 });
