@@ -59,9 +59,14 @@ describe("GET /metrics (the real service, webhook mode)", () => {
     );
     await w.say("what time is it?");
     await eventually(() => w.telegram.sent.find((m) => m.plain_text === "It is late."));
+    // The first visible text is counted once the answer's message is back from Telegram, which
+    // the fake has before the service does.
     const body = await eventually(async () => {
       const b = await scrape();
-      return sample(b, 'koroku_turns_total{outcome="answered"}') === 1 ? b : undefined;
+      const done =
+        sample(b, 'koroku_turns_total{outcome="answered"}') === 1 &&
+        sample(b, "koroku_first_visible_text_seconds_count") === 1;
+      return done ? b : undefined;
     });
     expect(sample(body, 'koroku_turn_duration_seconds_count{outcome="answered"}')).toBe(1);
     expect(

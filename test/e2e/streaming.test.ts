@@ -38,6 +38,17 @@ async function stopAndGoOn(w: ServiceWorld) {
   };
 }
 
+/**
+ * The chat's messages once a next message is answered: the conversation runs in order, so
+ * anything more the earlier turn would send comes before that answer.
+ */
+async function answeredNext(w: ServiceWorld): Promise<string[]> {
+  w.gemini.script(text("noted"));
+  await w.say("thanks");
+  await eventually(() => sentTo(w, ALLOWED_USER).some((m) => m.plain_text === "noted"));
+  return sentTo(w, ALLOWED_USER).map((m) => m.plain_text);
+}
+
 describe("answers shown while Gemini writes them", () => {
   let w: ServiceWorld;
   afterEach(async () => {
@@ -76,8 +87,7 @@ describe("answers shown while Gemini writes them", () => {
     const sentAt = callsOf(w, "sendMessage").at(-1)?.at ?? 0;
     expect(callsOf(w, "sendMessageDraft").every((c) => c.at <= sentAt)).toBe(true);
     expect(w.telegram.calls.filter((c) => c.response?.ok === false)).toEqual([]);
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(sentTo(w, ALLOWED_USER)).toHaveLength(1);
+    expect(await answeredNext(w)).toEqual([ANSWER, "noted"]);
   });
 
   it("a group: one message sent early and edited in place; the last edit is the whole answer", async () => {
@@ -198,9 +208,8 @@ describe("answers shown while Gemini writes them", () => {
     await w.service.exited;
     w.service = await w.start();
     await eventually(() => sentTo(w, ALLOWED_USER)[0]?.plain_text === ANSWER, 20_000);
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    expect(sentTo(w, ALLOWED_USER)).toHaveLength(1);
     expect(w.gemini.requests).toHaveLength(2);
+    expect(await answeredNext(w)).toEqual([ANSWER, "noted"]);
   });
 
   it("a group killed in the middle of a stream: after the restart the message it was editing becomes the answer", async () => {
