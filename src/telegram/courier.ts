@@ -64,6 +64,8 @@ function openStore(target) {
     const db = new SQLite(target.path);
     db.pragma("busy_timeout = 5000");
     db.pragma("synchronous = NORMAL");
+    // Checkpoints are the checkpoint thread's: one inside a record would hold the next replies.
+    db.pragma("wal_autocheckpoint = 0");
     const prepared = new Map();
     return {
       async run(sql, parameters) {
@@ -241,13 +243,23 @@ export function startCourier(deps: {
   worker.on("exit", (code) => {
     exited = true;
     if (!stopping) fail(new Error(`the courier thread exited with code ${code}`));
-    for (const { reject } of pending.values()) reject(gone ?? new Error("the courier stopped"));
+    // Stopped as asked: later sends go through grammY, as after a failure, without its log.
+    gone ??= new Error("the courier has stopped");
+    for (const { reject } of pending.values()) reject(gone);
     pending.clear();
   });
+
+  /** Whether calls go to the thread: it runs, and is not being stopped. */
+  const open = () => !gone && !stopping;
 
   function post(job: Omit<Job, "id">): Promise<Reply> {
     const id = nextId++;
     return new Promise((resolve, reject) => {
+      // A message to a thread that has ended is dropped without a word: it would never settle.
+      if (exited) {
+        reject(gone ?? new Error("the courier has stopped"));
+        return;
+      }
       pending.set(id, { resolve, reject });
       worker.postMessage({ ...job, id } satisfies Job);
     });
@@ -261,7 +273,13 @@ export function startCourier(deps: {
     const call = rest as typeof payload;
     const carried = tickets.get(ticket);
     // A call that can be aborted stays with grammY, which knows how to abort it.
-    if (!carried || carried.rows !== undefined || gone || signal || !CARRIED_METHODS.has(method)) {
+    if (
+      !carried ||
+      carried.rows !== undefined ||
+      !open() ||
+      signal ||
+      !CARRIED_METHODS.has(method)
+    ) {
       return prev(method, call, signal);
     }
     let reply: Reply;
@@ -295,7 +313,7 @@ export function startCourier(deps: {
   return {
     transformer,
     async carry(statement, call) {
-      if (statement === undefined || gone) return { value: await call({}) };
+      if (statement === undefined || !open()) return { value: await call({}) };
       const ticket = nextTicket++;
       const carried: Carrying = { statement };
       tickets.set(ticket, carried);

@@ -111,7 +111,7 @@ describe.each(DATABASE_KINDS)("courier on %s", (kind) => {
   it("records a message Telegram accepts on a retry, after a 429", async () => {
     const { updateId, lease } = await claimedLease();
     const rows: (number | undefined)[] = [];
-    telegram.failNext("sendMessage", { error_code: 429, retry_after: 1 });
+    telegram.failNext("sendMessage", { error_code: 429, retry_after: 0 });
     await deliveryVia().sendHtml(CHAT, "after a wait", undefined, progressOf(lease, rows));
     expect(telegram.sent.at(-1)?.text).toBe("after a wait");
     expect(rows).toEqual([1]);
@@ -119,19 +119,50 @@ describe.each(DATABASE_KINDS)("courier on %s", (kind) => {
     await inbox.finish(await lastClaim(updateId));
   });
 
-  it("records a refused rich message once its HTML stand-in is out, as one message", async () => {
+  it("records a refused rich message with the last message of its HTML stand-in", async () => {
     const { updateId, lease } = await claimedLease();
     const rows: (number | undefined)[] = [];
     telegram.failNext("sendRichMessage", { error_code: 400, description: "Bad Request: no" });
+    const first = telegram.holdNext("sendMessage");
+    const last = telegram.holdNext("sendMessage");
     const before = telegram.sent.length;
-    await deliveryVia({ rich: true }).sendMarkdown(
+    const sending = deliveryVia({ rich: true }).sendMarkdown(
       CHAT,
       `# Title\n\n${"word ".repeat(1000)}`,
       undefined,
       progressOf(lease, rows),
     );
-    expect(telegram.sent.length - before).toBeGreaterThan(1);
+    await first.arrived;
+    first.release();
+    await last.arrived;
+    // The first of the two messages carried no record: the rich message is not out yet.
+    expect(await deliveredOf(updateId)).toBe(0);
+    last.release();
+    await sending;
+    expect(telegram.sent.length - before).toBe(2);
     expect(rows).toEqual([1]);
+    expect(await deliveredOf(updateId)).toBe(1);
+    await inbox.finish(await lastClaim(updateId));
+  });
+
+  it("sends as grammY does once stopped, leaving the record to the caller", async () => {
+    const { updateId, lease } = await claimedLease();
+    const stopped = startCourier({
+      token: telegram.token,
+      apiRoot: telegram.apiRoot,
+      database: testDb.target,
+      logger,
+    });
+    await stopped.stop();
+    const rows: (number | undefined)[] = [];
+    await deliveryVia({ through: stopped }).sendHtml(
+      CHAT,
+      "after the stop",
+      undefined,
+      progressOf(lease, rows),
+    );
+    expect(telegram.sent.at(-1)?.text).toBe("after the stop");
+    expect(rows).toEqual([undefined]);
     expect(await deliveredOf(updateId)).toBe(1);
     await inbox.finish(await lastClaim(updateId));
   });
