@@ -52,11 +52,13 @@ type WorkerData = {
 // sources under the test runner. Its event loop does nothing but these calls, so Telegram's reply
 // is read, and the record committed, within a millisecond or so however busy the service's own
 // loop is. The statement comes compiled by Kysely on the service's side: this thread knows no SQL.
-// PostgreSQL connections are opened at once, so that no reply waits for one; PostgreSQL finishes
-// a statement it has received whether or not this process lives on.
+// PostgreSQL finishes a statement it has received whether or not this process lives on, so a
+// record must not wait here for a connection: 4 are opened at once and kept, and a burst of
+// replies may open up to 16 (with 4, records queued behind commits waiting on the disk).
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require("node:worker_threads");
-const CONNECTIONS = 4;
+const CONNECTIONS = 16;
+const KEPT_OPEN = 4;
 
 function openStore(target) {
   if (target.kind === "sqlite") {
@@ -83,12 +85,13 @@ function openStore(target) {
   const pool = new pg.Pool({
     connectionString: target.connectionString,
     max: CONNECTIONS,
-    idleTimeoutMillis: 0,
+    min: KEPT_OPEN,
+    idleTimeoutMillis: 60000,
     connectionTimeoutMillis: 5000,
   });
   pool.on("error", () => {});
   pool.on("connect", (client) => client.on("error", () => {}));
-  for (let i = 0; i < CONNECTIONS; i++) pool.connect().then((client) => client.release(), () => {});
+  for (let i = 0; i < KEPT_OPEN; i++) pool.connect().then((client) => client.release(), () => {});
   return {
     async run(sql, parameters) {
       return (await pool.query(sql, parameters)).rowCount;
