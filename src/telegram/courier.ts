@@ -54,7 +54,7 @@ type WorkerData = {
 // loop is. The statement comes compiled by Kysely on the service's side: this thread knows no SQL.
 // PostgreSQL finishes a statement it has received whether or not this process lives on, so a
 // record must not wait here for a connection: 4 are opened at once and kept, and a burst of
-// replies may open up to 16 (with 4, records queued behind commits waiting on the disk).
+// replies may open up to 16 (with 4, a benchmark lost records that had waited that long).
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require("node:worker_threads");
 const CONNECTIONS = 16;
