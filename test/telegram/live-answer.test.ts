@@ -425,7 +425,9 @@ describe("live updates of answers written at once", () => {
     await shows(answers[1] as LiveAnswer, other, "sendMessageDraft", "first");
     await shows(answers[0] as LiveAnswer, chat, "sendMessageDraft", "one two");
     const [a, b] = callsTo(chat, "sendMessageDraft");
-    expect((b?.at ?? 0) - (a?.at ?? 0)).toBeGreaterThanOrEqual(495);
+    // Times the fake saw them at: on a busy host the first can arrive late (CI saw 493 ms), so
+    // the slack tells 500 ms apart from no spacing, not from 495.
+    expect((b?.at ?? 0) - (a?.at ?? 0)).toBeGreaterThanOrEqual(400);
     for (const answer of answers) await answer.close();
     expect(pacer.spacingMs()).toBe(0);
   });
