@@ -48,19 +48,16 @@ export async function deliverAnswer(args: {
   chatId: number;
   threadId: number | undefined;
   result: Pick<TurnResult, "text" | "files" | "resumed" | "stopped">;
-  lease?:
-    | (Pick<Lease, "delivered" | "recordDelivered"> & Partial<Pick<Lease, "deliveredStatement">>)
-    | undefined;
+  lease?: Pick<Lease, "delivered" | "recordDelivered" | "deliveredStatement"> | undefined;
 }): Promise<void> {
   const { live, lease, result } = args;
   const files = await outgoingFiles(result.files, args.read);
   const done = result.resumed && lease ? lease.delivered : 0;
-  const statementOf = lease?.deliveredStatement;
   const from = (offset: number) =>
     lease && {
       alreadySent: Math.max(0, done - offset),
       sent: (count: number, rows?: number) => lease.recordDelivered(offset + count, rows),
-      statement: statementOf && ((count: number) => statementOf(offset + count)),
+      statement: (count: number) => lease.deliveredStatement(offset + count),
     };
   if (files.length > 0) {
     await live.close();

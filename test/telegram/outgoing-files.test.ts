@@ -1,6 +1,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { Part } from "@google/genai";
+import { CompiledQuery } from "kysely";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { sha256Hex } from "../../src/session/attachments.js";
 import type { MediaPart } from "../../src/session/events.js";
@@ -148,7 +149,12 @@ describe.each(DATABASE_KINDS)("files Koroku sends (Gemini's answers, send_file) 
       threadId: undefined,
       result: { text: "two files", files, resumed: true },
       // The photo went out before the crash.
-      lease: { delivered: 1, recordDelivered: async (count) => void recorded.push(count) },
+      lease: {
+        delivered: 1,
+        recordDelivered: async (count) => void recorded.push(count),
+        // No courier here: nothing runs it.
+        deliveredStatement: (count) => CompiledQuery.raw("select ?", [count]),
+      },
     });
     expect(telegram.sentFiles.slice(before.files).map((f) => f.file_name)).toEqual(["b.pdf"]);
     expect(telegram.sent.slice(before.sent).map((m) => m.plain_text)).toEqual(["two files"]);
