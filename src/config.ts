@@ -206,6 +206,9 @@ const envSchema = (requireTelegram: boolean) =>
       .pipe(z.enum(LOG_LEVELS, { error: `LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}` })),
   });
 
+/** Every environment variable Koroku reads; docs/configuration.md must describe each one. */
+export const configVariableNames = (): string[] => Object.keys(envSchema(false).shape);
+
 /** The environment's variables, checked and turned into the settings the code reads. */
 const configSchema = (requireTelegram: boolean) =>
   envSchema(requireTelegram).transform((e) => ({
