@@ -2,8 +2,11 @@ import type { ApiClientOptions } from "grammy";
 
 type GrammyFetch = NonNullable<ApiClientOptions["fetch"]>;
 
+/** What grammY's signals have of an AbortSignal. */
+type SignalLike = Pick<AbortSignal, "aborted" | "reason" | "addEventListener">;
+
 /** The signal as one of Node's own: a new one that aborts with it, unless it already is. */
-function nativeSignal(signal: AbortSignal): AbortSignal {
+function nativeSignal(signal: SignalLike): AbortSignal {
   if (signal instanceof AbortSignal) return signal;
   const controller = new AbortController();
   if (signal.aborted) controller.abort(signal.reason);

@@ -22,7 +22,9 @@ describe("grammY on Node's fetch", () => {
     const api = new Api(fake.token, { apiRoot: fake.apiRoot, fetch: grammyFetch });
     const held = fake.holdNext("sendMessage");
     const controller = new AbortController();
-    const sending = api.sendMessage(1, "lost", {}, controller.signal).catch((e: unknown) => e);
+    // grammY types its signal after the abort-controller package; Node's is one at run time.
+    const signal = controller.signal as unknown as Parameters<Api["sendMessage"]>[3];
+    const sending = api.sendMessage(1, "lost", {}, signal).catch((e: unknown) => e);
     await held.arrived;
     controller.abort();
     expect(await sending).toBeInstanceOf(Error);
