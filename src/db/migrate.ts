@@ -1,4 +1,5 @@
-import { type Kysely, type MigrationResultSet, Migrator, PostgresAdapter, sql } from "kysely";
+import { type Kysely, PostgresAdapter, sql } from "kysely";
+import { type MigrationResultSet, Migrator } from "kysely/migration";
 import { migrations } from "../../migrations/index.js";
 import type { Logger } from "../logger.js";
 import { backoffDelay, pause } from "../retry/backoff.js";

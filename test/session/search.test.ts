@@ -1,4 +1,5 @@
-import { Migrator, PostgresAdapter, sql } from "kysely";
+import { PostgresAdapter, sql } from "kysely";
+import { Migrator } from "kysely/migration";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { migrations } from "../../migrations/index.js";
 import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
