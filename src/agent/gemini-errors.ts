@@ -198,26 +198,14 @@ function errnoOf(error: Error): { code: string; message: string } | undefined {
   return found;
 }
 
-/** The address the request went to, without credentials a proxy URL may hold. */
-function shownUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    parsed.username = "";
-    parsed.password = "";
-    return parsed.href.replace(/\/$/, "");
-  } catch {
-    return "GEMINI_BASE_URL";
-  }
-}
-
 /** A failure of the network, naming what failed and where (refused, DNS, timeout). */
 function describeTransportError(error: Error, secret: string, where: FailedRequest): Failure {
-  const url = shownUrl(where.url);
+  const url = where.url.replace(/\/+$/, "");
   if (error.name === "AbortError" || error.name === "TimeoutError") {
-    const within = where.timeoutMs === undefined ? "" : ` within ${where.timeoutMs / 1000} s`;
+    const limit = where.timeoutMs === undefined ? "" : ` of ${where.timeoutMs / 1000} s`;
     return {
       retryable: true,
-      reason: shorten(`no answer from ${url}${within} (timed out)`, secret),
+      reason: shorten(`no answer from ${url} before the timeout${limit}`, secret),
       cause: "it did not answer in time",
       signatureProblem: false,
     };
