@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { createScrubber } from "../../src/logger.js";
+import { createLogger, createScrubber } from "../../src/logger.js";
+import { readableLogLines } from "../../src/terminal/log-lines.js";
 import { captureLogger } from "../helpers/logs.js";
 
 describe("logger", () => {
@@ -43,5 +44,20 @@ describe("logger", () => {
     // A token the process does not hold, in a percent-encoded Bot API URL.
     expect(scrub("/bot987654%3AZZyyXXwwVVuuTTssRRqqPPooNN/getMe")).toBe("/bot[REDACTED]/getMe");
     expect(scrub("nothing secret: 123456 and AAbb")).toBe("nothing secret: 123456 and AAbb");
+  });
+
+  it("prints a record's reason in its readable line, scrubbed", () => {
+    const printed: string[] = [];
+    const logger = createLogger({
+      level: "warn",
+      secrets: ["key-4711-secret"],
+      destination: readableLogLines((line) => printed.push(line)),
+    });
+    logger.warn({ attempt: 1, reason: "echoed key-4711-secret" }, "Gemini call failed; retrying");
+    logger.warn({ err: new Error("broke"), reason: "ignored" }, "with an error");
+    expect(printed).toEqual([
+      "warn: Gemini call failed; retrying: echoed [REDACTED]\n",
+      "warn: with an error: broke\n",
+    ]);
   });
 });
