@@ -3,15 +3,48 @@ import { type DestinationStream, type Logger, pino } from "pino";
 export type { Logger } from "pino";
 
 const REDACTED = "[REDACTED]";
-// Bot tokens travel inside Bot API URLs (/bot<token>/method); catch them even when we don't know the token.
-const BOT_TOKEN_IN_URL = /bot\d{3,}:[A-Za-z0-9_-]{20,}/g;
+// Bot tokens travel inside Bot API URLs (/bot<token>/method), percent-encoded too; catch them even
+// when we don't know the token.
+const BOT_TOKEN_IN_URL = /bot\d{3,}(?::|%3a)[a-z0-9_-]{20,}/gi;
+// Characters that show nothing: a secret with one of them inside still reads as the secret.
+const INVISIBLE = "[\\u00ad\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\ufeff]*";
 
+const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+
+/** The ways a secret is written out: as it is, percent-encoded (a URL), HTML-escaped (a message). */
+function writtenForms(secret: string): string[] {
+  const html = secret.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
+  return [...new Set([secret, encodeURIComponent(secret), html])];
+}
+
+/**
+ * A pattern for one written form that also matches it split by invisible characters. A percent
+ * escape is one unit, its hex digits in either case, as encoders differ.
+ */
+function splitPattern(form: string): string {
+  const units = form.match(/%[0-9A-F]{2}|[\s\S]/gu) ?? [];
+  return units
+    .map((unit) =>
+      unit.length === 3 && unit.startsWith("%")
+        ? `%${[...unit.slice(1)].map((d) => (/\d/.test(d) ? d : `[${d}${d.toLowerCase()}]`)).join("")}`
+        : escapeRegExp(unit),
+    )
+    .join(INVISIBLE);
+}
+
+/**
+ * One scrubber for everything that leaves the process or is kept: log lines, messages to users,
+ * errors stored in the database. Each secret is caught as it is, percent-encoded, HTML-escaped,
+ * and split by zero-width characters.
+ */
 export function createScrubber(secrets: readonly (string | undefined)[]): (text: string) => string {
   const known = secrets.filter((s): s is string => typeof s === "string" && s.length >= 4);
+  const forms = [...new Set(known.flatMap(writtenForms))].sort((a, b) => b.length - a.length);
+  const pattern =
+    forms.length === 0 ? undefined : new RegExp(forms.map(splitPattern).join("|"), "g");
   return (text) => {
-    let out = text.replace(BOT_TOKEN_IN_URL, `bot${REDACTED}`);
-    for (const secret of known) out = out.split(secret).join(REDACTED);
-    return out;
+    const out = text.replace(BOT_TOKEN_IN_URL, `bot${REDACTED}`);
+    return pattern === undefined ? out : out.replace(pattern, REDACTED);
   };
 }
 

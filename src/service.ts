@@ -7,7 +7,7 @@ import { configuredSecrets, type DatabaseTarget } from "./config.js";
 import { type DatabaseClock, readPostgresTime, startDatabaseClock } from "./db/clock.js";
 import { lockSqliteService, type ServiceLock, ServiceLockError } from "./db/service-lock.js";
 import { createHttpServer } from "./http/server.js";
-import type { Logger } from "./logger.js";
+import { createScrubber, type Logger } from "./logger.js";
 import { Dispatcher } from "./queue/dispatcher.js";
 import { ALBUM_SETTLE_MS, createInbox, type Lease } from "./queue/inbox.js";
 import { startInboxPruner } from "./queue/inbox-pruner.js";
@@ -226,6 +226,7 @@ export async function startService(
     leaseMs: config.inboxLeaseSeconds * 1000,
     now: clock?.now,
     onStopRequested: (updateId) => answers.stopUpdate(updateId),
+    scrub: createScrubber(configuredSecrets(config)),
   });
   // Replicas share a PostgreSQL database: a stop may reach one that is not writing the answer.
   const replicas = config.database.kind === "postgres" ? config.database : undefined;

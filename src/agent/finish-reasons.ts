@@ -14,6 +14,8 @@ export type Verdict =
   | { kind: "failed"; reason: string; message: string };
 
 export const CUT_NOTE = "(cut off: the answer reached the model's output limit)";
+export const STREAM_CUT_NOTE =
+  "(cut off: the connection to Gemini ended before the answer was finished; ask again for the rest)";
 export const MALFORMED_TWICE =
   "Gemini twice tried to use a tool in a way that could not be understood, so I stopped. Please ask again, perhaps in other words.";
 
@@ -56,6 +58,15 @@ export function judgeAnswer(result: GenerateResult): Verdict {
   const nameless = parts.find((p) => p.functionCall !== undefined && !p.functionCall.name);
   if (MALFORMED_REASONS.has(reason) || nameless) {
     return { kind: "malformed", detail: nameless ? "a function call without a name" : reason };
+  }
+  if (result.cut) {
+    if (visible(parts)) return { kind: "answer", cutNote: STREAM_CUT_NOTE };
+    if (acts(parts)) return { kind: "answer" };
+    return {
+      kind: "failed",
+      reason: "the stream ended before any answer",
+      message: "Gemini's answer broke off before it began. Please ask again.",
+    };
   }
   if (CUT_REASONS.has(reason)) {
     if (visible(parts)) return { kind: "answer", cutNote: CUT_NOTE };

@@ -25,7 +25,7 @@ import {
   GeminiRefusedError,
   GeminiUnavailableError,
 } from "./gemini-errors.js";
-import { lazyGenAi } from "./genai-sdk.js";
+import { GEMINI_API_URL, lazyGenAi } from "./genai-sdk.js";
 import type { GenerateRequest, GenerateResult, ModelClient } from "./model-client.js";
 import { capResponseBytes, MAX_MODEL_RESPONSE_BYTES, tooLargeIn } from "./response-cap.js";
 import { StreamAssembly } from "./stream-assembly.js";
@@ -195,7 +195,7 @@ export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
     if (!failure.retryable) throw new GeminiRefusedError(failure.reason, failure.status);
     const delayMs = nextRetryDelay(attempt, spentMs, budget, random, failure.retryAfterMs);
     if (delayMs === undefined) {
-      throw new GeminiUnavailableError(failure.reason, attempt, failure.status);
+      throw new GeminiUnavailableError(failure.reason, attempt, failure.status, failure.cause);
     }
     return delayMs;
   }
@@ -230,7 +230,17 @@ export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
           request.stream.onText(assembly.visibleText);
         }
       }
-      return resultOf(assembly.parts, assembly.usage, assembly);
+      const result = resultOf(assembly.parts, assembly.usage, assembly);
+      // Gemini ends every stream with a finish reason (or a blocked prompt); one without it was
+      // cut on the way, and asking again would pay for the whole answer twice.
+      const ended = assembly.finishReason !== undefined || assembly.blockReason !== undefined;
+      if (!ended) {
+        deps.logger.warn(
+          { model: request.model, parts: assembly.parts.length },
+          "Gemini's stream ended without a finish reason; the answer is kept as cut",
+        );
+      }
+      return ended ? result : { ...result, cut: true };
     } catch (error) {
       if (request.stop?.aborted) return stoppedResult(assembly);
       throw assembly.received ? new MidStreamFailure(error) : error;
@@ -304,7 +314,10 @@ export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
           );
           throw new GeminiAnswerTooLargeError("Gemini's response", tooLarge.maxBytes);
         }
-        failure = describeFailure(error, deps.apiKey, apiError);
+        failure = describeFailure(error, deps.apiKey, apiError, {
+          url: deps.baseUrl ?? GEMINI_API_URL,
+          timeoutMs: deps.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+        });
         pass.done(
           failure.status === 429
             ? { limited: true, serverDelayMs: failure.retryAfterMs }

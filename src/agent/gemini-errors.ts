@@ -33,14 +33,21 @@ export class GeminiRefusedError extends GeminiError {
 
 /** Gemini did not answer usefully within the retry budget (overload, quota, timeouts, network). */
 export class GeminiUnavailableError extends GeminiError {
-  constructor(detail: string, attempts: number, status?: number) {
+  /** The last attempt's failure, without the attempts: what the terminal chat shows. */
+  readonly reason: string;
+
+  /** `cause`, when known, is said to the user in plain words ("connection refused"). */
+  constructor(reason: string, attempts: number, status?: number, cause?: string) {
     super(
       "unavailable",
-      "Gemini is unavailable, try again in a minute.",
-      `Gemini is unavailable after ${attempts} attempt(s): ${detail}`,
+      cause === undefined
+        ? "Gemini is unavailable, try again in a minute."
+        : `Gemini is unavailable (${cause}), try again in a minute.`,
+      `Gemini is unavailable after ${attempts} attempt(s): ${reason}`,
       status,
     );
     this.name = "GeminiUnavailableError";
+    this.reason = reason;
   }
 }
 
@@ -83,6 +90,8 @@ export interface Failure {
   retryable: boolean;
   /** Short, single-line and free of the API key. */
   reason: string;
+  /** What went wrong in a few plain words for the user, when it is known ("connection refused"). */
+  cause?: string;
   status?: number;
   /** Gemini's own google.rpc.RetryInfo hint, when it sent one. */
   retryAfterMs?: number;
@@ -90,10 +99,32 @@ export interface Failure {
   signatureProblem: boolean;
 }
 
+/** Where the failed request went, for a reason that names it. */
+export interface FailedRequest {
+  /** GEMINI_BASE_URL, or Gemini's own address. */
+  url: string;
+  /** The deadline of one attempt. */
+  timeoutMs?: number;
+}
+
 const RETRYABLE_STATUSES = new Set([408, 429, 500, 502, 503, 504]);
 const MAX_REASON_LENGTH = 200;
 // Connection-level failures from undici/Node: the request may not have reached Gemini at all.
 const NETWORK_MESSAGES = /fetch failed|terminated|socket hang up|other side closed/i;
+/** Error codes of the network, in the words the user is told. */
+const NETWORK_CAUSES: Record<string, string> = {
+  ECONNREFUSED: "connection refused",
+  ENOTFOUND: "its address could not be looked up (DNS)",
+  EAI_AGAIN: "its address could not be looked up (DNS)",
+  ETIMEDOUT: "connecting timed out",
+  UND_ERR_CONNECT_TIMEOUT: "connecting timed out",
+  ECONNRESET: "the connection was reset",
+  UND_ERR_SOCKET: "the connection broke off",
+  EHOSTUNREACH: "no route to it",
+  ENETUNREACH: "no network route to it",
+};
+// The SDK's words when an event of a stream is not JSON, or the stream ends inside one.
+const UNREADABLE_STREAM = /exception parsing stream chunk|Incomplete JSON segment/;
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null;
@@ -151,9 +182,53 @@ function describeApiError(error: ApiError, secret: string): Failure {
 
 function isTransportError(error: Error): boolean {
   if (error.name === "AbortError" || error.name === "TimeoutError") return true;
-  const cause: unknown = error.cause;
-  const hasErrnoCause = isRecord(cause) && typeof cause.code === "string";
-  return NETWORK_MESSAGES.test(error.message) || hasErrnoCause;
+  return NETWORK_MESSAGES.test(error.message) || errnoOf(error) !== undefined;
+}
+
+/** The innermost error below `error` that carries an errno-style code (ECONNREFUSED, ENOTFOUND). */
+function errnoOf(error: Error): { code: string; message: string } | undefined {
+  let found: { code: string; message: string } | undefined;
+  let current: unknown = error.cause;
+  for (let depth = 0; isRecord(current) && depth < 8; depth++) {
+    if (typeof current.code === "string") {
+      found = { code: current.code, message: String(current.message ?? current.code) };
+    }
+    current = current.cause;
+  }
+  return found;
+}
+
+/** A failure of the network, naming what failed and where (refused, DNS, timeout). */
+function describeTransportError(error: Error, secret: string, where: FailedRequest): Failure {
+  const url = where.url.replace(/\/+$/, "");
+  if (error.name === "AbortError" || error.name === "TimeoutError") {
+    const limit = where.timeoutMs === undefined ? "" : ` of ${where.timeoutMs / 1000} s`;
+    return {
+      retryable: true,
+      reason: shorten(`no answer from ${url} before the timeout${limit}`, secret),
+      cause: "it did not answer in time",
+      signatureProblem: false,
+    };
+  }
+  const errno = errnoOf(error);
+  const cause = errno === undefined ? undefined : NETWORK_CAUSES[errno.code];
+  const detail = errno === undefined ? error.message : `${errno.code}: ${errno.message}`;
+  return {
+    retryable: true,
+    reason: shorten(`could not reach ${url}: ${cause ?? "network error"} (${detail})`, secret),
+    cause: cause ?? "it could not be reached",
+    signatureProblem: false,
+  };
+}
+
+/** An answer that is not the JSON Gemini sends: a broken proxy, or a corrupted stream. */
+function isUnreadableAnswer(error: Error): boolean {
+  let current: unknown = error;
+  for (let depth = 0; current instanceof Error && depth < 8; depth++) {
+    if (current instanceof SyntaxError || UNREADABLE_STREAM.test(current.message)) return true;
+    current = current.cause;
+  }
+  return false;
 }
 
 /**
@@ -164,12 +239,20 @@ export function describeFailure(
   error: unknown,
   secret: string,
   apiError: typeof ApiError,
+  where: FailedRequest = { url: "GEMINI_BASE_URL" },
 ): Failure {
   if (error instanceof apiError) return describeApiError(error, secret);
   if (error instanceof Error && isTransportError(error)) {
-    const timedOut = error.name === "AbortError" || error.name === "TimeoutError";
-    const reason = timedOut ? "no answer before the timeout" : `network error: ${error.message}`;
-    return { retryable: true, reason: shorten(reason, secret), signatureProblem: false };
+    return describeTransportError(error, secret, where);
+  }
+  // The parser's words go to the log only; asked again, Gemini most likely answers properly.
+  if (error instanceof Error && isUnreadableAnswer(error)) {
+    return {
+      retryable: true,
+      reason: shorten(`Gemini's answer could not be read: ${error.message}`, secret),
+      cause: "its answer came garbled",
+      signatureProblem: false,
+    };
   }
   // Anything else is the SDK refusing our input before sending it (e.g. "contents are required").
   const message = error instanceof Error ? error.message : String(error);

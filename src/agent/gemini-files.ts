@@ -2,7 +2,7 @@ import type { File as GeminiFile } from "@google/genai";
 import type { Logger } from "pino";
 import { nextRetryDelay, type Random, type RetryBudget } from "../retry/backoff.js";
 import { describeFailure, GeminiRefusedError, GeminiUnavailableError } from "./gemini-errors.js";
-import { lazyGenAi } from "./genai-sdk.js";
+import { GEMINI_API_URL, lazyGenAi } from "./genai-sdk.js";
 
 /** A file Gemini holds and a request may name by its uri. */
 export type UploadedFile = { name: string; uri: string; mimeType: string; expiresAt: string };
@@ -78,7 +78,10 @@ export function createGeminiFiles(deps: GeminiFilesDeps): GeminiFiles {
         return await call();
       } catch (error) {
         spentMs += Date.now() - started;
-        const failure = describeFailure(error, deps.apiKey, apiError);
+        const failure = describeFailure(error, deps.apiKey, apiError, {
+          url: deps.baseUrl ?? GEMINI_API_URL,
+          timeoutMs,
+        });
         if (!failure.retryable) {
           // A refused key refuses every file: the turn fails and says so, nothing is recorded.
           if (failure.status === 401 || failure.status === 403 || /API key/i.test(failure.reason))
@@ -87,7 +90,12 @@ export function createGeminiFiles(deps: GeminiFilesDeps): GeminiFiles {
         }
         const delayMs = nextRetryDelay(attempt, spentMs, budget, random, failure.retryAfterMs);
         if (delayMs === undefined) {
-          throw new GeminiUnavailableError(`${what}: ${failure.reason}`, attempt, failure.status);
+          throw new GeminiUnavailableError(
+            `${what}: ${failure.reason}`,
+            attempt,
+            failure.status,
+            failure.cause,
+          );
         }
         deps.logger.warn({ attempt, reason: failure.reason, delayMs }, `${what} failed; retrying`);
         await sleep(delayMs);

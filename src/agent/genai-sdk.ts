@@ -1,5 +1,8 @@
 import type { ApiError, GoogleGenAI } from "@google/genai";
 
+/** Where the SDK sends requests when GEMINI_BASE_URL is not set (named in network failures). */
+export const GEMINI_API_URL = "https://generativelanguage.googleapis.com";
+
 export type GenAiSdk = { ai: GoogleGenAI; apiError: typeof ApiError };
 
 /**

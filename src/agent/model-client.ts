@@ -71,6 +71,11 @@ export type GenerateResult = {
   blockReason?: string;
   /** The answer was cut short by `stop`; `content` holds what had arrived. */
   stopped?: true;
+  /**
+   * The stream ended cleanly before Gemini said why it finished (no finishReason: a proxy or a
+   * connection that dropped the rest); `content` holds what had arrived.
+   */
+  cut?: true;
   /** The candidate's groundingMetadata and urlContextMetadata, as Gemini sent them. */
   grounding?: { metadata?: object; urlContext?: object };
 };

@@ -182,6 +182,7 @@ export function createAgent(deps: AgentDeps) {
     }
     try {
       const event = fromContent({ ...result.content, role: "model" }, files);
+      if (result.cut) event.cut = true;
       const { metadata, urlContext } = result.grounding ?? {};
       if (metadata || urlContext) {
         event.parts.push({

@@ -131,10 +131,16 @@ export function createInbox(deps: {
   albumSettleMs?: number;
   /** A renewal found a stop another replica recorded for this running update (requestStop). */
   onStopRequested?(updateId: number): void;
+  /**
+   * Takes secrets out of the errors kept in `inbox.error` (a Telegram error may echo the bot
+   * token): the logger's scrubber, so that a row never holds what a log line would not show.
+   */
+  scrub?: (text: string) => string;
 }) {
   const { db, workerId, leaseMs } = deps;
   const now = deps.now ?? Date.now;
   const albumSettleMs = deps.albumSettleMs ?? ALBUM_SETTLE_MS;
+  const scrub = deps.scrub ?? ((text: string) => text);
 
   /**
    * Stores an update; false when this update_id was already stored (a retry or an overlap). The
@@ -341,7 +347,7 @@ export function createInbox(deps: {
   async function finish(claim: Claim, outcome: { error?: string } = {}): Promise<boolean> {
     return updateHeld(claim, {
       status: outcome.error === undefined ? "done" : "failed",
-      error: outcome.error ?? null,
+      error: outcome.error === undefined ? null : scrub(outcome.error),
       lease_until: null,
       finished_at: new Date(now()).toISOString(),
     });
@@ -356,7 +362,7 @@ export function createInbox(deps: {
       status: "pending",
       lease_until: now() + delayMs,
       claimed_by: null,
-      error,
+      error: scrub(error),
     });
   }
 

@@ -140,6 +140,8 @@ export const sessionEventSchema = z.object({
   parts: z.array(partSchema),
   /** A model answer the user stopped while it was written: its parts are what they saw. */
   stopped: z.literal(true).optional(),
+  /** A model answer whose stream ended before Gemini finished it: its parts are what arrived. */
+  cut: z.literal(true).optional(),
   /** Set on a user-role event nobody typed: a scheduled task's run (src/tasks/). */
   origin: z.literal("scheduled_task").optional(),
 });

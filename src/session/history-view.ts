@@ -10,10 +10,28 @@ import { mediaLine } from "./media-text.js";
 import type { StoredEvent } from "./store.js";
 
 export type HistoryLine =
-  | { kind: "user" | "task" | "assistant" | "summary"; text: string }
+  | { kind: "user" | "task" | "summary"; text: string }
+  /** `mark`: the answer was stopped by the user, or its stream was cut ("(stopped)", "(cut off)"). */
+  | { kind: "assistant"; text: string; mark?: string }
   | { kind: "tool"; ok: boolean; name: string; args: string };
 
 const MAX_ARGS_CHARS = 200;
+const DEFAULT_HISTORY_TURNS = 10;
+const MAX_HISTORY_TURNS = 100;
+/** What `/history`'s argument may be, for its usage line. */
+export const HISTORY_TURNS_RULE = `n is a number of turns from 1 to ${MAX_HISTORY_TURNS} (default ${DEFAULT_HISTORY_TURNS})`;
+
+/** The turns `/history [n]` asks for; undefined when `arg` is no such number. */
+export function historyTurns(arg: string): number | undefined {
+  const turns = arg.trim() === "" ? DEFAULT_HISTORY_TURNS : Number(arg);
+  return Number.isInteger(turns) && turns >= 1 && turns <= MAX_HISTORY_TURNS ? turns : undefined;
+}
+
+/** How a stored answer ended short of what Gemini meant to write, as the replay marks it. */
+function markOf(event: { stopped?: true; cut?: true }): string | undefined {
+  if (event.stopped) return "(stopped)";
+  return event.cut ? "(cut off)" : undefined;
+}
 
 /** Tool arguments as one short line: a write_file's whole content would drown the replay. */
 export function argsText(args: Record<string, unknown> | undefined): string {
@@ -73,7 +91,11 @@ export function historyLines(events: readonly StoredEvent[]): HistoryLine[] {
       lines.push({ kind, text: mediaLine(part, text || undefined) });
       text = "";
     }
-    if (text) lines.push({ kind, text });
+    if (text) {
+      const mark = kind === "assistant" ? markOf(event) : undefined;
+      // An answer stopped before its first word is stored as the mark itself.
+      lines.push(mark === undefined || mark === text ? { kind, text } : { kind, text, mark });
+    }
     for (const part of event.parts) {
       const server = serverToolLine(event.parts, part);
       if (server) lines.push(server);
@@ -104,7 +126,7 @@ export function historyLineText(line: HistoryLine): string {
     case "task":
       return `Scheduled task: ${line.text}`;
     case "assistant":
-      return `Koroku: ${line.text}`;
+      return `Koroku: ${line.text}${line.mark ? ` ${line.mark}` : ""}`;
     case "summary":
       return `[Summary of earlier conversation] ${line.text}`;
     case "tool":

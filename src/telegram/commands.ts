@@ -4,7 +4,12 @@ import type { Logger } from "../logger.js";
 import type { Lease } from "../queue/inbox.js";
 import type { CompactionLimits } from "../session/compaction-plan.js";
 import { truncate } from "../session/event-text.js";
-import { type HistoryLine, historyLines } from "../session/history-view.js";
+import {
+  HISTORY_TURNS_RULE,
+  type HistoryLine,
+  historyLines,
+  historyTurns,
+} from "../session/history-view.js";
 import type { ChatStats, SessionStore } from "../session/store.js";
 import type { TaskStore } from "../tasks/store.js";
 import { conversationKey, conversationKeyOf } from "./conversation-key.js";
@@ -30,8 +35,6 @@ export const COMMANDS = [
   { command: "usage", description: "Tokens and estimated cost, today and this month" },
 ] as const;
 
-const DEFAULT_HISTORY_TURNS = 10;
-const MAX_HISTORY_TURNS = 100;
 const MAX_LINE_CHARS = 1_500;
 
 export function helpHtml(): string {
@@ -54,7 +57,7 @@ function historyLineHtml(line: HistoryLine): string {
     case "task":
       return `⏰ <b>Scheduled task:</b> ${escapeHtml(clip(line.text))}`;
     case "assistant":
-      return `<b>Koroku:</b> ${escapeHtml(clip(line.text))}`;
+      return `<b>Koroku:</b> ${escapeHtml(clip(line.text))}${line.mark ? ` <i>${line.mark}</i>` : ""}`;
     case "summary":
       return `🧠 <i>Summary of earlier conversation:</i> ${escapeHtml(clip(line.text))}`;
     case "tool":
@@ -159,13 +162,9 @@ export function commandsComposer(deps: CommandDeps): Composer<Context> {
   });
 
   composer.command("history", async (ctx) => {
-    const arg = ctx.match.trim();
-    const turns = arg === "" ? DEFAULT_HISTORY_TURNS : Number(arg);
-    if (!Number.isInteger(turns) || turns < 1 || turns > MAX_HISTORY_TURNS) {
-      await reply(
-        ctx,
-        `Usage: /history [n], where n is a number of turns from 1 to ${MAX_HISTORY_TURNS} (default ${DEFAULT_HISTORY_TURNS}).`,
-      );
+    const turns = historyTurns(ctx.match);
+    if (turns === undefined) {
+      await reply(ctx, `Usage: /history [n], where ${HISTORY_TURNS_RULE}.`);
       return;
     }
     const lines = historyLines(await store.lastTurns(conversationKeyOf(ctx.msg), turns));

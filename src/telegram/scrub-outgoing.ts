@@ -1,6 +1,5 @@
 import type { Transformer } from "grammy";
 import { createScrubber } from "../logger.js";
-import { escapeHtml } from "./markdown-html.js";
 
 // The one call whose payload must carry a secret: it tells Telegram the webhook's.
 const CARRIES_SECRETS = new Set(["setWebhook"]);
@@ -23,10 +22,10 @@ function scrubStrings(value: unknown, scrub: (text: string) => string): unknown 
 /**
  * Takes every configured secret out of everything the bot sends (answers, errors, commands'
  * replies, drafts, captions), as the logs do: a Gemini error or a tool's output that echoes a
- * token must not show it in a chat. Secrets are also caught in their HTML-escaped form.
+ * token must not show it in a chat (in any of the forms createScrubber knows).
  */
 export function scrubOutgoing(secrets: readonly string[]): Transformer {
-  const scrub = createScrubber([...secrets, ...secrets.map(escapeHtml)]);
+  const scrub = createScrubber(secrets);
   return (prev, method, payload, signal) =>
     prev(
       method,

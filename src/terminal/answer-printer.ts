@@ -1,19 +1,27 @@
 import { renderLine, type Styles } from "./markdown.js";
 
 const PREFIX = "Koroku: ";
+// What a terminal is taken to be wide when it does not say: a pty may report 0 columns.
+const DEFAULT_COLUMNS = 80;
 
 export type AnswerPrinter = ReturnType<typeof createAnswerPrinter>;
 
 /**
  * Prints an answer while it is written. Each line is printed rendered once it is complete; on a
- * terminal (`columns` given) the line being written shows as it grows, and is redrawn rendered
+ * terminal (`reportedColumns` given, even as 0) the line being written shows as it grows, and is redrawn rendered
  * when it is done, and a dim status line says what Koroku is doing meanwhile.
  */
 export function createAnswerPrinter(
-  out: NodeJS.WritableStream,
+  out: { write(text: string): unknown },
   styles: Styles,
-  columns: number | undefined,
+  reportedColumns: number | undefined,
 ) {
+  const columns =
+    reportedColumns === undefined
+      ? undefined
+      : Number.isFinite(reportedColumns) && reportedColumns >= 1
+        ? Math.floor(reportedColumns)
+        : DEFAULT_COLUMNS;
   /** The lines of this round's text already printed, and all of its text so far. */
   let printed: string[] = [];
   let current = "";

@@ -1,11 +1,17 @@
 import { createInterface, type Interface } from "node:readline";
 import { compactionNotice } from "../agent/compaction.js";
-import { GeminiError } from "../agent/gemini-errors.js";
+import { GeminiError, GeminiUnavailableError } from "../agent/gemini-errors.js";
 import type { AgentHookEvents } from "../agent/hooks.js";
 import type { App } from "../app.js";
 import { configuredSecrets } from "../config.js";
 import { createScrubber } from "../logger.js";
-import { argsText, historyLines, historyLineText } from "../session/history-view.js";
+import {
+  argsText,
+  HISTORY_TURNS_RULE,
+  historyLines,
+  historyLineText,
+  historyTurns,
+} from "../session/history-view.js";
 import { toolStatus } from "../tools/status.js";
 import { type AnswerPrinter, createAnswerPrinter } from "./answer-printer.js";
 import { ANSI_STYLES, PLAIN_STYLES } from "./markdown.js";
@@ -24,11 +30,46 @@ type Say = (line: string) => void;
 
 const DEFAULT_CHAT_ID = "local";
 const REPLAY_TURNS = 50;
-const BANNER = "Koroku — type a message; `clear` wipes the history, `exit` quits.";
+const BANNER =
+  "Koroku — type a message; `clear` wipes the history, `history [n]` replays it, `exit` quits (each with or without a /).";
 
-async function replayHistory(app: App, chatId: string, say: Say): Promise<void> {
-  const events = await app.store.lastTurns(chatId, REPLAY_TURNS);
-  for (const line of historyLines(events)) say(historyLineText(line));
+type Command =
+  | { name: "clear" | "exit" }
+  | { name: "history"; turns: number | undefined }
+  | { name: "unknown"; word: string };
+
+/**
+ * The terminal's own commands, typed bare or, as in Telegram, after a slash. Bare, only the
+ * exact command is one ("clear", "history 5"): "clear the table" is a message. Slashed, any word
+ * is a command (not a path like /etc/hosts), and the ones Telegram knows beyond these are not.
+ */
+function commandOf(line: string): Command | undefined {
+  const slashed = /^\/([A-Za-z_]+)(?:\s+(.*))?$/.exec(line);
+  const [, word = "", arg = ""] = slashed ?? /^(clear|history|exit)(?:\s+(\d+))?$/.exec(line) ?? [];
+  if (word === "clear" || word === "exit") {
+    return slashed || arg === "" ? { name: word } : undefined;
+  }
+  if (word === "history") return { name: "history", turns: historyTurns(arg) };
+  return slashed ? { name: "unknown", word } : undefined;
+}
+
+/**
+ * The stored conversation as it was shown: Koroku's answers rendered like live ones, with the
+ * mark of an answer that was stopped or cut; the rest as plain lines.
+ */
+async function replayHistory(
+  app: App,
+  chatId: string,
+  turns: number,
+  say: Say,
+  printer: AnswerPrinter,
+): Promise<number> {
+  const lines = historyLines(await app.store.lastTurns(chatId, turns));
+  for (const line of lines) {
+    if (line.kind === "assistant") printer.finish(line.text, line.mark);
+    else say(historyLineText(line));
+  }
+  return lines.length;
 }
 
 function toolLine(event: AgentHookEvents["toolResult"]): string {
@@ -88,6 +129,8 @@ async function clearHistory(app: App, chatId: string, say: Say): Promise<void> {
 }
 
 function failureText(error: unknown): string {
+  // The terminal's user runs the bot: what failed, and where, is theirs to fix.
+  if (error instanceof GeminiUnavailableError) return `${error.userMessage} (${error.reason})`;
   if (error instanceof GeminiError) return error.userMessage;
   const reason = error instanceof Error ? error.message : String(error);
   return `Something went wrong: ${reason}. Try again (LOG_LEVEL=debug shows the details).`;
@@ -121,12 +164,13 @@ export async function runTerminalChat(deps: TerminalChatDeps): Promise<void> {
   };
   const colour = terminal && process.env.NO_COLOR === undefined;
   const printer = createAnswerPrinter(
-    output,
+    { write: (text) => output.write(scrub(text)) },
     colour ? ANSI_STYLES : PLAIN_STYLES,
-    terminal ? ((output as { columns?: number }).columns ?? 80) : undefined,
+    // A width the terminal does not report (or reports as 0) is the printer's default.
+    terminal ? ((output as { columns?: number }).columns ?? 0) : undefined,
   );
 
-  await replayHistory(app, chatId, say);
+  await replayHistory(app, chatId, REPLAY_TURNS, say, printer);
   say(BANNER);
   // Given the output, readline edits lines and echoes only when it is a terminal; a pipe gets
   // nothing but the conversation.
@@ -139,10 +183,20 @@ export async function runTerminalChat(deps: TerminalChatDeps): Promise<void> {
   prompt();
   for await (const raw of lines) {
     const line = raw.trim();
-    if (line === "exit") break;
+    const command = commandOf(line);
+    if (command?.name === "exit") break;
     try {
-      if (line === "clear") await clearHistory(app, chatId, say);
-      else if (line !== "") {
+      if (command?.name === "clear") await clearHistory(app, chatId, say);
+      else if (command?.name === "history") {
+        if (command.turns === undefined) say(`Usage: history [n], where ${HISTORY_TURNS_RULE}.`);
+        else if ((await replayHistory(app, chatId, command.turns, say, printer)) === 0) {
+          say("No conversation yet.");
+        }
+      } else if (command?.name === "unknown") {
+        say(
+          `/${command.word} is not a command here: the terminal knows clear, history [n] and exit.`,
+        );
+      } else if (line !== "") {
         running = new AbortController();
         await converse(app, chatId, line, printer, running.signal);
       }

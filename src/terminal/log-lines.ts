@@ -6,7 +6,7 @@ import { type DestinationStream, pino } from "pino";
  */
 export const TERMINAL_LOG_LEVEL = "error";
 
-type LogRecord = { level: number; msg?: string; err?: { message?: string } };
+type LogRecord = { level: number; msg?: string; err?: { message?: string }; reason?: unknown };
 
 /**
  * Logs that share the screen with the conversation: each record one line a person reads
@@ -17,7 +17,9 @@ export function readableLogLines(write: (line: string) => void): DestinationStre
     write(json: string) {
       const record = JSON.parse(json) as LogRecord;
       const label = pino.levels.labels[record.level] ?? "log";
-      const reason = record.err?.message;
+      // A failure is logged with its error, or (a Gemini call's) with its reason, scrubbed already.
+      const reason =
+        record.err?.message ?? (typeof record.reason === "string" ? record.reason : undefined);
       const line = `${label}: ${record.msg ?? ""}${reason ? `: ${reason}` : ""}`;
       write(`${line.replace(/\s*\n\s*/g, " ")}\n`);
     },

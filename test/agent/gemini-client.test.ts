@@ -22,6 +22,7 @@ import {
   status,
   text,
 } from "../fakes/gemini.js";
+import { refusingPort } from "../helpers/refusing-port.js";
 
 const KEY = "AIzaSy-test-secret-key-123";
 const MODEL = "gemini-test";
@@ -297,14 +298,46 @@ describe("createGeminiClient against the fake Gemini", () => {
     }
   });
 
-  it("retries network errors", async () => {
-    const gone = await startFakeGemini();
-    await gone.close();
-    const { client, sleeps } = setup({ baseUrl: gone.baseUrl, retry: { maxAttempts: 2 } });
+  it("retries network errors, and names the cause and the address", async () => {
+    const baseUrl = `http://127.0.0.1:${await refusingPort()}`;
+    const { client, sleeps, logLines } = setup({ baseUrl, retry: { maxAttempts: 2 } });
     const error = await failureOf(client.generate({ model: MODEL, contents: [ask("hi")] }));
-    expect(error.kind).toBe("unavailable");
-    expect(error.message).toContain("network error");
+    expect(error).toBeInstanceOf(GeminiUnavailableError);
+    expect(error.userMessage).toBe(
+      "Gemini is unavailable (connection refused), try again in a minute.",
+    );
+    expect((error as GeminiUnavailableError).reason).toBe(
+      `could not reach ${baseUrl}: connection refused (ECONNREFUSED: connect ECONNREFUSED ${baseUrl.slice(7)})`,
+    );
     expect(sleeps).toHaveLength(1);
+    const retried = logLines.map((line) => JSON.parse(line)).find((l) => l.attempt === 1);
+    expect(retried).toMatchObject({
+      msg: "Gemini call failed; retrying",
+      reason: (error as GeminiUnavailableError).reason,
+    });
+  });
+
+  it("says a name that does not resolve is a DNS failure", async () => {
+    const { client } = setup({ baseUrl: "http://no-such-host.invalid", retry: { maxAttempts: 1 } });
+    const error = await failureOf(client.generate({ model: MODEL, contents: [ask("hi")] }));
+    expect(error.userMessage).toBe(
+      "Gemini is unavailable (its address could not be looked up (DNS)), try again in a minute.",
+    );
+    expect(error.message).toMatch(
+      /could not reach http:\/\/no-such-host\.invalid: its address could not be looked up \(DNS\) \((ENOTFOUND|EAI_AGAIN)/,
+    );
+  });
+
+  it("says which address did not answer within the timeout", async () => {
+    fake.script(hang());
+    const { client } = setup({ timeoutMs: 50, retry: { maxAttempts: 1 } });
+    const error = await failureOf(client.generate({ model: MODEL, contents: [ask("hi")] }));
+    expect(error.userMessage).toBe(
+      "Gemini is unavailable (it did not answer in time), try again in a minute.",
+    );
+    expect((error as GeminiUnavailableError).reason).toBe(
+      `no answer from ${fake.baseUrl} before the timeout of 0.05 s`,
+    );
   });
 
   it.each([

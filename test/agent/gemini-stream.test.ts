@@ -3,10 +3,12 @@ import { join } from "node:path";
 import type { Content } from "@google/genai";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { STREAM_CUT_NOTE } from "../../src/agent/finish-reasons.js";
 import { createGeminiClient } from "../../src/agent/gemini-client.js";
 import { GeminiUnavailableError } from "../../src/agent/gemini-errors.js";
 import type { ModelClient } from "../../src/agent/model-client.js";
 import { STOPPED_CALL, type TurnProgress } from "../../src/agent/turn.js";
+import { historyLines, historyLineText } from "../../src/session/history-view.js";
 import {
   calls,
   combine,
@@ -18,6 +20,7 @@ import {
   text,
   thought,
 } from "../fakes/gemini.js";
+import { DATABASE_KINDS } from "../helpers/databases.js";
 import { type Harness, startHarness } from "../helpers/harness.js";
 
 const MODEL = "gemini-test";
@@ -271,5 +274,74 @@ describe("a streamed turn against the fake", () => {
     const stored = (await h.app.store.loadContext("c1")).events.map((e) => e.event);
     expect(stored.map((e) => e.role)).toEqual(["user"]);
     expect(JSON.stringify(stored)).not.toContain(ANSWER.slice(0, 5));
+  });
+});
+
+describe.each(DATABASE_KINDS)("a stream cut short or garbled, on %s", (kind) => {
+  const harnesses: Harness[] = [];
+  afterEach(async () => {
+    for (const h of harnesses.splice(0)) {
+      expect(h.fake.rejections).toEqual([]);
+      await h.close();
+    }
+  });
+  const start = async () => {
+    const h = await startHarness({ kind, gemini: { stream: { chunkChars: 5 } } });
+    harnesses.push(h);
+    return h;
+  };
+  const modelEvents = async (h: Harness) =>
+    (await h.app.store.loadContext("c1")).events
+      .map((e) => e.event)
+      .filter((e) => e.event_type === "session" && e.role === "model");
+
+  it("an answer whose stream ends without a finish reason says it was cut, and is stored as cut", async () => {
+    const h = await start();
+    h.fake.script(streamed(text(ANSWER), { endAfter: 2 }));
+    const result = await h.app.agent.runTurn("c1", { text: "q" });
+    const arrived = ANSWER.slice(0, 10);
+    expect(result.text).toBe(`${arrived}\n\n${STREAM_CUT_NOTE}`);
+    expect(h.fake.requests).toHaveLength(1);
+    expect(await modelEvents(h)).toEqual([
+      {
+        v: 1,
+        event_type: "session",
+        role: "model",
+        parts: [{ kind: "text", text: arrived }],
+        cut: true,
+      },
+    ]);
+    const replay = historyLines(await h.app.store.lastTurns("c1", 10)).map(historyLineText);
+    expect(replay).toEqual(["You: q", `Koroku: ${arrived} (cut off)`]);
+    expect(
+      h.logs.some((l) => l.msg.startsWith("Gemini's stream ended without a finish reason")),
+    ).toBe(true);
+    // The next message continues from a history Gemini accepts.
+    h.fake.script(text("the rest"));
+    expect((await h.app.agent.runTurn("c1", { text: "go on" })).text).toBe("the rest");
+  });
+
+  it("a garbled event is asked again; the parser's words go to the log, never to the user", async () => {
+    const h = await start();
+    const garbled = () => streamed(text(ANSWER), { garbageAfter: 2 });
+    h.fake.script(garbled(), text("a readable answer"));
+    expect((await h.app.agent.runTurn("c1", { text: "q" })).text).toBe("a readable answer");
+    const retried = h.logs.find((l) => l.msg === "Gemini call failed; retrying");
+    expect(String(retried?.reason)).toMatch(
+      /^Gemini's answer could not be read: Expected property name/,
+    );
+
+    h.fake.setDefault(garbled());
+    const error = await h.app.agent.runTurn("c1", { text: "again" }).then(
+      () => undefined,
+      (thrown: unknown) => thrown,
+    );
+    expect(error).toBeInstanceOf(GeminiUnavailableError);
+    expect((error as GeminiUnavailableError).userMessage).toBe(
+      "Gemini is unavailable (its answer came garbled), try again in a minute.",
+    );
+    expect((await modelEvents(h)).map((e) => JSON.stringify(e))).toEqual([
+      expect.stringContaining("a readable answer"),
+    ]);
   });
 });

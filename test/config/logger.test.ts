@@ -1,4 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { createLogger, createScrubber } from "../../src/logger.js";
+import { readableLogLines } from "../../src/terminal/log-lines.js";
 import { captureLogger } from "../helpers/logs.js";
 
 describe("logger", () => {
@@ -22,5 +24,40 @@ describe("logger", () => {
     expect(text).not.toContain("ZZyyXXwwVVuuTTssRRqqPPooNN");
     expect(lines[0]).toMatchObject({ chat_id: "42", update_id: 7, msg: "calling [REDACTED]" });
     expect(lines[1]?.err).toMatchObject({ message: "failed for [REDACTED]" });
+  });
+
+  it("catches a secret percent-encoded, HTML-escaped or split by invisible characters", () => {
+    const token = "123456:AAbbCCddEEffGGhhIIjjKKllMMnnOOpp";
+    const password = "p&ss<w>rd";
+    const scrub = createScrubber([token, password]);
+    const disguised = [
+      encodeURIComponent(token),
+      encodeURIComponent(token).replace("%3A", "%3a"),
+      `123\u200b456:AA\u2060bb\ufeffCCddEEffGGhhIIjjKKllMMnnOOpp`,
+      `123456:AAbbCC\u00addd\u200dEEffGGhhIIjjKKllMMnnOOpp`,
+      "p&amp;ss&lt;w&gt;rd",
+      encodeURIComponent(password),
+    ];
+    for (const form of disguised) {
+      expect(scrub(`before ${form} after`)).toBe("before [REDACTED] after");
+    }
+    // A token the process does not hold, in a percent-encoded Bot API URL.
+    expect(scrub("/bot987654%3AZZyyXXwwVVuuTTssRRqqPPooNN/getMe")).toBe("/bot[REDACTED]/getMe");
+    expect(scrub("nothing secret: 123456 and AAbb")).toBe("nothing secret: 123456 and AAbb");
+  });
+
+  it("prints a record's reason in its readable line, scrubbed", () => {
+    const printed: string[] = [];
+    const logger = createLogger({
+      level: "warn",
+      secrets: ["key-4711-secret"],
+      destination: readableLogLines((line) => printed.push(line)),
+    });
+    logger.warn({ attempt: 1, reason: "echoed key-4711-secret" }, "Gemini call failed; retrying");
+    logger.warn({ err: new Error("broke"), reason: "ignored" }, "with an error");
+    expect(printed).toEqual([
+      "warn: Gemini call failed; retrying: echoed [REDACTED]\n",
+      "warn: with an error: broke\n",
+    ]);
   });
 });

@@ -67,6 +67,16 @@ export interface StreamStepShape {
   chunkDelayMs?: number;
   /** The connection drops after this many chunks, the way a network failure cuts a stream. */
   breakAfter?: number;
+  /**
+   * The stream ends cleanly after this many chunks, without the one that carries the finish
+   * reason: what a proxy, or a connection closed at the wrong moment, leaves of an answer.
+   */
+  endAfter?: number;
+  /**
+   * After this many chunks comes one event whose data is not JSON (a broken proxy, a corrupted
+   * stream), and the stream ends.
+   */
+  garbageAfter?: number;
 }
 
 export interface ErrorStep {

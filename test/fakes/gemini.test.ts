@@ -445,6 +445,35 @@ describe("fake Gemini through the real SDK", () => {
     expect(fake.rejections).toEqual([]);
   });
 
+  it("cuts a stream before its finishing chunk, or garbles it, as asked, and nothing else", async () => {
+    const read = async () => {
+      const texts: (string | undefined)[] = [];
+      const reasons: (string | undefined)[] = [];
+      const stream = await ai.models.generateContentStream({ model: MODEL, contents: [ask("a")] });
+      for await (const chunk of stream) {
+        texts.push(chunk.candidates?.[0]?.content?.parts?.[0]?.text);
+        reasons.push(chunk.candidates?.[0]?.finishReason);
+      }
+      return { texts, reasons };
+    };
+    fake.script(streamed(text("hello world"), { chunkChars: 4, endAfter: 2 }));
+    expect(await read()).toEqual({ texts: ["hell", "o wo"], reasons: [undefined, undefined] });
+
+    fake.script(streamed(text("hello world"), { chunkChars: 4, garbageAfter: 1 }));
+    const seen: (string | undefined)[] = [];
+    const garbled = async () => {
+      const stream = await ai.models.generateContentStream({ model: MODEL, contents: [ask("a")] });
+      for await (const chunk of stream) seen.push(chunk.candidates?.[0]?.content?.parts?.[0]?.text);
+    };
+    await expect(garbled()).rejects.toThrow(SyntaxError);
+    expect(seen).toEqual(["hell"]);
+
+    // A cut past the last chunk would be the whole answer: the fake refuses the step.
+    fake.script(streamed(text("hello world"), { chunkChars: 4, endAfter: 3 }));
+    await expect(read()).rejects.toThrow(/endAfter 3 must leave out the finishing chunk of 3/);
+    expect(fake.rejections).toEqual([]);
+  });
+
   it("refuses a stream that is not asked for as server-sent events", async () => {
     const raw = await fetch(`${fake.baseUrl}/v1beta/models/${MODEL}:streamGenerateContent`, {
       method: "POST",

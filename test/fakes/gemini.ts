@@ -295,11 +295,23 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
   const sendStream = async (res: ServerResponse, step: ReplyStep, request: RecordedRequest) => {
     const shape = { ...streamShape, ...step.stream };
     const chunks = streamChunks(buildReply(step, request), shape);
+    const { endAfter } = step.stream ?? {};
+    // A cut that would leave the whole answer is a test that tests nothing.
+    if (endAfter !== undefined && (endAfter < 1 || endAfter >= chunks.length)) {
+      throw new Error(
+        `fake Gemini: endAfter ${endAfter} must leave out the finishing chunk of ${chunks.length}`,
+      );
+    }
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
     for (const [index, chunk] of chunks.entries()) {
       if (res.destroyed) return;
       if (index === step.stream?.breakAfter) {
         res.destroy();
+        return;
+      }
+      if (index === step.stream?.endAfter) break;
+      if (index === step.stream?.garbageAfter) {
+        res.end(`data: {garbage\r\n\r\n`);
         return;
       }
       if (index > 0 && shape.chunkDelayMs > 0) await delay(shape.chunkDelayMs);

@@ -6,8 +6,10 @@ import { runTerminalChat } from "../../src/terminal/chat.js";
 import { readableLogLines, TERMINAL_LOG_LEVEL } from "../../src/terminal/log-lines.js";
 import { call, status, streamed, text } from "../fakes/gemini.js";
 import { type Harness, SUMMARY_MODEL, startHarness } from "../helpers/harness.js";
+import { refusingPort } from "../helpers/refusing-port.js";
 
-const BANNER = "Koroku — type a message; `clear` wipes the history, `exit` quits.";
+const BANNER =
+  "Koroku — type a message; `clear` wipes the history, `history [n]` replays it, `exit` quits (each with or without a /).";
 
 type Terminal = {
   /** Resolves when runTerminalChat returns. */
@@ -331,7 +333,109 @@ describe("terminal chat", () => {
     terminal.end();
     await terminal.done;
     expect(logged.every((line) => /^(debug|info|warn|error): [^{]*\n$/.test(line))).toBe(true);
-    expect(logged.some((line) => line.startsWith("warn: Gemini call failed; retrying"))).toBe(true);
+    // The reason docs/streaming.md promises, as the logger scrubbed it.
+    expect(logged).toContain("warn: Gemini call failed; retrying: The model is overloaded.\n");
     expect(logged.at(-1)).toMatch(/^debug: terminal chat line failed: \S/);
+  });
+
+  it("takes /clear and /history as commands, as Telegram does, and sends neither to the model", async () => {
+    h = await startHarness();
+    h.fake.script(text("first answer"), text("second answer"));
+    await h.app.agent.runTurn("local", { text: "one" });
+    await h.app.agent.runTurn("local", { text: "two" });
+    const terminal = openTerminal(h.app);
+    terminal.type("/history 1", "history", "/history 0", "/status", "/clear", "/history");
+    terminal.end();
+    await terminal.done;
+
+    const replay = ["You: one", "Koroku: first answer", "You: two", "Koroku: second answer"];
+    expect(terminal.lines()).toEqual([
+      ...replay,
+      BANNER,
+      "You: two",
+      "Koroku: second answer",
+      ...replay,
+      "Usage: history [n], where n is a number of turns from 1 to 100 (default 10).",
+      "/status is not a command here: the terminal knows clear, history [n] and exit.",
+      "History cleared (4 events removed); the memory files are kept.",
+      "No conversation yet.",
+    ]);
+    expect(h.fake.requests).toHaveLength(2);
+  });
+
+  it("sends a line that only starts like a command to the model", async () => {
+    h = await startHarness();
+    h.fake.script(text("a path"), text("a table"));
+    const terminal = openTerminal(h.app);
+    terminal.type("/etc/hosts is what?", "clear the table");
+    terminal.end();
+    await terminal.done;
+    expect(terminal.lines()).toEqual([BANNER, "Koroku: a path", "Koroku: a table"]);
+    expect(h.fake.requests).toHaveLength(2);
+  });
+
+  it("replays answers rendered as they were shown, with the mark of a stopped one", async () => {
+    h = await startHarness();
+    h.fake.script(text("**Bold** start\n- a point"));
+    await h.app.agent.runTurn("local", { text: "render this" });
+    const stop = new AbortController();
+    h.fake.script(streamed(text("word ".repeat(200)), { chunkChars: 5, chunkDelayMs: 20 }));
+    await h.app.agent.runTurn("local", {
+      text: "write a lot",
+      stop: stop.signal,
+      progress: { text: () => stop.abort(), restart: () => {}, tool: () => {} },
+    });
+    const terminal = openTerminal(h.app);
+    terminal.end();
+    await terminal.done;
+
+    const [stopped] = (await h.app.store.lastTurns("local", 1)).filter(
+      (e) => e.kind === "session" && e.event.role === "model",
+    );
+    const written = stopped?.kind === "session" ? stopped.event.parts : [];
+    expect(written).toEqual([{ kind: "text", text: expect.stringMatching(/^word/) }]);
+    expect(terminal.lines()).toEqual([
+      "You: render this",
+      "Koroku: Bold start",
+      "• a point",
+      "You: write a lot",
+      `Koroku: ${written[0]?.kind === "text" ? written[0].text.trim() : ""}`,
+      "(stopped)",
+      BANNER,
+    ]);
+  });
+
+  it("names the cause and the address when Gemini cannot be reached", async () => {
+    const port = await refusingPort();
+    h = await startHarness({ env: { GEMINI_BASE_URL: `http://127.0.0.1:${port}` } });
+    const terminal = openTerminal(h.app);
+    terminal.type("hello");
+    terminal.end();
+    await terminal.done;
+    expect(terminal.lines()).toEqual([
+      BANNER,
+      `✗ Gemini is unavailable (connection refused), try again in a minute. (could not reach http://127.0.0.1:${port}: connection refused (ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:${port}))`,
+    ]);
+  });
+
+  it("a pty that reports 0 columns is taken as 80 wide, not as infinitely many rows", async () => {
+    h = await startHarness();
+    h.fake.script(streamed(text("x".repeat(100)), { chunkChars: 10 }));
+    const input = new PassThrough();
+    const output = Object.assign(new PassThrough(), { columns: 0 });
+    let printed = "";
+    output.on("data", (chunk: Buffer) => {
+      printed += chunk.toString("utf8");
+    });
+    const done = runTerminalChat({ app: h.app, input, output, terminal: true });
+    input.write("long line\n");
+    await vi.waitFor(() => expect(printed).toContain(`Koroku: ${"x".repeat(100)}\n`), {
+      timeout: 30_000,
+    });
+    input.end();
+    await done;
+    expect(printed).not.toContain("Infinity");
+    // The partial line "Koroku: " and 90 x's takes two rows of 80: erased by going one row up.
+    expect(printed).toContain("\r\x1b[1A\x1b[J");
   });
 });
