@@ -41,10 +41,7 @@ type CompactOptions = {
 };
 
 export function createCompactor(deps: CompactorDeps): Compactor & {
-  compact(
-    chatId: string,
-    options?: CompactOptions,
-  ): Promise<CompactionOutcome>;
+  compact(chatId: string, options?: CompactOptions): Promise<CompactionOutcome>;
 } {
   const { store, model, hooks, settings } = deps;
   const now = deps.now ?? (() => new Date());
@@ -89,10 +86,7 @@ export function createCompactor(deps: CompactorDeps): Compactor & {
    * is an outcome, not an error; the database failing is thrown. `guard` runs before anything is
    * written: the summary call can be long, and the chat may have passed to another process.
    */
-  async function compact(
-    chatId: string,
-    options: CompactOptions = {},
-  ): Promise<CompactionOutcome> {
+  async function compact(chatId: string, options: CompactOptions = {}): Promise<CompactionOutcome> {
     const log = deps.logger.child({ chat_id: chatId });
     const context = options.context ?? (await store.loadContext(chatId));
     const plan = planCompaction(context, settings);

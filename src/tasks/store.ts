@@ -175,10 +175,7 @@ export function createTaskStore(deps: {
     return toTask(row);
   }
 
-  async function countActive(
-    conversation: string,
-    on: Kysely<Database> = db,
-  ): Promise<number> {
+  async function countActive(conversation: string, on: Kysely<Database> = db): Promise<number> {
     const { count } = await on
       .selectFrom("tasks")
       .select((eb) => eb.fn.countAll<number>().as("count"))

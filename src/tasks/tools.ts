@@ -142,11 +142,7 @@ export function createTaskTools(deps: {
     async run(args, ctx) {
       const target = parseConversationKey(ctx.chatId);
       if (!target) fail("Scheduled tasks run only in the Telegram bot, not in this chat.");
-      const { firstMs, recurrence } = plan(
-        args.when,
-        args.repeat,
-        ctx.origin === "scheduled_task",
-      );
+      const { firstMs, recurrence } = plan(args.when, args.repeat, ctx.origin === "scheduled_task");
       const outcome = await tasks.addWithin(
         {
           conversation: ctx.chatId,

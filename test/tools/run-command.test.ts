@@ -102,10 +102,16 @@ describe("run_command", () => {
     await waitFor(() => isGone(pid), `sleep ${pid} to die`);
     // A stop that came first runs nothing.
     expect(
-      errorOf(await tool.execute("run_command", { command: "touch ran" }, {
-        chatId: "1",
-        signal: stop.signal,
-      })),
+      errorOf(
+        await tool.execute(
+          "run_command",
+          { command: "touch ran" },
+          {
+            chatId: "1",
+            signal: stop.signal,
+          },
+        ),
+      ),
     ).toBe(COMMAND_STOPPED);
     await expect(readFile(path.join(dirs().ws, "ran"))).rejects.toThrow();
   });
