@@ -75,7 +75,7 @@ export function createTaskTools(deps: {
     const at = deps.now();
     const whenMs = parseWhen(whenText, at, timeZone);
     if (whenMs > horizonMs(at, timeZone)) fail(tooFarText(whenText));
-    const { firstMs, recurrence } = firstRun(at, whenMs, whenText, repeatText);
+    const { firstMs, recurrence } = firstRun(at, whenMs, repeatText);
     const soonest = at + limits.minIntervalMs;
     if (scheduledRun && firstMs < soonest) {
       fail(
@@ -88,7 +88,6 @@ export function createTaskTools(deps: {
   function firstRun(
     at: number,
     whenMs: number,
-    whenText: string,
     repeatText: string | undefined,
   ): { firstMs: number; recurrence: Recurrence | undefined } {
     if (repeatText === undefined) {
