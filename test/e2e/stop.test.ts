@@ -1,7 +1,7 @@
 import { type Dirent, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { call, hang, type RecordedRequest, streamed, text } from "../fakes/gemini.js";
+import { call, hang, streamed, text } from "../fakes/gemini.js";
 import { DATABASE_KINDS } from "../helpers/databases.js";
 import {
   ALLOWED_USER,
@@ -23,10 +23,6 @@ const slowly = () => streamed(text(ANSWER), { chunkChars: 30, chunkDelayMs: 150 
 
 const sentTo = (w: ServiceWorld, chatId: number) =>
   w.telegram.sent.filter((m) => m.chat_id === chatId).map((m) => m.plain_text);
-
-/** The function responses the request carried last (what the model got back from its tools). */
-const lastResponses = (r: RecordedRequest | undefined) =>
-  (r?.body.contents.at(-1)?.parts ?? []).map((p) => p.functionResponse?.response);
 
 /** The file `name` anywhere under `dir`, when it exists and has content. */
 function findFile(dir: string, name: string): string | undefined {
