@@ -20,7 +20,7 @@ import { createSharedLimit } from "./retry/shared-limit.js";
 import { type NewAttachment, putAttachment, readAttachments } from "./session/attachments.js";
 import { findGeminiFiles, forgetGeminiFiles, saveGeminiFile } from "./session/gemini-file-refs.js";
 import { createSessionStore } from "./session/store.js";
-import { createTaskStore } from "./tasks/store.js";
+import { createTaskStore, DEFAULT_RUNS_PER_HOUR } from "./tasks/store.js";
 import { createTaskTools } from "./tasks/tools.js";
 import { createBuiltinTools } from "./tools/builtins.js";
 import { createToolRegistry } from "./tools/registry.js";
@@ -82,7 +82,15 @@ export async function createApp(
     save: (chatId: string, file: NewAttachment) => putAttachment(handle.db, chatId, file),
     read: readBytes,
   };
-  const tasks = createTaskStore({ db: handle.db, kind: handle.kind });
+  const tasks = createTaskStore({
+    db: handle.db,
+    kind: handle.kind,
+    onRunsHeldBack: (conversation, waiting) =>
+      logger.warn(
+        { chat_id: conversation, waiting, runs_per_hour: DEFAULT_RUNS_PER_HOUR },
+        "a conversation's scheduled runs reached their hourly limit; its other due tasks wait",
+      ),
+  });
   const tools = createToolRegistry(
     createBuiltinTools({
       workspaceDir: config.workspaceDir,

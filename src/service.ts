@@ -23,7 +23,12 @@ import { createIngest, type Ingest } from "./telegram/ingest.js";
 import { createPendingTopicNames } from "./telegram/new-topics.js";
 import { startPolling } from "./telegram/polling.js";
 import { createRunningAnswers } from "./telegram/running-answers.js";
-import { createScheduledRunner } from "./telegram/scheduled-run.js";
+import {
+  createScheduledRunner,
+  logTaskNotAllowed,
+  NOT_ALLOWED_REASON,
+} from "./telegram/scheduled-run.js";
+import { askerOfUpdate, createStopPermission } from "./telegram/stop-permission.js";
 
 const SHUTDOWN_WAIT_MS = 25_000;
 // Long enough for a service that is shutting down on the same SQLite file to finish.
@@ -235,7 +240,13 @@ export async function startService(
   const recovered = await inbox.recoverAfterCrash().catch(abandon);
   if (recovered > 0)
     logger.warn({ updates: recovered }, "running again updates interrupted by a restart");
+  // Tasks whose creator has left ALLOWED_USER_IDS must not run in their name.
+  const orphaned = await app.tasks
+    .disableNotAllowed(config.allowedUserIds, NOT_ALLOWED_REASON)
+    .catch(abandon);
+  for (const task of orphaned) logTaskNotAllowed(logger, task);
   const scheduled = createScheduledRunner({
+    allowedUserIds: config.allowedUserIds,
     tasks: app.tasks,
     agent: app.agent,
     delivery,
@@ -286,7 +297,15 @@ export async function startService(
       if (album) dispatcher.announceAfter(ALBUM_SETTLE_MS + 20);
     },
     answers,
-    stopElsewhere: replicas && replicaStopper({ db: app.database.db, inbox, logger }),
+    mayStop: createStopPermission(bot.api),
+    stopElsewhere:
+      replicas &&
+      replicaStopper({
+        db: app.database.db,
+        inbox,
+        askerOf: (update) => askerOfUpdate(update, app.tasks),
+        logger,
+      }),
   });
 
   let polling: ReturnType<typeof startPolling> | undefined;

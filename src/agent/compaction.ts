@@ -20,7 +20,9 @@ export function compactionNotice(summarizedEvents: number): string {
 export type CompactionOutcome =
   | { status: "compacted"; summarizedEvents: number; context: ChatContext }
   | { status: "nothing-to-compact"; context: ChatContext }
-  | { status: "failed"; reason: string; context: ChatContext };
+  | { status: "failed"; reason: string; context: ChatContext }
+  /** The user stopped the answer during the summary call: nothing was stored. */
+  | { status: "stopped"; context: ChatContext };
 
 export type CompactorDeps = {
   store: SessionStore;
@@ -31,16 +33,24 @@ export type CompactorDeps = {
   now?: () => Date;
 };
 
+type CompactOptions = {
+  context?: ChatContext;
+  guard?: () => Promise<void>;
+  /** Aborts the summary call; the outcome is then "stopped". */
+  stop?: AbortSignal;
+};
+
 export function createCompactor(deps: CompactorDeps): Compactor & {
-  compact(
-    chatId: string,
-    options?: { context?: ChatContext; guard?: () => Promise<void> },
-  ): Promise<CompactionOutcome>;
+  compact(chatId: string, options?: CompactOptions): Promise<CompactionOutcome>;
 } {
   const { store, model, hooks, settings } = deps;
   const now = deps.now ?? (() => new Date());
 
-  async function summarise(context: ChatContext, events: Parameters<typeof transcriptOf>[0]) {
+  async function summarise(
+    context: ChatContext,
+    events: Parameters<typeof transcriptOf>[0],
+    stop: AbortSignal | undefined,
+  ) {
     const previous = context.summary
       ? `${summaryFraming(textOf(context.summary.event.summary))}\n\n`
       : "";
@@ -55,6 +65,7 @@ export function createCompactor(deps: CompactorDeps): Compactor & {
           ],
         },
       ],
+      ...(stop ? { stop } : {}),
     });
     // Thought parts are the model's reasoning, not the summary.
     const text = (result.content.parts ?? [])
@@ -62,7 +73,12 @@ export function createCompactor(deps: CompactorDeps): Compactor & {
       .map((p) => p.text)
       .join("")
       .trim();
-    return { text, finishReason: result.finishReason ?? result.blockReason, usage: result.usage };
+    return {
+      text,
+      finishReason: result.finishReason ?? result.blockReason,
+      usage: result.usage,
+      stopped: result.stopped === true,
+    };
   }
 
   /**
@@ -70,10 +86,7 @@ export function createCompactor(deps: CompactorDeps): Compactor & {
    * is an outcome, not an error; the database failing is thrown. `guard` runs before anything is
    * written: the summary call can be long, and the chat may have passed to another process.
    */
-  async function compact(
-    chatId: string,
-    options: { context?: ChatContext; guard?: () => Promise<void> } = {},
-  ): Promise<CompactionOutcome> {
+  async function compact(chatId: string, options: CompactOptions = {}): Promise<CompactionOutcome> {
     const log = deps.logger.child({ chat_id: chatId });
     const context = options.context ?? (await store.loadContext(chatId));
     const plan = planCompaction(context, settings);
@@ -82,7 +95,7 @@ export function createCompactor(deps: CompactorDeps): Compactor & {
     const before = contextSize(context);
     let summarised: Awaited<ReturnType<typeof summarise>>;
     try {
-      summarised = await summarise(context, plan.summarize);
+      summarised = await summarise(context, plan.summarize, options.stop);
     } catch (error) {
       log.warn({ err: error }, "compaction failed: the summary call did not succeed");
       return {
@@ -93,6 +106,10 @@ export function createCompactor(deps: CompactorDeps): Compactor & {
     }
     const { text, finishReason } = summarised;
     hooks.emit("modelCall", { chatId, model: settings.model, usage: summarised.usage });
+    if (summarised.stopped) {
+      log.info("compaction stopped with the answer: the summary call was cut off, nothing stored");
+      return { status: "stopped", context };
+    }
     // A blocked or empty summary is stored as such rather than retried: the same transcript would
     // most likely be refused again, and the context would then grow without bound.
     if (text === "") {
@@ -148,9 +165,9 @@ export function createCompactor(deps: CompactorDeps): Compactor & {
 
   return {
     compact,
-    async maybeCompact(chatId, context, guard) {
+    async maybeCompact(chatId, context, guard, stop) {
       if (!isOverBudget(context, settings)) return { status: "nothing-to-compact", context };
-      return compact(chatId, { context, guard });
+      return compact(chatId, { context, guard, stop });
     },
   };
 }

@@ -57,12 +57,13 @@ import { runInOrder } from "./tool-batch.js";
 export interface Compactor {
   /**
    * Compacts the chat when its context is over budget, running `guard` before it writes; the
-   * outcome holds the context to use.
+   * outcome holds the context to use. `stop` aborts the summary call (nothing is stored then).
    */
   maybeCompact(
     chatId: string,
     context: ChatContext,
     guard?: () => Promise<void>,
+    stop?: AbortSignal,
   ): Promise<CompactionOutcome>;
 }
 
@@ -111,6 +112,8 @@ export type TurnInput = {
   sendFile?: ToolContext["sendFile"];
   /** Marks the input as a scheduled task's, not something the user typed. */
   origin?: "scheduled_task";
+  /** Who asked (see ToolContext.askedBy). */
+  askedBy?: number;
   /**
    * The answer, decided without the model (a plain reminder): it is stored as the model's turn
    * and returned, and no model is called.
@@ -294,6 +297,13 @@ export function createAgent(deps: AgentDeps) {
       await append([{ event }]);
       return { ...end(textOf(event.parts)), stopped: true };
     };
+    const toolContext: ToolContext = {
+      chatId,
+      ...(input.sendFile ? { sendFile: input.sendFile } : {}),
+      ...(input.stop ? { signal: input.stop } : {}),
+      ...(input.origin ? { origin: input.origin } : {}),
+      ...(input.askedBy === undefined ? {} : { askedBy: input.askedBy }),
+    };
     const progress = input.progress;
     const stream = {
       onText: (text: string) => progress?.text(text),
@@ -308,8 +318,9 @@ export function createAgent(deps: AgentDeps) {
       await input.guard?.();
       if (input.stop?.aborted) return endStopped("");
       if (compactor) {
-        const outcome = await compactor.maybeCompact(chatId, context, input.guard);
+        const outcome = await compactor.maybeCompact(chatId, context, input.guard, input.stop);
         context = outcome.context;
+        if (outcome.status === "stopped") return endStopped("");
         // Once per turn: the summary call's own retries would otherwise delay every round after.
         if (outcome.status === "failed") compactor = undefined;
       }
@@ -403,8 +414,7 @@ export function createAgent(deps: AgentDeps) {
           const args = call.args ?? {};
           hooks.emit("toolCall", { chatId, name: call.name, args });
           progress?.tool(call.name, args);
-          const context = input.sendFile ? { chatId, sendFile: input.sendFile } : { chatId };
-          const outcome = await tools.execute(call.name, args, context);
+          const outcome = await tools.execute(call.name, args, toolContext);
           hooks.emit("toolResult", { chatId, name: call.name, args, ...outcome });
           return outcome;
         },

@@ -123,6 +123,11 @@ export interface TasksTable {
   status_reason: string | null;
   runs: ColumnType<number, number | undefined, number>;
   created_at: string;
+  /**
+   * Who set the task up: the sender id ALLOWED_USER_IDS judged (a user, or a group or channel
+   * posting anonymously); null for a group's task from before it was recorded.
+   */
+  created_by: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 /** One row per queued run: the unique (task_id, due_at) pair is what keeps a run from queueing twice. */

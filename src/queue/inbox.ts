@@ -1,6 +1,9 @@
 import {
   type CompiledQuery,
+  type Expression,
+  type ExpressionBuilder,
   type Kysely,
+  type SqlBool,
   sql,
   type Updateable,
   type UpdateQueryBuilder,
@@ -297,30 +300,64 @@ export function createInbox(deps: {
     return leaseUntil;
   }
 
+  /** The rows other workers run under a live lease that a stop's target names. */
+  function runningOthers(
+    target: StopTarget | { updateIds: readonly number[] },
+  ): (w: ExpressionBuilder<Database, "inbox">) => Expression<SqlBool> {
+    const named = (w: ExpressionBuilder<Database, "inbox">) => {
+      if ("updateIds" in target) return w("update_id", "in", [...target.updateIds]);
+      if ("conversation" in target) return w("chat_id", "=", target.conversation);
+      return w.and([
+        // A scheduled run's draft is named by its (negative) update id, negated.
+        w("update_id", "in", [target.draftId, -target.draftId]),
+        w.or([
+          w("chat_id", "=", String(target.chatId)),
+          w("chat_id", "like", `${target.chatId}:%`),
+        ]),
+      ]);
+    };
+    return (w) =>
+      w.and([
+        w("status", "=", "running"),
+        w("lease_until", ">=", now()),
+        w("claimed_by", "<>", workerId),
+        named(w),
+      ]);
+  }
+
   /**
-   * Records a stop on the updates it is for that other workers are running under a live lease,
-   * for them to find at their next renewal; returns them, with the worker running each. This
-   * worker's own are not marked: its own registry of answers has them.
+   * The updates a stop is for that other workers are running under a live lease, with each one's
+   * worker and update, so that whoever stops can first be checked against whoever asked.
    */
-  async function requestStop(target: StopTarget): Promise<{ updateId: number; worker: string }[]> {
+  async function runningElsewhere(
+    target: StopTarget,
+  ): Promise<{ updateId: number; worker: string; update: unknown }[]> {
+    const rows = await db
+      .selectFrom("inbox")
+      .select(["update_id", "claimed_by", "update_json"])
+      .where(runningOthers(target))
+      .execute();
+    return rows.map((row) => ({
+      updateId: row.update_id,
+      worker: row.claimed_by ?? "",
+      update: JSON.parse(row.update_json) as unknown,
+    }));
+  }
+
+  /**
+   * Records a stop on the updates it is for (a target, or updates runningElsewhere found) that
+   * other workers are running under a live lease, for them to find at their next renewal; returns
+   * them, with the worker running each. This worker's own are not marked: its own registry of
+   * answers has them.
+   */
+  async function requestStop(
+    target: StopTarget | { updateIds: readonly number[] },
+  ): Promise<{ updateId: number; worker: string }[]> {
+    if ("updateIds" in target && target.updateIds.length === 0) return [];
     const rows = await db
       .updateTable("inbox")
       .set({ stop_requested: 1 })
-      .where("status", "=", "running")
-      .where("lease_until", ">=", now())
-      .where("claimed_by", "<>", workerId)
-      .where((w) =>
-        "conversation" in target
-          ? w("chat_id", "=", target.conversation)
-          : w.and([
-              // A scheduled run's draft is named by its (negative) update id, negated.
-              w("update_id", "in", [target.draftId, -target.draftId]),
-              w.or([
-                w("chat_id", "=", String(target.chatId)),
-                w("chat_id", "like", `${target.chatId}:%`),
-              ]),
-            ]),
-      )
+      .where(runningOthers(target))
       .returning(["update_id", "claimed_by"])
       .execute();
     return rows.map((row) => ({ updateId: row.update_id, worker: row.claimed_by ?? "" }));
@@ -582,6 +619,7 @@ export function createInbox(deps: {
     renewLeases,
     renew,
     requestStop,
+    runningElsewhere,
     leaseOf,
     recordDelivered,
     finish,

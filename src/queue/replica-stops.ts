@@ -18,15 +18,31 @@ type StopNotice = { worker: string; update: number };
 
 /**
  * Asks other replicas to stop the answer a stop is for; true when one runs it (the stop then goes
- * there), false when no replica does.
+ * there), false when no replica does, "refused" when `may` (given who asked for each answer, from
+ * `askerOf`) let none of them be stopped.
  */
 export function replicaStopper(deps: {
   db: Kysely<Database>;
-  inbox: Pick<Inbox, "requestStop">;
+  inbox: Pick<Inbox, "requestStop" | "runningElsewhere">;
+  /** Who asked for the answer an inbox item runs. */
+  askerOf(update: unknown): Promise<number | undefined>;
   logger: Logger;
-}): (target: StopTarget) => Promise<boolean> {
-  return async (target) => {
-    const running = await deps.inbox.requestStop(target);
+}): (
+  target: StopTarget,
+  may?: (askedBy: number | undefined) => Promise<boolean>,
+) => Promise<boolean | "refused"> {
+  return async (target, may) => {
+    let updateIds: number[] | undefined;
+    if (may) {
+      const found = await deps.inbox.runningElsewhere(target);
+      if (found.length === 0) return false;
+      updateIds = [];
+      for (const item of found) {
+        if (await may(await deps.askerOf(item.update))) updateIds.push(item.updateId);
+      }
+      if (updateIds.length === 0) return "refused";
+    }
+    const running = await deps.inbox.requestStop(updateIds ? { updateIds } : target);
     for (const { updateId, worker } of running) {
       const notice: StopNotice = { worker, update: updateId };
       await sql`select pg_notify(${STOP_CHANNEL}, ${JSON.stringify(notice)})`

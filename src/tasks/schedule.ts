@@ -16,6 +16,21 @@ export type Recurrence =
 
 export class ScheduleError extends Error {}
 
+/**
+ * How far ahead a task may be scheduled, and the longest gap between two runs of a recurring one:
+ * a reminder for next year's birthday fits, a typo of a few extra digits does not.
+ */
+export const HORIZON_YEARS = 10;
+
+/** The refusal of a time or repetition past the horizon, in words the model can relay. */
+export const tooFarText = (asked: string) =>
+  `"${asked}" is too far ahead: a task can be scheduled at most ${HORIZON_YEARS} years ahead, and repeat at least once in ${HORIZON_YEARS} years. Choose a nearer time.`;
+
+/** The last instant a task may be due, from `nowMs`: HORIZON_YEARS ahead on the calendar. */
+export function horizonMs(nowMs: number, zone: string): number {
+  return DateTime.fromMillis(nowMs, { zone }).plus({ years: HORIZON_YEARS }).toMillis();
+}
+
 const MINUTE_MS = 60_000;
 const HOUR_MS = 60 * MINUTE_MS;
 
@@ -134,6 +149,8 @@ export function parseWhen(text: string, nowMs: number, zone: string): number {
   if (!result) {
     throw new ScheduleError(`Cannot read the time "${text}". Accepted forms: ${WHEN_FORMS}.`);
   }
+  // luxon makes an invalid DateTime of a date past the year 275760 (JavaScript's last).
+  if (!result.isValid) throw new ScheduleError(tooFarText(text));
   return result.toMillis();
 }
 

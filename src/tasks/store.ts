@@ -1,4 +1,4 @@
-import type { Kysely } from "kysely";
+import { type Kysely, sql } from "kysely";
 import { z } from "zod";
 import type { DatabaseKind } from "../db/connect.js";
 import type { Database, TaskMode, TaskRow, TaskStatus } from "../db/schema.js";
@@ -18,9 +18,21 @@ export type Task = {
   nextRunAt: number | undefined;
   status: TaskStatus;
   runs: number;
+  /** The sender whose permission set it up; undefined for a group's task from before it was kept. */
+  createdBy: number | undefined;
 };
 
-export type NewTask = Omit<Task, "id" | "status" | "runs" | "nextRunAt"> & { nextRunAt: number };
+export type NewTask = Omit<Task, "id" | "status" | "runs" | "nextRunAt" | "createdBy"> & {
+  nextRunAt: number;
+  createdBy?: number;
+};
+
+/** How many runs one conversation may have queued in any hour (see docs/scheduled-tasks.md). */
+export const DEFAULT_RUNS_PER_HOUR = 20;
+const HOUR_MS = 3_600_000;
+
+/** Names the advisory locks that serialise task creation per conversation on PostgreSQL. */
+const TASKS_LOCK_CLASS = 0x6b6f7461;
 
 /**
  * A queued run's inbox row has an update_id below every Telegram update_id (they are positive),
@@ -64,6 +76,7 @@ const TASK_COLUMNS = [
   "status_reason",
   "runs",
   "created_at",
+  "created_by",
 ] as const satisfies readonly (keyof TaskRow)[];
 
 function recurrenceOf(row: TaskRow): Recurrence | undefined {
@@ -88,6 +101,7 @@ function toTask(row: TaskRow): Task {
     nextRunAt: row.next_run_at ?? undefined,
     status: row.status,
     runs: row.runs,
+    createdBy: row.created_by ?? undefined,
   };
 }
 
@@ -99,14 +113,46 @@ export function createTaskStore(deps: {
   kind: DatabaseKind;
   /** Stamps rows' creation times. */
   now?: () => number;
+  /** Runs one conversation may have queued in any hour; the rest wait (DEFAULT_RUNS_PER_HOUR). */
+  runsPerHour?: number;
+  /** Told when a conversation reached its hourly runs and some of its due runs wait. */
+  onRunsHeldBack?(conversation: string, waiting: number): void;
 }) {
   const { db } = deps;
   const now = deps.now ?? Date.now;
   const stamp = () => new Date(now()).toISOString();
+  const runsPerHour = deps.runsPerHour ?? DEFAULT_RUNS_PER_HOUR;
+
+  /**
+   * Adds a task, unless its conversation already has `maxActive` active ones: then the count is
+   * returned instead. The count and the insert are one transaction that holds the conversation's
+   * lock, so parallel calls (one model answer's, or replicas') cannot pass the limit together. On
+   * SQLite the process's one connection runs transactions one at a time (and one process owns the
+   * file); on PostgreSQL a transaction-scoped advisory lock on the conversation does it.
+   */
+  async function addWithin(
+    task: NewTask,
+    maxActive: number,
+  ): Promise<{ added: Task } | { full: number }> {
+    return db.transaction().execute(async (trx) => {
+      if (deps.kind === "postgres") {
+        await sql`select pg_advisory_xact_lock(${TASKS_LOCK_CLASS}, hashtext(${task.conversation}))`.execute(
+          trx,
+        );
+      }
+      const active = await countActive(task.conversation, trx);
+      if (active >= maxActive) return { full: active };
+      return { added: await insert(task, trx) };
+    });
+  }
 
   async function add(task: NewTask): Promise<Task> {
+    return insert(task, db);
+  }
+
+  async function insert(task: NewTask, on: Kysely<Database>) {
     const { recurrence } = task;
-    const row = await db
+    const row = await on
       .insertInto("tasks")
       .values({
         conversation: task.conversation,
@@ -122,14 +168,15 @@ export function createTaskStore(deps: {
         next_run_at: task.nextRunAt,
         status: "active",
         created_at: stamp(),
+        created_by: task.createdBy ?? null,
       })
       .returning(TASK_COLUMNS)
       .executeTakeFirstOrThrow();
     return toTask(row);
   }
 
-  async function countActive(conversation: string): Promise<number> {
-    const { count } = await db
+  async function countActive(conversation: string, on: Kysely<Database> = db): Promise<number> {
+    const { count } = await on
       .selectFrom("tasks")
       .select((eb) => eb.fn.countAll<number>().as("count"))
       .where("conversation", "=", conversation)
@@ -212,21 +259,54 @@ export function createTaskStore(deps: {
    * per task and due time), the inbox row that runs it, and the task's next run, which is the
    * first occurrence after now, so that a service that was down queues one late run per task, not
    * one per missed occurrence. On PostgreSQL replicas queue at the same time: each locks the tasks
-   * it queues and skips those another is queueing. Returns how many runs it queued.
+   * it queues and skips those another is queueing. A conversation queues at most `runsPerHour`
+   * runs in any hour: its other due tasks stay due, and run late once the hour has room (replicas
+   * queueing the same conversation at the same moment may pass the limit by a batch between them).
+   * Returns how many runs it queued.
    */
   async function queueDue(at: number, limit = 100): Promise<number> {
-    return db.transaction().execute(async (trx) => {
+    const since = new Date(at - HOUR_MS).toISOString();
+    const heldBack = new Map<string, number>();
+    const queued = await db.transaction().execute(async (trx) => {
+      const recentRuns = trx
+        .selectFrom("task_runs")
+        .innerJoin("tasks as owner", "owner.id", "task_runs.task_id")
+        .where("task_runs.queued_at", ">=", since)
+        .groupBy("owner.conversation");
       const due = await trx
         .selectFrom("tasks")
         .select(TASK_COLUMNS)
         .where("status", "=", "active")
         .where("next_run_at", "<=", at)
+        // A conversation whose hour is full is not looked at: its waiting tasks, however many,
+        // must not crowd other conversations' out of the batch.
+        .where(
+          "conversation",
+          "not in",
+          recentRuns
+            .select("owner.conversation")
+            .having((eb) => eb.fn.countAll(), ">=", runsPerHour),
+        )
         .orderBy("next_run_at")
         .limit(limit)
         .$if(deps.kind === "postgres", (q) => q.forUpdate().skipLocked())
         .execute();
-      let queued = 0;
+      const conversations = [...new Set(due.map((row) => row.conversation))];
+      const used = new Map<string, number>();
+      if (conversations.length > 0) {
+        const counts = await recentRuns
+          .select((eb) => ["owner.conversation", eb.fn.countAll<number>().as("runs")])
+          .where("owner.conversation", "in", conversations)
+          .execute();
+        for (const row of counts) used.set(row.conversation, Number(row.runs));
+      }
+      let count = 0;
       for (const row of due) {
+        const runs = used.get(row.conversation) ?? 0;
+        if (runs >= runsPerHour) {
+          heldBack.set(row.conversation, (heldBack.get(row.conversation) ?? 0) + 1);
+          continue;
+        }
         const dueAt = row.next_run_at as number;
         const run = await trx
           .insertInto("task_runs")
@@ -251,7 +331,8 @@ export function createTaskStore(deps: {
               received_at: new Date(at).toISOString(),
             })
             .execute();
-          queued++;
+          used.set(row.conversation, runs + 1);
+          count++;
         }
         const recurrence = recurrenceOf(row);
         const next = recurrence && nextOccurrence(recurrence, Math.max(at, dueAt), row.time_zone);
@@ -266,13 +347,33 @@ export function createTaskStore(deps: {
           .where("next_run_at", "=", dueAt)
           .execute();
       }
-      return queued;
+      return count;
     });
+    for (const [conversation, waiting] of heldBack) deps.onRunsHeldBack?.(conversation, waiting);
+    return queued;
+  }
+
+  /**
+   * Disables the active tasks whose creator is not in `allowed` (they left ALLOWED_USER_IDS);
+   * returns them. Tasks without a recorded creator are left alone.
+   */
+  async function disableNotAllowed(allowed: readonly number[], reason: string): Promise<Task[]> {
+    const rows = await db
+      .updateTable("tasks")
+      .set({ status: "disabled", status_reason: reason, next_run_at: null })
+      .where("status", "=", "active")
+      .where("created_by", "is not", null)
+      .$if(allowed.length > 0, (q) => q.where("created_by", "not in", allowed))
+      .returning(TASK_COLUMNS)
+      .execute();
+    return rows.map(toTask);
   }
 
   return {
     add,
-    countActive,
+    addWithin,
+    countActive: (conversation: string) => countActive(conversation),
+    disableNotAllowed,
     listActive,
     get,
     cancel,

@@ -5,6 +5,8 @@ import {
   describeRecurrence,
   firstOccurrence,
   formatInZone,
+  HORIZON_YEARS,
+  horizonMs,
   isoInZone,
   nextOccurrence,
   parseRepeat,
@@ -13,6 +15,7 @@ import {
   type Recurrence,
   ScheduleError,
   shortestGapMs,
+  tooFarText,
   WHEN_FORMS,
 } from "./schedule.js";
 import type { Task, TaskStore } from "./store.js";
@@ -21,7 +24,10 @@ import type { Task, TaskStore } from "./store.js";
 export type TaskLimits = {
   /** Active tasks per conversation. */
   maxTasks: number;
-  /** Shortest time between two runs of a recurring task. */
+  /**
+   * Shortest time between two runs of a recurring task, and the soonest a task set up during a
+   * scheduled run may be due (a run that schedules itself "now" would otherwise run for ever).
+   */
   minIntervalMs: number;
   /** Longest instruction, in characters. */
   maxInstructionChars: number;
@@ -65,9 +71,25 @@ export function createTaskTools(deps: {
   });
 
   /** The first run, checked against the limits; throws errors the model can relay. */
-  function plan(whenText: string, repeatText: string | undefined) {
+  function plan(whenText: string, repeatText: string | undefined, scheduledRun: boolean) {
     const at = deps.now();
     const whenMs = parseWhen(whenText, at, timeZone);
+    if (whenMs > horizonMs(at, timeZone)) fail(tooFarText(whenText));
+    const { firstMs, recurrence } = firstRun(at, whenMs, repeatText);
+    const soonest = at + limits.minIntervalMs;
+    if (scheduledRun && firstMs < soonest) {
+      fail(
+        `A task set up during a scheduled run cannot be due within ${minMinutes} minutes (before ${formatInZone(soonest, timeZone)}): choose a later time, or do it now, in this run.`,
+      );
+    }
+    return { firstMs, recurrence };
+  }
+
+  function firstRun(
+    at: number,
+    whenMs: number,
+    repeatText: string | undefined,
+  ): { firstMs: number; recurrence: Recurrence | undefined } {
     if (repeatText === undefined) {
       if (whenMs < at - PAST_GRACE_MS) {
         fail(
@@ -86,6 +108,13 @@ export function createTaskTools(deps: {
         `"${repeatText}" would run more often than every ${minMinutes} minutes, the shortest interval allowed for a recurring task: choose a longer one.`,
       );
     }
+    const following = nextOccurrence(recurrence, firstMs, timeZone);
+    if (
+      firstMs > horizonMs(at, timeZone) ||
+      (following !== undefined && following > horizonMs(firstMs, timeZone))
+    ) {
+      fail(tooFarText(repeatText));
+    }
     return { firstMs, recurrence };
   }
 
@@ -94,7 +123,7 @@ export function createTaskTools(deps: {
     description: [
       "Schedules something to happen later in this conversation: a reminder, or a task you run then (a recurring check, a summary).",
       `Times are in ${timeZone}. \`when\` is the first run: ${WHEN_FORMS}.`,
-      `\`repeat\` (optional) makes it recurring: ${REPEAT_FORMS}. Recurring tasks run at most every ${minMinutes} minutes.`,
+      `\`repeat\` (optional) makes it recurring: ${REPEAT_FORMS}. Recurring tasks run at most every ${minMinutes} minutes; a task is due at most ${HORIZON_YEARS} years ahead.`,
       "`mode`: 'remind' sends `instruction` to the user word for word at that time, with no model call: write it as the reminder itself (\"Call the bank\"). 'run' (the default) gives `instruction` to you as a turn at that time, with your tools, and your answer is sent: use it when the task needs thinking or tools (\"Summarise notes.txt\").",
       `At most ${limits.maxTasks} active tasks per conversation. The answer gives the exact next run: confirm it to the user.`,
     ].join(" "),
@@ -112,23 +141,27 @@ export function createTaskTools(deps: {
     async run(args, ctx) {
       const target = parseConversationKey(ctx.chatId);
       if (!target) fail("Scheduled tasks run only in the Telegram bot, not in this chat.");
-      const active = await tasks.countActive(ctx.chatId);
-      if (active >= limits.maxTasks) {
+      const { firstMs, recurrence } = plan(args.when, args.repeat, ctx.origin === "scheduled_task");
+      const outcome = await tasks.addWithin(
+        {
+          conversation: ctx.chatId,
+          ...target,
+          instruction: args.instruction,
+          mode: args.mode,
+          repeatText: args.repeat,
+          recurrence,
+          timeZone,
+          nextRunAt: firstMs,
+          createdBy: ctx.askedBy,
+        },
+        limits.maxTasks,
+      );
+      if ("full" in outcome) {
         fail(
-          `This conversation already has ${active} scheduled tasks, the most allowed: cancel one (list_tasks, cancel_task, or /tasks) first.`,
+          `This conversation already has ${outcome.full} scheduled tasks, the most allowed: cancel one (list_tasks, cancel_task, or /tasks) first.`,
         );
       }
-      const { firstMs, recurrence } = plan(args.when, args.repeat);
-      const task = await tasks.add({
-        conversation: ctx.chatId,
-        ...target,
-        instruction: args.instruction,
-        mode: args.mode,
-        repeatText: args.repeat,
-        recurrence,
-        timeZone,
-        nextRunAt: firstMs,
-      });
+      const task = outcome.added;
       const following = recurrence && nextOccurrence(recurrence, firstMs, timeZone);
       return {
         scheduled: view(task),

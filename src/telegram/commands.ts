@@ -82,6 +82,8 @@ function outcomeHtml(outcome: CompactionOutcome): string {
       return "Nothing to compact yet: the conversation holds only the latest exchange.";
     case "failed":
       return `Compaction failed: ${escapeHtml(outcome.reason)}. The conversation is unchanged; try again in a minute.`;
+    case "stopped":
+      return "Compaction stopped. The conversation is unchanged.";
   }
 }
 

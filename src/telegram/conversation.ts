@@ -12,7 +12,7 @@ import { safeFileName, saveToWorkspace } from "../media/workspace-inbox.js";
 import type { InboxItem, Lease } from "../queue/inbox.js";
 import type { NewAttachment, StoredAttachment } from "../session/attachments.js";
 import type { MediaPart } from "../session/events.js";
-import { addressesBot } from "./access.js";
+import { addressesBot, senderOf } from "./access.js";
 import { deliverAnswer } from "./answer-delivery.js";
 import { conversationKeyOf } from "./conversation-key.js";
 import type { Delivery } from "./delivery.js";
@@ -135,7 +135,8 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
       shownBefore: lease?.liveMessages,
       recordMessages: lease && ((ids) => lease.recordLiveMessages(ids)),
     });
-    const running = deps.answers.start(session, chatId, draftId, ctx.update.update_id);
+    const askedBy = senderOf(message)?.id;
+    const running = deps.answers.start(session, chatId, draftId, ctx.update.update_id, askedBy);
     let visible = false;
     const nowVisible = () => {
       if (visible) return;
@@ -168,6 +169,7 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
         guard: lease && (() => lease.ensureHeld()),
         progress,
         stop: running.signal,
+        askedBy,
         // send_file: to this chat and topic, by the holder of the update only.
         sendFile: async (file) => {
           await lease?.ensureHeld();

@@ -1,11 +1,19 @@
-import type { Update } from "grammy/types";
+import type { Message, Update } from "grammy/types";
 import { z } from "zod";
 import type { Logger } from "../logger.js";
 import type { Inbox, StopTarget } from "../queue/inbox.js";
-import { type BotIdentity, isStopCommand, rejectionHtml, routeUpdate } from "./access.js";
+import {
+  type BotIdentity,
+  isStopCommand,
+  rejectionHtml,
+  routeUpdate,
+  type Sender,
+  senderOf,
+} from "./access.js";
 import type { Delivery } from "./delivery.js";
 import { escapeHtml } from "./render.js";
 import type { RunningAnswers } from "./running-answers.js";
+import type { MayStop } from "./stop-permission.js";
 import { threadOfMessage } from "./topics.js";
 
 const userSchema = z.looseObject({ id: z.number().int(), is_bot: z.boolean() });
@@ -87,6 +95,13 @@ export type IngestResult = "stored" | "duplicate" | "rejected" | "ignored" | "st
 export const NOTHING_TO_STOP = "There is no answer being written to stop.";
 export const STOP_FAILED =
   "I could not stop the answer: the database did not answer. Please try again in a moment.";
+export const NOT_YOURS_TO_STOP =
+  "Only the person who asked, or an admin of this group, can stop this answer.";
+export const STOP_UNCHECKED =
+  "I could not stop the answer: Telegram did not tell me whether you are an admin of this group. Please try again in a moment.";
+
+/** Whether whoever stops may stop the answer asked for by `askedBy` (see MayStop). */
+export type StopCheck = (askedBy: number | undefined) => Promise<boolean>;
 
 /** A user who is not allowed is told so once in this time, however many messages they send. */
 export const REJECTION_QUIET_MS = 60 * 60 * 1000;
@@ -111,9 +126,11 @@ export function createIngest(deps: {
   answers?: RunningAnswers;
   /**
    * With replicas: a stop for no answer written here goes to the replica writing it; true when
-   * one is (src/queue/replica-stops.ts).
+   * one is (src/queue/replica-stops.ts), "refused" when `may` let none of them be stopped.
    */
-  stopElsewhere?(target: StopTarget): Promise<boolean>;
+  stopElsewhere?(target: StopTarget, may?: StopCheck): Promise<boolean | "refused">;
+  /** Who may stop a group's answer (the person who asked, or an admin); anyone without it. */
+  mayStop?: MayStop;
   now?: () => number;
 }): Ingest {
   const allowed = new Set(deps.allowedUserIds);
@@ -136,10 +153,43 @@ export function createIngest(deps: {
   async function stop(target: StopTarget, here: boolean | undefined): Promise<boolean | undefined> {
     if (here || !deps.stopElsewhere) return here ?? false;
     try {
-      return await deps.stopElsewhere(target);
+      return (await deps.stopElsewhere(target)) === true;
     } catch (error) {
       deps.logger.warn({ err: error }, "could not pass a stop on to the other replicas");
       return undefined;
+    }
+  }
+
+  /**
+   * /stop: ends the conversation's answer, here or on another replica, if `stopper` may stop it.
+   * What to tell them otherwise.
+   */
+  async function stopCommand(
+    message: Message,
+    conversation: string,
+    stopper: Sender,
+  ): Promise<string | undefined> {
+    const may: StopCheck = (askedBy) =>
+      deps.mayStop ? deps.mayStop(message.chat, stopper, askedBy) : Promise.resolve(true);
+    const here = deps.answers?.runningIn(conversation);
+    if (here) {
+      const allowed = await may(here.askedBy).catch((error: unknown) => {
+        deps.logger.warn({ err: error }, "could not ask Telegram who administers the group");
+        return undefined;
+      });
+      if (allowed === undefined) return STOP_UNCHECKED;
+      if (!allowed) return NOT_YOURS_TO_STOP;
+      here.stop();
+      return undefined;
+    }
+    if (!deps.stopElsewhere) return NOTHING_TO_STOP;
+    try {
+      const stopped = await deps.stopElsewhere({ conversation }, may);
+      if (stopped === "refused") return NOT_YOURS_TO_STOP;
+      return stopped ? undefined : NOTHING_TO_STOP;
+    } catch (error) {
+      deps.logger.warn({ err: error }, "could not pass a stop on to the other replicas");
+      return STOP_FAILED;
     }
   }
 
@@ -163,14 +213,18 @@ export function createIngest(deps: {
       else deps.logger.debug(log, "ignored an update");
       return "ignored";
     }
-    if (route.action === "run" && update.message && isStopCommand(update.message, deps.bot)) {
-      const { conversation } = route;
-      const stopped = await stop({ conversation }, deps.answers?.stopConversation(conversation));
-      if (!stopped) {
-        const { chat } = update.message;
-        const text = stopped === false ? NOTHING_TO_STOP : STOP_FAILED;
+    const stopper = update.message && senderOf(update.message);
+    if (
+      route.action === "run" &&
+      update.message &&
+      stopper &&
+      isStopCommand(update.message, deps.bot)
+    ) {
+      const { message } = update;
+      const refusal = await stopCommand(message, route.conversation, stopper);
+      if (refusal !== undefined) {
         deps.delivery
-          .sendHtml(chat.id, escapeHtml(text), threadOfMessage(update.message))
+          .sendHtml(message.chat.id, escapeHtml(refusal), threadOfMessage(message))
           .catch((error: unknown) =>
             deps.logger.warn({ err: error }, "could not say why nothing was stopped"),
           );

@@ -8,7 +8,20 @@
  */
 export type RunningAnswers = ReturnType<typeof createRunningAnswers>;
 
-type Running = { conversation: string; draft: string; controller: AbortController };
+type Running = {
+  conversation: string;
+  draft: string;
+  controller: AbortController;
+  askedBy: number | undefined;
+};
+
+/** An answer being written, as a stop sees it: who asked for it, and how to end it. */
+export type RunningAnswer = {
+  /** The sender the answer is for (see ToolContext.askedBy); undefined when unknown. */
+  askedBy: number | undefined;
+  /** Ends it; false when it had already been stopped. */
+  stop(): boolean;
+};
 
 const draftKey = (chatId: number, draftId: number) => `${chatId}/${draftId}`;
 
@@ -24,12 +37,22 @@ export function createRunningAnswers() {
   };
 
   return {
-    /** Registers the answer to update `updateId`; `done` when it ends, stopped or not. */
-    start(conversation: string, chatId: number, draftId: number, updateId: number) {
+    /**
+     * Registers the answer to update `updateId`, asked for by `askedBy`; `done` when it ends,
+     * stopped or not.
+     */
+    start(
+      conversation: string,
+      chatId: number,
+      draftId: number,
+      updateId: number,
+      askedBy?: number,
+    ) {
       const running: Running = {
         conversation,
         draft: draftKey(chatId, draftId),
         controller: new AbortController(),
+        askedBy,
       };
       byConversation.set(conversation, running);
       byDraft.set(running.draft, running);
@@ -43,8 +66,15 @@ export function createRunningAnswers() {
         },
       };
     },
-    /** /stop: false when the conversation has no answer being written here. */
-    stopConversation: (conversation: string): boolean => stop(byConversation.get(conversation)),
+    /**
+     * The answer being written here in the conversation (for /stop, which checks who may stop
+     * it first); undefined when there is none.
+     */
+    runningIn(conversation: string): RunningAnswer | undefined {
+      const running = byConversation.get(conversation);
+      if (running === undefined || running.controller.signal.aborted) return undefined;
+      return { askedBy: running.askedBy, stop: () => stop(running) };
+    },
     /** The draft's stop button (a stopped_message_generation update). */
     stopDraft: (chatId: number, draftId: number): boolean =>
       stop(byDraft.get(draftKey(chatId, draftId))),

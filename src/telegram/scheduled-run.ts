@@ -41,6 +41,16 @@ export function reminderText(task: Task, due: string, late: boolean): string {
   return `⏰ ${task.instruction}${late ? `\n\n_(this was due at ${due})_` : ""}`;
 }
 
+/** Why a task whose creator left ALLOWED_USER_IDS was disabled (tasks.status_reason). */
+export const NOT_ALLOWED_REASON = "whoever set it up is no longer in ALLOWED_USER_IDS";
+
+export function logTaskNotAllowed(logger: Logger, task: Task): void {
+  logger.warn(
+    { task_id: task.id, chat_id: task.conversation, created_by: task.createdBy },
+    "disabled a scheduled task: whoever set it up is no longer in ALLOWED_USER_IDS",
+  );
+}
+
 export type ScheduledRunner = ReturnType<typeof createScheduledRunner>;
 
 /**
@@ -50,6 +60,8 @@ export type ScheduledRunner = ReturnType<typeof createScheduledRunner>;
  * not yet sent) instead of asking the model again.
  */
 export function createScheduledRunner(deps: {
+  /** A task whose creator is not among them is disabled instead of run. */
+  allowedUserIds: readonly number[];
   tasks: Pick<TaskStore, "get" | "disable">;
   agent: Pick<Agent, "runTurn">;
   delivery: Delivery;
@@ -62,6 +74,7 @@ export function createScheduledRunner(deps: {
   now?: () => number;
 }) {
   const now = deps.now ?? Date.now;
+  const allowed = new Set(deps.allowedUserIds);
 
   async function run(item: InboxItem, lease: Lease, scheduled: ScheduledRun): Promise<void> {
     const { task_id: taskId, due_at: dueAt } = scheduled.scheduled_task;
@@ -69,6 +82,11 @@ export function createScheduledRunner(deps: {
     const task = await deps.tasks.get(taskId);
     if (!task || task.status === "cancelled" || task.status === "disabled") {
       log.info({ status: task?.status ?? "deleted" }, "scheduled run skipped: its task ended");
+      return;
+    }
+    if (task.createdBy !== undefined && !allowed.has(task.createdBy)) {
+      await deps.tasks.disable(task.id, NOT_ALLOWED_REASON);
+      logTaskNotAllowed(log, task);
       return;
     }
     const at = now();
@@ -89,13 +107,20 @@ export function createScheduledRunner(deps: {
       shownBefore: lease.liveMessages,
       recordMessages: (ids) => lease.recordLiveMessages(ids),
     });
-    const running = deps.answers.start(task.conversation, task.chatId, draftId, item.updateId);
+    const running = deps.answers.start(
+      task.conversation,
+      task.chatId,
+      draftId,
+      item.updateId,
+      task.createdBy,
+    );
     try {
       const result = await deps.agent.runTurn(task.conversation, {
         text: taskPrompt(task, due, late),
         updateId: item.updateId,
         guard,
         origin: "scheduled_task",
+        askedBy: task.createdBy,
         answer: task.mode === "remind" ? reminderText(task, due, late) : undefined,
         progress: live.progress,
         stop: running.signal,

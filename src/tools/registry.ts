@@ -17,6 +17,15 @@ export interface ToolContext {
    * document; absent where there is no chat to send to (the terminal).
    */
   sendFile?(file: FileToSend): Promise<"photo" | "document">;
+  /** Aborted when the user stops the answer: a tool that runs long (a command) ends there. */
+  signal?: AbortSignal;
+  /** The turn is a scheduled task's run, which nobody typed now. */
+  origin?: "scheduled_task";
+  /**
+   * Who the turn answers: the sender ALLOWED_USER_IDS let in (a user, or a group or channel
+   * posting anonymously), or a scheduled run's task's creator; absent in the terminal.
+   */
+  askedBy?: number;
 }
 
 /**

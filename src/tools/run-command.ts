@@ -23,7 +23,12 @@ interface RunLimits {
   cwd: string;
   env: NodeJS.ProcessEnv;
   timeoutMs: number;
+  /** The user stopped the answer: the command is killed at once. */
+  signal?: AbortSignal;
 }
+
+/** What the model reads of a command the user's stop killed. */
+export const COMMAND_STOPPED = "killed: the user stopped the answer while the command ran";
 
 type StreamName = "stdout" | "stderr";
 
@@ -58,6 +63,8 @@ function killGroup(child: ChildProcessByStdio<null, Readable, Readable>): void {
 }
 
 function runShell(command: string, limits: RunLimits): Promise<CommandResult> {
+  const { signal } = limits;
+  if (signal?.aborted) return Promise.reject(new Error(COMMAND_STOPPED));
   return new Promise((resolve, reject) => {
     // detached: the shell leads its own process group, so a kill reaches everything it started.
     const child = spawn("/bin/sh", ["-c", command], {
@@ -73,9 +80,12 @@ function runShell(command: string, limits: RunLimits): Promise<CommandResult> {
       timedOut = true;
       killGroup(child);
     }, limits.timeoutMs);
+    const stop = () => killGroup(child);
+    signal?.addEventListener("abort", stop, { once: true });
     const settle = () => {
       clearTimeout(timer);
       clearTimeout(grace);
+      signal?.removeEventListener("abort", stop);
     };
     child.on("exit", () => {
       // Background jobs left behind would keep the pipes open past the shell's exit.
@@ -91,6 +101,10 @@ function runShell(command: string, limits: RunLimits): Promise<CommandResult> {
     });
     child.on("close", (code) => {
       settle();
+      if (signal?.aborted) {
+        reject(new Error(COMMAND_STOPPED));
+        return;
+      }
       resolve({ exitCode: code, stdout: textOf("stdout"), stderr: textOf("stderr"), timedOut });
     });
   });
@@ -114,14 +128,14 @@ export function createRunCommandTool(deps: {
     schema: z.object({
       command: z.string().trim().min(1).describe("The shell command line to run"),
     }),
-    async run(args) {
+    async run(args, ctx) {
       const cwd = await ensureWorkspace(deps.workspaceDir);
       const env = {
         PATH: baseEnv.PATH ?? "/usr/local/bin:/usr/bin:/bin",
         HOME: cwd,
         LANG: baseEnv.LANG ?? "C.UTF-8",
       };
-      return runShell(args.command, { cwd, env, timeoutMs });
+      return runShell(args.command, { cwd, env, timeoutMs, signal: ctx.signal });
     },
   });
 }

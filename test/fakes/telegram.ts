@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { isAbsolute, join } from "node:path";
 import type {
   BotCommand,
+  ChatMember,
   ForumTopic,
   InlineKeyboardMarkup,
   Message,
@@ -193,6 +194,15 @@ export interface FakeTelegram {
    * administrator allowed to create and rename topics there.
    */
   addForum(chatId: number, options?: { botCanManageTopics?: boolean }): void;
+  /**
+   * A user's standing in a group, as getChatMember answers it; anyone not set has "left" (the
+   * bot itself is an administrator everywhere the fake sends to).
+   */
+  setMemberStatus(
+    chatId: number,
+    userId: number,
+    status: "creator" | "administrator" | "member",
+  ): void;
   /** The topics the bot created (createForumTopic), with their current names, by chat. */
   topicsOf(chatId: number): ReadonlyMap<number, string>;
   /**
@@ -312,6 +322,7 @@ class FakeTelegramServer implements FakeTelegram {
   private readonly polls = new Set<PendingPoll>();
   private readonly waiters = new Set<Waiter>();
   private readonly forums = new Map<number, { botCanManageTopics: boolean }>();
+  private readonly members = new Map<string, "creator" | "administrator" | "member">();
   private readonly topics = new Map<number, Map<number, string>>();
   private nextThreadId = 5_000;
   private queue: Update[] = [];
@@ -360,6 +371,7 @@ class FakeTelegramServer implements FakeTelegram {
       getwebhookinfo: () => ok(this.webhookInfo()),
       getupdates: (params, signal) => this.getUpdates(params, signal),
       getfile: (params) => ok(this.getFile(params)),
+      getchatmember: (params) => ok(this.getChatMember(params)),
     };
     this.handlers = new Map(Object.entries(handlers));
   }
@@ -439,6 +451,55 @@ class FakeTelegramServer implements FakeTelegram {
       throw new Error(`fake Telegram: only supergroups ("-100…" ids) can be forums, not ${chatId}`);
     }
     this.forums.set(chatId, { botCanManageTopics: options.botCanManageTopics ?? false });
+  }
+
+  setMemberStatus(
+    chatId: number,
+    userId: number,
+    status: "creator" | "administrator" | "member",
+  ): void {
+    if (chatFor(chatId).type === "private") {
+      throw new Error("fake Telegram: a private chat has no members to set");
+    }
+    this.members.set(`${chatId}/${userId}`, status);
+  }
+
+  /**
+   * As Telegram answers it: a user_id is required and must be an Integer; in a private chat only
+   * its own user is found; in a group anyone the fake was not told of has left.
+   */
+  private getChatMember(params: Params): ChatMember {
+    const chatId = readChatId(params);
+    const userId = readInteger(params, "user_id");
+    if (userId === undefined || userId <= 0) throw badRequest("invalid user_id specified");
+    const user = { id: userId, is_bot: false, first_name: "Test User" };
+    if (chatFor(chatId).type === "private") {
+      if (userId !== chatId) throw badRequest("user not found");
+      return { status: "member", user };
+    }
+    const status = this.members.get(`${chatId}/${userId}`);
+    if (status === "creator") return { status, user, is_anonymous: false };
+    if (status === "administrator") {
+      return {
+        status,
+        user,
+        can_be_edited: false,
+        is_anonymous: false,
+        can_manage_chat: true,
+        can_delete_messages: true,
+        can_manage_video_chats: true,
+        can_restrict_members: true,
+        can_promote_members: false,
+        can_change_info: true,
+        can_invite_users: true,
+        can_post_stories: false,
+        can_edit_stories: false,
+        can_delete_stories: false,
+        can_send_welcome_messages: false,
+      };
+    }
+    if (status === "member") return { status, user };
+    return { status: "left", user };
   }
 
   topicsOf(chatId: number): ReadonlyMap<number, string> {

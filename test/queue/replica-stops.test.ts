@@ -55,7 +55,12 @@ describe("stops across PostgreSQL replicas", () => {
   it("reaches the replica running the answer at once, and no other", async () => {
     const runner = await replica("runner", "chat-r");
     const bystander = await replica("bystander", "chat-b");
-    const stop = replicaStopper({ db: handle.db, inbox: inboxFor("front"), logger });
+    const stop = replicaStopper({
+      db: handle.db,
+      inbox: inboxFor("front"),
+      askerOf: async () => undefined,
+      logger,
+    });
     expect(await stop({ conversation: "chat-r" })).toBe(true);
     expect(await stop({ conversation: "chat-b" })).toBe(true);
     // Notifications come in the order they were sent: once the second is in, so is the first.

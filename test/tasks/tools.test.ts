@@ -10,7 +10,11 @@ import {
   type TaskStore,
 } from "../../src/tasks/store.js";
 import { createTaskTools, DEFAULT_TASK_LIMITS } from "../../src/tasks/tools.js";
-import { createToolRegistry, type ToolRegistry } from "../../src/tools/registry.js";
+import {
+  createToolRegistry,
+  type ToolContext,
+  type ToolRegistry,
+} from "../../src/tools/registry.js";
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../helpers/databases.js";
 import { captureLogger } from "../helpers/logs.js";
 
@@ -27,7 +31,7 @@ describe.each(DATABASE_KINDS)("scheduled task tools on %s", (kind) => {
   let clock = START;
   let conversation = 0;
   /** A conversation of its own for each test: the tests share one database. */
-  let ctx = { chatId: "" };
+  let ctx: ToolContext = { chatId: "" };
 
   beforeAll(async () => {
     testDb = await createTestDatabase(kind);
@@ -161,6 +165,118 @@ describe.each(DATABASE_KINDS)("scheduled task tools on %s", (kind) => {
     });
     expect(await error("cancel_task", { id: ids[1] })).toMatch(/no scheduled task/);
     await output("schedule_task", { when: "in 5 hours", instruction: "y" });
+  });
+
+  it("holds the limit of active tasks against parallel calls", async () => {
+    const outcomes = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        call("schedule_task", { when: `in ${i + 1} hours`, instruction: `parallel ${i}` }),
+      ),
+    );
+    expect(outcomes.filter((o) => o.ok)).toHaveLength(3);
+    expect(
+      outcomes.filter((o) => !o.ok && /already has 3 scheduled tasks/.test(o.response.error)),
+    ).toHaveLength(9);
+    expect(await tasks.listActive(ctx.chatId)).toHaveLength(3);
+  });
+
+  it("keeps a task set up during a scheduled run from being due within 15 minutes", async () => {
+    ctx = { ...ctx, origin: "scheduled_task" };
+    for (const args of [
+      { when: "now", instruction: "again" },
+      { when: "in 14 minutes", instruction: "again" },
+      { when: "now", repeat: "every 15 minutes", instruction: "again" },
+    ]) {
+      expect(await error("schedule_task", args)).toBe(
+        "A task set up during a scheduled run cannot be due within 15 minutes (before Wed 2 Dec 2026, 14:25 (Europe/Berlin)): choose a later time, or do it now, in this run.",
+      );
+    }
+    expect(await tasks.listActive(ctx.chatId)).toEqual([]);
+    await output("schedule_task", { when: "in 15 minutes", instruction: "later" });
+    await output("schedule_task", { when: "in 1 hour", repeat: "hourly", instruction: "hourly" });
+    expect(await tasks.listActive(ctx.chatId)).toHaveLength(2);
+  });
+
+  it("refuses times and repetitions more than 10 years ahead, in words", async () => {
+    for (const [when, repeat] of [
+      ["in 999999999999999 days", undefined],
+      ["in 99999999999 minutes", undefined],
+      ["2036-12-03T09:00", undefined],
+      ["now", "every 99999999999 hours"],
+      ["now", "every 87700 hours"],
+    ] as const) {
+      const asked = repeat ?? when;
+      expect(await error("schedule_task", { when, repeat, instruction: "x" })).toBe(
+        `"${asked}" is too far ahead: a task can be scheduled at most 10 years ahead, and repeat at least once in 10 years. Choose a nearer time.`,
+      );
+    }
+    expect(await tasks.listActive(ctx.chatId)).toEqual([]);
+    const out = await output("schedule_task", { when: "2036-12-02T09:00", instruction: "x" });
+    expect(out).toMatchObject({ scheduled: { next_run: "2036-12-02T09:00:00+01:00" } });
+    await output("schedule_task", { when: "now", repeat: "every 87600 hours", instruction: "x" });
+  });
+
+  it("records who set a task up, and disables the tasks of creators no longer allowed", async () => {
+    ctx = { ...ctx, askedBy: 4242 };
+    await output("schedule_task", { when: "in 1 hour", instruction: "mine" });
+    ctx = { ...ctx, askedBy: 777 };
+    await output("schedule_task", { when: "in 2 hours", instruction: "theirs" });
+    expect((await tasks.listActive(ctx.chatId)).map((t) => t.createdBy)).toEqual([4242, 777]);
+    const disabled = await tasks.disableNotAllowed([4242, 1], "creator not allowed");
+    expect(disabled.map((t) => t.instruction)).toEqual(["theirs"]);
+    expect((await tasks.listActive(ctx.chatId)).map((t) => t.instruction)).toEqual(["mine"]);
+    expect((await tasks.get(disabled[0]?.id ?? 0))?.status).toBe("disabled");
+  });
+
+  it("queues at most the hour's runs of a conversation; the rest wait, due, and run later", async () => {
+    const held: [string, number][] = [];
+    const limited = createTaskStore({
+      db: handle.db,
+      kind,
+      now: () => clock,
+      runsPerHour: 3,
+      onRunsHeldBack: (conversation, waiting) => held.push([conversation, waiting]),
+    });
+    const task = (conversation: string, i: number) => ({
+      conversation,
+      chatId: Number(conversation),
+      threadId: undefined,
+      instruction: `run ${i}`,
+      mode: "remind" as const,
+      repeatText: undefined,
+      recurrence: undefined,
+      timeZone: ZONE,
+      nextRunAt: START + i * 1000,
+    });
+    const busy = String(5000 + conversation);
+    const quiet = String(9000 + conversation);
+    for (let i = 0; i < 5; i++) await limited.add(task(busy, i));
+    await limited.add(task(quiet, 9));
+    clock = START + HOUR / 2;
+    expect(await limited.queueDue(clock)).toBe(4);
+    expect(held).toEqual([[busy, 2]]);
+    // Looked at again and again in the hour, the busy conversation's waiting tasks queue nothing
+    // (and are not even taken: no second report).
+    clock += 60_000;
+    expect(await limited.queueDue(clock)).toBe(0);
+    expect(held).toHaveLength(1);
+    expect((await limited.listActive(busy)).map((t) => t.instruction)).toEqual(["run 3", "run 4"]);
+    // An hour after the first runs, the rest run, late, for the time they were due.
+    clock = START + HOUR / 2 + HOUR + 1_000;
+    expect(await limited.queueDue(clock)).toBe(2);
+    const inbox = createInbox({
+      db: handle.db,
+      kind,
+      workerId: "w",
+      leaseMs: 30_000,
+      now: () => clock,
+    });
+    const dues: number[] = [];
+    for (let item = await inbox.claim(); item; item = await inbox.claim()) {
+      dues.push(scheduledRunOf(item.update)?.scheduled_task.due_at ?? 0);
+      await inbox.finish(item);
+    }
+    expect(dues.sort()).toEqual([0, 1, 2, 3, 4, 9].map((i) => START + i * 1000));
   });
 
   it("lists only this conversation's active tasks, the next first", async () => {

@@ -28,6 +28,7 @@ describe("running scheduled tasks", () => {
   let inbox: Inbox;
   let runner: ScheduledRunner;
   let answers: RunningAnswers;
+  const ALLOWED_CREATOR = 4242;
   let clock = NINE;
   let chat = 0;
 
@@ -45,6 +46,7 @@ describe("running scheduled tasks", () => {
     });
     answers = createRunningAnswers();
     runner = createScheduledRunner({
+      allowedUserIds: [ALLOWED_CREATOR],
       tasks,
       agent: h.app.agent,
       delivery: createDelivery({ api, logger: h.app.logger }),
@@ -145,7 +147,7 @@ describe("running scheduled tasks", () => {
     const drafted = telegram.waitFor("sendMessageDraft");
     const running = runDue();
     await drafted;
-    expect(answers.stopConversation(conversation)).toBe(true);
+    expect(answers.runningIn(conversation)?.stop()).toBe(true);
     await running;
     const [answer] = telegram.sent.map((m) => m.plain_text);
     expect(telegram.sent).toHaveLength(1);
@@ -188,6 +190,35 @@ describe("running scheduled tasks", () => {
     await runner.run(item, inbox.leaseOf(item), run);
     await inbox.finish(item);
     expect(telegram.sent).toEqual([]);
+  });
+
+  it("skips and disables a task whose creator is no longer allowed, saying so in the log", async () => {
+    const conversation = `-100${5000 + chat}`;
+    const task = await tasks.add(
+      taskIn(conversation, {
+        mode: "run",
+        createdBy: 777,
+        recurrence: { kind: "cron", expression: "0 9 * * *" },
+        repeatText: "daily",
+      }),
+    );
+    const before = h.fake.requests.length;
+    await runDue();
+    expect(h.fake.requests.length).toBe(before);
+    expect(telegram.sent).toEqual([]);
+    expect(await tasks.get(task.id)).toMatchObject({ status: "disabled", nextRunAt: undefined });
+    expect(h.logs).toContainEqual(
+      expect.objectContaining({
+        msg: "disabled a scheduled task: whoever set it up is no longer in ALLOWED_USER_IDS",
+        task_id: task.id,
+        created_by: 777,
+      }),
+    );
+    // Its allowed creator's task runs.
+    await tasks.add(taskIn(conversation, { createdBy: ALLOWED_CREATOR }));
+    clock += 60_000;
+    await runDue();
+    expect(telegram.sent.map((m) => m.plain_text)).toEqual(["⏰ Call the bank"]);
   });
 
   it("disables a task whose chat blocked the bot, with a log line, instead of retrying", async () => {

@@ -3,6 +3,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { createToolRegistry, type ToolOutcome } from "../../src/tools/registry.js";
 import {
+  COMMAND_STOPPED,
   type CommandResult,
   createRunCommandTool,
   RUN_COMMAND_MAX_OUTPUT_BYTES,
@@ -78,6 +79,41 @@ describe("run_command", () => {
     const [first, pid] = output.stdout.trim().split("\n");
     expect(first).toBe("started");
     await waitFor(() => isGone(Number(pid)), `background sleep ${pid} to die`);
+  });
+
+  it("kills the command's process group at once when the user stops the answer", async () => {
+    const stop = new AbortController();
+    const pidFile = path.join(dirs().ws, "sleep.pid");
+    const tool = createToolRegistry([createRunCommandTool({ workspaceDir: dirs().ws })]);
+    const started = Date.now();
+    const outcome = tool.execute(
+      "run_command",
+      { command: "sleep 15 & echo $! > sleep.pid; wait" },
+      { chatId: "1", signal: stop.signal },
+    );
+    await waitFor(
+      async () => /^\d+\n$/.test(await readFile(pidFile, "utf8").catch(() => "")),
+      "the pid file",
+    );
+    stop.abort();
+    expect(errorOf(await outcome)).toBe(COMMAND_STOPPED);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    const pid = Number(await readFile(pidFile, "utf8"));
+    await waitFor(() => isGone(pid), `sleep ${pid} to die`);
+    // A stop that came first runs nothing.
+    expect(
+      errorOf(
+        await tool.execute(
+          "run_command",
+          { command: "touch ran" },
+          {
+            chatId: "1",
+            signal: stop.signal,
+          },
+        ),
+      ),
+    ).toBe(COMMAND_STOPPED);
+    await expect(readFile(path.join(dirs().ws, "ran"))).rejects.toThrow();
   });
 
   it("kills background jobs the shell leaves behind when it exits", async () => {
