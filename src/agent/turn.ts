@@ -1,5 +1,6 @@
 import type { BuiltinTool, ThinkingLevel } from "../config.js";
 import type { Logger } from "../logger.js";
+import { type ChatType, chatTypeOfKey, scopeOf } from "../scope/recall-scope.js";
 import type { NewAttachment, StoredAttachment } from "../session/attachments.js";
 import {
   type EventPart,
@@ -109,6 +110,11 @@ export type TurnInput = {
   stop?: AbortSignal;
   /** Sends a file to the conversation's chat and topic (send_file); absent in the terminal. */
   sendFile?: ToolContext["sendFile"];
+  /**
+   * The chat's type, which with the key decides the recall scope the tools work in; absent, the
+   * key tells it (a scheduled run knows its conversation by the key alone).
+   */
+  chatType?: ChatType;
   /** Marks the input as a scheduled task's, not something the user typed. */
   origin?: "scheduled_task";
   /**
@@ -237,6 +243,7 @@ export function createAgent(deps: AgentDeps) {
 
   async function runTurn(chatId: string, input: TurnInput): Promise<TurnResult> {
     const log = deps.logger.child({ chat_id: chatId, update_id: input.updateId });
+    const scope = scopeOf({ key: chatId, chatType: input.chatType ?? chatTypeOfKey(chatId) });
     const usage: Usage = { ...NO_USAGE };
     let modelCalls = 0;
     let toolCalls = 0;
@@ -402,7 +409,9 @@ export function createAgent(deps: AgentDeps) {
           const args = call.args ?? {};
           hooks.emit("toolCall", { chatId, name: call.name, args });
           progress?.tool(call.name, args);
-          const context = input.sendFile ? { chatId, sendFile: input.sendFile } : { chatId };
+          const context = input.sendFile
+            ? { chatId, scope, sendFile: input.sendFile }
+            : { chatId, scope };
           const outcome = await tools.execute(call.name, args, context);
           hooks.emit("toolResult", { chatId, name: call.name, args, ...outcome });
           return outcome;
