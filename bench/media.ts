@@ -93,7 +93,7 @@ export async function mediaBenchmark(deps: { progress(line: string): void }): Pr
       tasks: app.tasks,
       usage: app.usage,
       pendingTopicNames: createPendingTopicNames({ db: app.database.db }),
-      moveConversation: async () => ({ events: 0, memoryFiles: 0, tasks: 0 }),
+      moveConversation: async () => ({ events: 0, memoryFiles: 0, tasks: 0, workspaceFiles: 0 }),
       compact: (chatId, guard) => app.compactor.compact(chatId, { guard }),
       logger,
       settings: { model: config.geminiModel, maxEvents: 0, maxTokens: 0 },
@@ -103,7 +103,7 @@ export async function mediaBenchmark(deps: { progress(line: string): void }): Pr
         save: app.attachments.save,
         read: app.attachments.read,
         maxBytes: config.mediaMaxBytes,
-        workspaceDir: config.workspaceDir,
+        workspaces: app.workspaces,
       },
     });
     const serviceMs: number[] = [];

@@ -17,6 +17,8 @@ import type { Logger } from "./logger.js";
 import { instrumentAgent, instrumentModel, observeHooks } from "./metrics/instrument.js";
 import { createMetrics } from "./metrics/metrics.js";
 import { createSharedLimit } from "./retry/shared-limit.js";
+import { sortWorkspaceAtStart } from "./scope/workspace-migration.js";
+import { createWorkspaces } from "./scope/workspaces.js";
 import { type NewAttachment, putAttachment, readAttachments } from "./session/attachments.js";
 import { findGeminiFiles, forgetGeminiFiles, saveGeminiFile } from "./session/gemini-file-refs.js";
 import { createSessionStore } from "./session/store.js";
@@ -52,6 +54,13 @@ export async function createApp(
     overrides.database ??
     openDatabase(config.database, { logger, onQueryError: () => metrics.databaseError() });
   await migrateToLatest(handle.db, logger);
+  await sortWorkspaceAtStart({
+    workspaceDir: config.workspaceDir,
+    db: handle.db,
+    kind: handle.kind,
+    logger,
+  });
+  const workspaces = createWorkspaces(config.workspaceDir);
   const store = createSessionStore({ db: handle.db, logger });
   const hooks = new AgentHooks((name, error) =>
     logger.error({ err: error, hook: name }, "a hook listener failed"),
@@ -93,7 +102,7 @@ export async function createApp(
   });
   const tools = createToolRegistry(
     createBuiltinTools({
-      workspaceDir: config.workspaceDir,
+      workspaces,
       memoryDir: config.memoryDir,
       enableShell: config.enableShellTool,
       search: (chatId, query, options) => store.search(chatId, query, options),
@@ -177,6 +186,7 @@ export async function createApp(
     transcriber,
     media,
     attachments,
+    workspaces,
     tools,
     metrics,
     tasks,

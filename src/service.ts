@@ -12,6 +12,7 @@ import { Dispatcher } from "./queue/dispatcher.js";
 import { ALBUM_SETTLE_MS, createInbox, type Lease } from "./queue/inbox.js";
 import { startInboxPruner } from "./queue/inbox-pruner.js";
 import { listenForStops, replicaStopper } from "./queue/replica-stops.js";
+import { scopeOfKey } from "./scope/recall-scope.js";
 import { moveMemory } from "./session/memory-files.js";
 import { startScheduler } from "./tasks/scheduler.js";
 import { scheduledRunOf } from "./tasks/store.js";
@@ -181,6 +182,7 @@ export async function startService(
       memoryFiles: await moveMemory(config.memoryDir, from, to),
       // A basic group has no topics: the new key is the supergroup's chat id.
       tasks: await app.tasks.move(from, { conversation: to, chatId: Number(to) }),
+      workspaceFiles: await app.workspaces.move(scopeOfKey(from), scopeOfKey(to)),
     }),
     tasks: app.tasks,
     compact: (chatId, guard) => app.compactor.compact(chatId, { guard }),
@@ -195,7 +197,7 @@ export async function startService(
       save: app.attachments.save,
       read: app.attachments.read,
       maxBytes: config.mediaMaxBytes,
-      workspaceDir: config.workspaceDir,
+      workspaces: app.workspaces,
       transcribe: (conversation) => app.transcriber.transcribePending(conversation),
     },
     usage: app.usage,

@@ -1,5 +1,6 @@
 import type { BuiltinTool, ThinkingLevel } from "../config.js";
 import type { Logger } from "../logger.js";
+import { type ChatType, chatTypeOfKey, scopeOf } from "../scope/recall-scope.js";
 import type { NewAttachment, StoredAttachment } from "../session/attachments.js";
 import {
   type EventPart,
@@ -110,6 +111,11 @@ export type TurnInput = {
   stop?: AbortSignal;
   /** Sends a file to the conversation's chat and topic (send_file); absent in the terminal. */
   sendFile?: ToolContext["sendFile"];
+  /**
+   * The chat's type, which with the key decides the recall scope the tools work in; absent, the
+   * key tells it (a scheduled run knows its conversation by the key alone).
+   */
+  chatType?: ChatType;
   /** Marks the input as a scheduled task's, not something the user typed. */
   origin?: "scheduled_task";
   /** Who asked (see ToolContext.askedBy). */
@@ -241,6 +247,7 @@ export function createAgent(deps: AgentDeps) {
 
   async function runTurn(chatId: string, input: TurnInput): Promise<TurnResult> {
     const log = deps.logger.child({ chat_id: chatId, update_id: input.updateId });
+    const scope = scopeOf({ key: chatId, chatType: input.chatType ?? chatTypeOfKey(chatId) });
     const usage: Usage = { ...NO_USAGE };
     let modelCalls = 0;
     let toolCalls = 0;
@@ -299,6 +306,7 @@ export function createAgent(deps: AgentDeps) {
     };
     const toolContext: ToolContext = {
       chatId,
+      scope,
       ...(input.sendFile ? { sendFile: input.sendFile } : {}),
       ...(input.stop ? { signal: input.stop } : {}),
       ...(input.origin ? { origin: input.origin } : {}),

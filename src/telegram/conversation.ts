@@ -10,6 +10,8 @@ import type { Logger } from "../logger.js";
 import { sniff } from "../media/sniff.js";
 import { safeFileName, saveToWorkspace } from "../media/workspace-inbox.js";
 import type { InboxItem, Lease } from "../queue/inbox.js";
+import { scopeOfKey } from "../scope/recall-scope.js";
+import type { Workspaces } from "../scope/workspaces.js";
 import type { NewAttachment, StoredAttachment } from "../session/attachments.js";
 import type { MediaPart } from "../session/events.js";
 import { addressesBot, senderOf } from "./access.js";
@@ -71,7 +73,8 @@ export type ConversationMedia = {
   read: ReadAttachments;
   /** Largest file taken (MEDIA_MAX_BYTES). */
   maxBytes: number;
-  workspaceDir: string;
+  /** Documents are saved into their conversation's scope folder (its inbox/). */
+  workspaces: Workspaces;
   /**
    * Writes down what the conversation's voice notes say, after the answer went out (so it never
    * holds a turn up); what failed is tried again after a later turn.
@@ -166,6 +169,7 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
         text: modelText(message, ctx.me, message.chat.type !== "private", words),
         media: parts,
         updateId: ctx.update.update_id,
+        chatType: message.chat.type,
         guard: lease && (() => lease.ensureHeld()),
         progress,
         stop: running.signal,
@@ -246,7 +250,11 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
     };
     if (file.media !== "document") return { part };
     const name = safeFileName(file.name, `document-${stored.sha256.slice(0, 12)}`);
-    const saved = await saveToWorkspace(media.workspaceDir, name, bytes);
+    const saved = await saveToWorkspace(
+      await media.workspaces.dirOf(scopeOfKey(conversation)),
+      name,
+      bytes,
+    );
     return { part, note: `[Saved in the workspace as ${saved}]` };
   }
 

@@ -105,6 +105,7 @@ async function converse(
     const result = await app.agent.runTurn(chatId, {
       text,
       stop,
+      chatType: "terminal",
       progress: {
         text: (written) => printer.text(written),
         restart: () => printer.restart(),

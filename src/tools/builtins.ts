@@ -1,3 +1,4 @@
+import type { Workspaces } from "../scope/workspaces.js";
 import type { NewAttachment, StoredAttachment } from "../session/attachments.js";
 import { createGetCurrentTimeTool } from "./get-current-time.js";
 import { createListFilesTool } from "./list-files.js";
@@ -10,7 +11,8 @@ import { createSendFileTool } from "./send-file.js";
 import { createWriteFileTool } from "./write-file.js";
 
 export interface BuiltinToolDeps {
-  workspaceDir: string;
+  /** WORKSPACE_DIR, one folder per recall scope. */
+  workspaces: Workspaces;
   memoryDir: string;
   /** ENABLE_SHELL_TOOL: without it the model never learns run_command exists. */
   enableShell: boolean;
@@ -25,17 +27,17 @@ export interface BuiltinToolDeps {
 }
 
 export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
-  const { workspaceDir } = deps;
+  const { workspaces } = deps;
   const tools: Tool[] = [
     createGetCurrentTimeTool({ now: deps.now ?? (() => new Date()), timeZone: deps.timeZone }),
-    createListFilesTool({ workspaceDir }),
-    createReadFileTool({ workspaceDir }),
-    createWriteFileTool({ workspaceDir }),
-    createSendFileTool({ workspaceDir, saveFile: deps.saveFile }),
+    createListFilesTool({ workspaces }),
+    createReadFileTool({ workspaces }),
+    createWriteFileTool({ workspaces }),
+    createSendFileTool({ workspaces, saveFile: deps.saveFile }),
     createReadMemoryTool({ memoryDir: deps.memoryDir }),
     createSearchHistoryTool({ search: deps.search }),
     ...(deps.extra ?? []),
   ];
-  if (deps.enableShell) tools.push(createRunCommandTool({ workspaceDir }));
+  if (deps.enableShell) tools.push(createRunCommandTool({ workspaces }));
   return tools;
 }

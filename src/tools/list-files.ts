@@ -2,6 +2,7 @@ import type { Dirent } from "node:fs";
 import { lstat, readdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
+import type { Workspaces } from "../scope/workspaces.js";
 import { defineTool } from "./registry.js";
 import { describeFsError, resolveInWorkspace } from "./workspace-path.js";
 
@@ -30,16 +31,16 @@ async function describeEntry(dir: string, entry: Dirent): Promise<FileEntry> {
   return { name: entry.name, type: "file", size: stats.size };
 }
 
-export function createListFilesTool(deps: { workspaceDir: string }) {
+export function createListFilesTool(deps: { workspaces: Workspaces }) {
   return defineTool({
     name: "list_files",
     description:
       "Lists a directory in the workspace: name, type (file, dir, symlink or other) and size in bytes, " +
       `sorted by name, at most ${LIST_FILES_MAX_ENTRIES} entries.`,
     schema,
-    async run(args) {
+    async run(args, ctx) {
       const relPath = args.path ?? ".";
-      const dir = await resolveInWorkspace(deps.workspaceDir, relPath);
+      const dir = await resolveInWorkspace(await deps.workspaces.dirOf(ctx.scope), relPath);
       try {
         if (!(await stat(dir)).isDirectory()) {
           throw new Error(`"${relPath}" is a file, not a directory; call read_file to read it`);

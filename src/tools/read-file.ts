@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { Workspaces } from "../scope/workspaces.js";
 import { readCapped } from "./read-capped.js";
 import { defineTool } from "./registry.js";
 import { describeFsError, resolveInWorkspace } from "./workspace-path.js";
@@ -9,13 +10,13 @@ const schema = z.object({
   path: z.string().min(1).describe("File path relative to the workspace, e.g. notes/todo.md"),
 });
 
-export function createReadFileTool(deps: { workspaceDir: string }) {
+export function createReadFileTool(deps: { workspaces: Workspaces }) {
   return defineTool({
     name: "read_file",
     description: `Reads a UTF-8 text file in the workspace (at most ${READ_FILE_MAX_BYTES / 1024} KiB).`,
     schema,
-    async run(args) {
-      const file = await resolveInWorkspace(deps.workspaceDir, args.path);
+    async run(args, ctx) {
+      const file = await resolveInWorkspace(await deps.workspaces.dirOf(ctx.scope), args.path);
       let bytes: Buffer;
       try {
         bytes = await readCapped(

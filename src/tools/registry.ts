@@ -1,5 +1,6 @@
 import type { FunctionDeclaration } from "@google/genai";
 import { z } from "zod";
+import type { RecallScope } from "../scope/recall-scope.js";
 import type { MediaPart } from "../session/events.js";
 
 /** A file a tool sends to the conversation. */
@@ -12,6 +13,8 @@ export type FileToSend = {
 
 export interface ToolContext {
   chatId: string;
+  /** The conversation's recall scope: the file tools work in its folder of the workspace only. */
+  scope: RecallScope;
   /**
    * Sends a file to the conversation the turn belongs to (its chat and topic), as a photo or a
    * document; absent where there is no chat to send to (the terminal).

@@ -1,8 +1,8 @@
 import { type ChildProcessByStdio, spawn } from "node:child_process";
 import type { Readable } from "node:stream";
 import { z } from "zod";
+import type { Workspaces } from "../scope/workspaces.js";
 import { defineTool } from "./registry.js";
-import { ensureWorkspace } from "./workspace-path.js";
 
 export const RUN_COMMAND_TIMEOUT_MS = 20_000;
 export const RUN_COMMAND_MAX_OUTPUT_BYTES = 16 * 1024;
@@ -111,7 +111,7 @@ function runShell(command: string, limits: RunLimits): Promise<CommandResult> {
 }
 
 export function createRunCommandTool(deps: {
-  workspaceDir: string;
+  workspaces: Workspaces;
   timeoutMs?: number;
   /** Only PATH and LANG are taken from it: the command must not see the bot's secrets. */
   env?: NodeJS.ProcessEnv;
@@ -122,14 +122,14 @@ export function createRunCommandTool(deps: {
     name: "run_command",
     maxConcurrent: 1,
     description:
-      "Runs a shell command (/bin/sh -c) in the workspace directory. It is killed after " +
+      "Runs a shell command (/bin/sh -c) in the workspace directory of this chat. It is killed after " +
       `${timeoutMs / 1000} s; stdout and stderr together are cut at ` +
       `${RUN_COMMAND_MAX_OUTPUT_BYTES / 1024} KiB.`,
     schema: z.object({
       command: z.string().trim().min(1).describe("The shell command line to run"),
     }),
     async run(args, ctx) {
-      const cwd = await ensureWorkspace(deps.workspaceDir);
+      const cwd = await deps.workspaces.dirOf(ctx.scope);
       const env = {
         PATH: baseEnv.PATH ?? "/usr/local/bin:/usr/bin:/bin",
         HOME: cwd,

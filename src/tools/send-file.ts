@@ -1,6 +1,7 @@
 import path from "node:path";
 import { z } from "zod";
 import { sniff } from "../media/sniff.js";
+import type { Workspaces } from "../scope/workspaces.js";
 import type { NewAttachment, StoredAttachment } from "../session/attachments.js";
 import type { MediaPart } from "../session/events.js";
 import { byteSize } from "../session/media-text.js";
@@ -37,7 +38,7 @@ function mimeTypeOf(bytes: Buffer, name: string): string {
  * in its history (/history shows it) after the workspace copy is gone.
  */
 export function createSendFileTool(deps: {
-  workspaceDir: string;
+  workspaces: Workspaces;
   saveFile(chatId: string, file: NewAttachment): Promise<StoredAttachment>;
 }) {
   const limit = byteSize(TELEGRAM_UPLOAD_MAX_BYTES);
@@ -53,7 +54,7 @@ export function createSendFileTool(deps: {
           "this conversation has no chat to send files to; send_file works in Telegram",
         );
       }
-      const file = await resolveInWorkspace(deps.workspaceDir, args.path);
+      const file = await resolveInWorkspace(await deps.workspaces.dirOf(ctx.scope), args.path);
       let bytes: Buffer;
       try {
         bytes = await readCapped(file, args.path, TELEGRAM_UPLOAD_MAX_BYTES, (size) => {

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { lstat, mkdir, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
+import type { Workspaces } from "../scope/workspaces.js";
 import { defineTool } from "./registry.js";
 import { describeFsError, errorCode, resolveInWorkspace } from "./workspace-path.js";
 
@@ -40,7 +41,7 @@ async function writeAtomically(file: string, content: string): Promise<void> {
   }
 }
 
-export function createWriteFileTool(deps: { workspaceDir: string }) {
+export function createWriteFileTool(deps: { workspaces: Workspaces }) {
   return defineTool({
     name: "write_file",
     maxConcurrent: 1,
@@ -48,7 +49,7 @@ export function createWriteFileTool(deps: { workspaceDir: string }) {
       "Creates or replaces a text file in the workspace with the given content " +
       `(at most ${WRITE_FILE_MAX_BYTES / 1024} KiB); missing folders are created.`,
     schema,
-    async run(args) {
+    async run(args, ctx) {
       const bytes = Buffer.byteLength(args.content, "utf8");
       if (bytes > WRITE_FILE_MAX_BYTES) {
         throw new Error(
@@ -60,7 +61,7 @@ export function createWriteFileTool(deps: { workspaceDir: string }) {
       if (normalized === "." || normalized.endsWith(path.sep)) {
         throw new Error(`path "${args.path}" names a folder; give a file name such as notes.md`);
       }
-      const file = await resolveInWorkspace(deps.workspaceDir, args.path);
+      const file = await resolveInWorkspace(await deps.workspaces.dirOf(ctx.scope), args.path);
       try {
         await assertWritableTarget(file, args.path);
         await mkdir(path.dirname(file), { recursive: true });

@@ -244,8 +244,8 @@ describe("a streamed turn against the fake", () => {
     const result = await h.app.agent.runTurn("c1", { text: "write both", stop, progress });
     expect(seen.filter((t) => t.startsWith("tool"))).toEqual(["tool write_file a.txt"]);
     expect(result).toMatchObject({ stopped: true, modelCalls: 1 });
-    expect(existsSync(join(h.dirs.workspace, "a.txt"))).toBe(true);
-    expect(existsSync(join(h.dirs.workspace, "b.txt"))).toBe(false);
+    expect(existsSync(join(h.workspaceOf("c1"), "a.txt"))).toBe(true);
+    expect(existsSync(join(h.workspaceOf("c1"), "b.txt"))).toBe(false);
 
     // The next message's history pairs both calls with a response (the fake checks it).
     h.fake.script(text("continuing"));

@@ -47,8 +47,8 @@ describe.each(DATABASE_KINDS)("a stable prompt prefix on %s", (kind) => {
     vi.setSystemTime(new Date("2026-03-03T22:58:00Z"));
     h = await startHarness({ kind, env: { TIME_ZONE: "Europe/Berlin" } });
     // A file of about 6,000 tokens: its read makes the context worth caching.
-    mkdirSync(h.dirs.workspace, { recursive: true });
-    writeFileSync(join(h.dirs.workspace, "notes.md"), "line of notes\n".repeat(1_800));
+    mkdirSync(h.workspaceOf("c1"), { recursive: true });
+    writeFileSync(join(h.workspaceOf("c1"), "notes.md"), "line of notes\n".repeat(1_800));
     h.fake.script(
       // Keys out of order, and an integer-like one: the stored call must come back the same.
       calls([

@@ -98,7 +98,7 @@ describe("agent turn loop", () => {
       text("done"),
     );
     await h.app.agent.runTurn("c1", { text: "write two files" });
-    expect(readFileSync(join(h.dirs.workspace, "b.txt"), "utf8")).toBe("B");
+    expect(readFileSync(join(h.workspaceOf("c1"), "b.txt"), "utf8")).toBe("B");
     const events = (await h.app.store.loadContext("c1")).events;
     expect(responsesOf(events[2]?.event as SessionEvent).map((p) => p.id)).toEqual(["1", "2"]);
   });

@@ -477,7 +477,9 @@ describe("bad input end to end (one world: no case poisons the process or anothe
     expect(errors[6]).toMatch(/limit/);
     expect(errors[8]).toMatch(/dd-mm-yyyy/);
     expect(errors[9]).toMatch(/unknown tool "no_such_tool"; available: .*read_file/);
-    expect(existsSync(join(w.env.WORKSPACE_DIR as string, "notes.txt"))).toBe(false);
+    expect(existsSync(join(w.env.WORKSPACE_DIR as string, `private-${u}`, "notes.txt"))).toBe(
+      false,
+    );
   });
 
   it("refuses paths that escape the workspace and leaks nothing from outside", async () => {
@@ -485,7 +487,10 @@ describe("bad input end to end (one world: no case poisons the process or anothe
     const workspace = w.env.WORKSPACE_DIR as string;
     mkdirSync(workspace, { recursive: true });
     writeFileSync(join(outside, "secret.txt"), "TOP SECRET OUTSIDE");
-    symlinkSync(outside, join(workspace, "outside-link"));
+    // The user's own folder: the tools of their private chat work there.
+    const own = join(workspace, `private-${u}`);
+    mkdirSync(own, { recursive: true });
+    symlinkSync(outside, join(own, "outside-link"));
     const escaping: CallSpec[] = [
       { name: "read_file", args: { path: "../../../../../etc/passwd" } },
       { name: "read_file", args: { path: "/etc/passwd" } },
@@ -514,6 +519,7 @@ describe("bad input end to end (one world: no case poisons the process or anothe
     expect(seen).not.toContain("TOP SECRET");
     expect(seen).not.toContain("root:");
     expect(existsSync(join(dirname(workspace), "escaped.txt"))).toBe(false);
+    expect(existsSync(join(workspace, "escaped.txt"))).toBe(false);
     expect(existsSync(join(outside, "planted.txt"))).toBe(false);
   });
 

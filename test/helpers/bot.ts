@@ -19,7 +19,7 @@ export function botOnHarness(
     store: h.app.store,
     pendingTopicNames: createPendingTopicNames({ db: h.app.database.db }),
     usage: h.app.usage,
-    moveConversation: async () => ({ events: 0, memoryFiles: 0, tasks: 0 }),
+    moveConversation: async () => ({ events: 0, memoryFiles: 0, tasks: 0, workspaceFiles: 0 }),
     tasks: h.app.tasks,
     compact: (chatId, guard) => h.app.compactor.compact(chatId, { guard }),
     logger: h.app.logger,
@@ -28,7 +28,7 @@ export function botOnHarness(
       save: h.app.attachments.save,
       read: h.app.attachments.read,
       maxBytes: 20 * 1024 * 1024,
-      workspaceDir: h.dirs.workspace,
+      workspaces: h.app.workspaces,
     },
     ...deps,
   });

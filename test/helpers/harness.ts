@@ -6,6 +6,7 @@ import type { ModelClient } from "../../src/agent/model-client.js";
 import { type App, createApp } from "../../src/app.js";
 import { loadConfig } from "../../src/config.js";
 import type { Logger } from "../../src/logger.js";
+import { scopeName, scopeOfKey } from "../../src/scope/recall-scope.js";
 import { type FakeGemini, type FakeGeminiOptions, startFakeGemini } from "../fakes/gemini.js";
 import { createTestDatabase, type DatabaseKindName, type TestDatabase } from "./databases.js";
 import { captureLogger, type LogLine } from "./logs.js";
@@ -17,6 +18,8 @@ export type Harness = {
   fake: FakeGemini;
   app: App;
   dirs: { workspace: string; memory: string };
+  /** The workspace folder of a conversation's recall scope, where its file tools work. */
+  workspaceOf(conversation: string): string;
   logs: LogLine[];
   /** A new app on the same database and folders: what a process restart sees. */
   restart(): Promise<App>;
@@ -75,6 +78,7 @@ export async function startHarness(
     fake,
     app,
     dirs,
+    workspaceOf: (conversation) => join(dirs.workspace, scopeName(scopeOfKey(conversation))),
     logs: lines,
     restart: boot,
     async close() {

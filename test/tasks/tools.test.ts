@@ -17,6 +17,7 @@ import {
 } from "../../src/tools/registry.js";
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../helpers/databases.js";
 import { captureLogger } from "../helpers/logs.js";
+import { toolContext } from "../helpers/tool-context.js";
 
 const ZONE = "Europe/Berlin";
 // Wednesday 2 December 2026, 14:10 in Berlin.
@@ -31,7 +32,7 @@ describe.each(DATABASE_KINDS)("scheduled task tools on %s", (kind) => {
   let clock = START;
   let conversation = 0;
   /** A conversation of its own for each test: the tests share one database. */
-  let ctx: ToolContext = { chatId: "" };
+  let ctx: ToolContext = toolContext("local");
 
   beforeAll(async () => {
     testDb = await createTestDatabase(kind);
@@ -60,7 +61,7 @@ describe.each(DATABASE_KINDS)("scheduled task tools on %s", (kind) => {
       .execute();
     clock = START;
     conversation++;
-    ctx = { chatId: `-100${conversation}:7` };
+    ctx = toolContext(`-100${conversation}:7`);
   });
 
   const call = (name: string, args: unknown) => registry.execute(name, args, ctx);
@@ -285,7 +286,7 @@ describe.each(DATABASE_KINDS)("scheduled task tools on %s", (kind) => {
     const other = await registry.execute(
       "schedule_task",
       { when: "in 2 hours", instruction: "elsewhere" },
-      { chatId: "42" },
+      toolContext("42"),
     );
     expect(other.ok).toBe(true);
     const { tasks: listed } = await output("list_tasks", {});
@@ -295,7 +296,7 @@ describe.each(DATABASE_KINDS)("scheduled task tools on %s", (kind) => {
     ]);
     // Another conversation cannot cancel this one's tasks.
     const [mine] = listed as { id: number }[];
-    expect((await registry.execute("cancel_task", { id: mine?.id }, { chatId: "42" })).ok).toBe(
+    expect((await registry.execute("cancel_task", { id: mine?.id }, toolContext("42"))).ok).toBe(
       false,
     );
   });
@@ -311,7 +312,7 @@ describe.each(DATABASE_KINDS)("scheduled task tools on %s", (kind) => {
     const outcome = await registry.execute(
       "schedule_task",
       { when: "in 1 hour", instruction: "x" },
-      { chatId: "terminal" },
+      toolContext("terminal"),
     );
     expect(outcome).toMatchObject({ ok: false, response: { error: /only in the Telegram bot/ } });
   });

@@ -12,6 +12,7 @@ import { botOnHarness, runPrivateMessage } from "../helpers/bot.js";
 import { DATABASE_KINDS } from "../helpers/databases.js";
 import { CHAT_MODEL, type Harness, SUMMARY_MODEL, startHarness } from "../helpers/harness.js";
 import { wordsOf } from "../helpers/stamps.js";
+import { toolContext } from "../helpers/tool-context.js";
 
 const USER = 6160;
 const MAX_BYTES = 64 * 1024;
@@ -54,7 +55,7 @@ describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
         save: h.app.attachments.save,
         read: h.app.attachments.read,
         maxBytes: MAX_BYTES,
-        workspaceDir: h.dirs.workspace,
+        workspaces: h.app.workspaces,
       },
     }).bot;
   });
@@ -142,10 +143,10 @@ describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
     });
     expect(inlineOf(h.fake.requests.at(-1))[0]?.mimeType).toBe("application/pdf");
     expect(lastWords(h.fake.requests.at(-1))).toBe("[Saved in the workspace as inbox/report.pdf]");
-    expect(readFileSync(join(h.dirs.workspace, "inbox", "report.pdf"))).toEqual(pdf());
+    expect(readFileSync(join(h.workspaceOf(String(chat)), "inbox", "report.pdf"))).toEqual(pdf());
     // The same name again is a new file beside it, never an overwrite.
     await send(chat, { document: { ...report, file_name: "report.pdf" } });
-    expect(existsSync(join(h.dirs.workspace, "inbox", "report-2.pdf"))).toBe(true);
+    expect(existsSync(join(h.workspaceOf(String(chat)), "inbox", "report-2.pdf"))).toBe(true);
     const code = telegram.addFile(Buffer.from("print('hi')\n"));
     await send(chat, {
       document: { ...code, file_name: "hello.py", mime_type: "application/octet-stream" },
@@ -158,7 +159,8 @@ describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
     const notes = telegram.addFile(Buffer.from("climb\n"));
     await send(chat, { document: { ...notes, file_name: "../../x", mime_type: "text/plain" } });
     expect(lastWords(h.fake.requests.at(-1))).toBe("[Saved in the workspace as inbox/x]");
-    expect(readFileSync(join(h.dirs.workspace, "inbox", "x"), "utf8")).toBe("climb\n");
+    expect(readFileSync(join(h.workspaceOf(String(chat)), "inbox", "x"), "utf8")).toBe("climb\n");
+    expect(existsSync(join(h.workspaceOf(String(chat)), "..", "x"))).toBe(false);
     expect(existsSync(join(h.dirs.workspace, "..", "x"))).toBe(false);
     // A PNG its sender called a JPEG goes to Gemini as what it is.
     const lying = telegram.addFile(png());
@@ -284,7 +286,7 @@ describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
     const found = await h.app.tools.execute(
       "search_history",
       { query: "oat milk" },
-      { chatId: String(chat) },
+      toolContext(String(chat)),
     );
     expect(JSON.stringify(found)).toContain("Buy oat milk and call Mira.");
   });
@@ -307,7 +309,7 @@ describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
         save: h.app.attachments.save,
         read: h.app.attachments.read,
         maxBytes: 8 * 1024 * 1024,
-        workspaceDir: h.dirs.workspace,
+        workspaces: h.app.workspaces,
         transcribe: (conversation) => {
           transcribed = h.app.transcriber.transcribePending(conversation);
           return transcribed;

@@ -162,9 +162,10 @@ describe.each(DATABASE_KINDS)("files Koroku sends (Gemini's answers, send_file) 
   });
   it("sends a workspace image as a photo and a PDF as a document, keeps both, and /history shows them", async () => {
     const chart = pngImage(1200, 800, 4_000);
-    await mkdir(h.dirs.workspace, { recursive: true });
-    await writeFile(path.join(h.dirs.workspace, "chart.png"), chart);
-    await writeFile(path.join(h.dirs.workspace, "report.pdf"), pdf);
+    const workspace = h.workspaceOf(String(USER + 10));
+    await mkdir(workspace, { recursive: true });
+    await writeFile(path.join(workspace, "chart.png"), chart);
+    await writeFile(path.join(workspace, "report.pdf"), pdf);
     h.fake.script(
       call("send_file", { path: "chart.png", caption: "Sales by month" }, { id: "a" }),
       call("send_file", { path: "report.pdf" }, { id: "b" }),

@@ -3,7 +3,8 @@ import { describe, expect, it } from "vitest";
 import { createBuiltinTools } from "../../src/tools/builtins.js";
 import { createToolRegistry, type ToolRegistry } from "../../src/tools/registry.js";
 import { validateRequest } from "../fakes/gemini-validation.js";
-import { outputOf, useTempDir } from "./temp-dir.js";
+import { toolContext } from "../helpers/tool-context.js";
+import { oneFolder, outputOf, useTempDir } from "./temp-dir.js";
 
 const namesOf = (registry: ToolRegistry) => registry.declarations().map((d) => d.name);
 
@@ -38,7 +39,7 @@ describe("built-in tools", () => {
   const base = useTempDir("builtins");
   const build = (enableShell: boolean) =>
     createBuiltinTools({
-      workspaceDir: path.join(base(), "ws"),
+      workspaces: oneFolder(path.join(base(), "ws")),
       memoryDir: path.join(base(), "memory"),
       enableShell,
       search: async () => [],
@@ -105,7 +106,7 @@ describe("built-in tools", () => {
 
   it("wires the injected clock and directories", async () => {
     const registry = createToolRegistry(build(false));
-    const ctx = { chatId: "local" };
+    const ctx = toolContext("local");
     expect(outputOf(await registry.execute("get_current_time", {}, ctx))).toMatchObject({
       iso: "2025-03-05T12:00:00.000Z",
     });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createGetCurrentTimeTool } from "../../src/tools/get-current-time.js";
 import { createToolRegistry } from "../../src/tools/registry.js";
+import { toolContext } from "../helpers/tool-context.js";
 import { outputOf } from "./temp-dir.js";
 
 describe("get_current_time", () => {
@@ -11,7 +12,7 @@ describe("get_current_time", () => {
     const outcome = await createToolRegistry([tool]).execute(
       "get_current_time",
       {},
-      { chatId: "1" },
+      toolContext("1"),
     );
     expect(outputOf(outcome)).toEqual({
       iso: "2025-03-05T12:07:09.000Z",
@@ -21,7 +22,7 @@ describe("get_current_time", () => {
   });
 
   it("defaults to the machine's time zone", async () => {
-    const output = await createGetCurrentTimeTool({ now }).run({}, { chatId: "1" });
+    const output = await createGetCurrentTimeTool({ now }).run({}, toolContext("1"));
     expect(output).toMatchObject({
       timeZone: Intl.DateTimeFormat().resolvedOptions().timeZone,
     });

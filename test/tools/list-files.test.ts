@@ -4,15 +4,16 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { createListFilesTool, LIST_FILES_MAX_ENTRIES } from "../../src/tools/list-files.js";
 import { createToolRegistry } from "../../src/tools/registry.js";
-import { errorOf, outputOf, useWorkspaceDirs } from "./temp-dir.js";
+import { toolContext } from "../helpers/tool-context.js";
+import { errorOf, oneFolder, outputOf, useWorkspaceDirs } from "./temp-dir.js";
 
 describe("list_files", () => {
   const dirs = useWorkspaceDirs();
   const list = (args: Record<string, unknown>) =>
-    createToolRegistry([createListFilesTool({ workspaceDir: dirs().ws })]).execute(
+    createToolRegistry([createListFilesTool({ workspaces: oneFolder(dirs().ws) })]).execute(
       "list_files",
       args,
-      { chatId: "1" },
+      toolContext("1"),
     );
 
   it("lists the workspace sorted by name with types and file sizes", async () => {

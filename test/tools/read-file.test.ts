@@ -4,15 +4,16 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { createReadFileTool, READ_FILE_MAX_BYTES } from "../../src/tools/read-file.js";
 import { createToolRegistry } from "../../src/tools/registry.js";
-import { errorOf, outputOf, useWorkspaceDirs } from "./temp-dir.js";
+import { toolContext } from "../helpers/tool-context.js";
+import { errorOf, oneFolder, outputOf, useWorkspaceDirs } from "./temp-dir.js";
 
 describe("read_file", () => {
   const dirs = useWorkspaceDirs();
   const read = (relPath: unknown) =>
-    createToolRegistry([createReadFileTool({ workspaceDir: dirs().ws })]).execute(
+    createToolRegistry([createReadFileTool({ workspaces: oneFolder(dirs().ws) })]).execute(
       "read_file",
       { path: relPath },
-      { chatId: "1" },
+      toolContext("1"),
     );
 
   it("reads a UTF-8 text file", async () => {

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { appendMemory } from "../../src/session/memory-files.js";
 import { createReadMemoryTool } from "../../src/tools/read-memory.js";
 import { createToolRegistry } from "../../src/tools/registry.js";
+import { toolContext } from "../helpers/tool-context.js";
 import { errorOf, outputOf, useTempDir } from "./temp-dir.js";
 
 describe("read_memory", () => {
@@ -10,7 +11,7 @@ describe("read_memory", () => {
     createToolRegistry([createReadMemoryTool({ memoryDir: memoryDir(), maxChars })]).execute(
       "read_memory",
       args,
-      { chatId: "5" },
+      toolContext("5"),
     );
   const remember = (day: number, text: string, chatId = "5") =>
     appendMemory({ memoryDir: memoryDir(), chatId, at: new Date(2025, 2, day, 8, 30), text });

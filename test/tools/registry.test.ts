@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createToolRegistry, defineTool, type Tool } from "../../src/tools/registry.js";
+import { toolContext } from "../helpers/tool-context.js";
 
-const ctx = { chatId: "42" };
+const ctx = toolContext("42");
 
 const echo = defineTool({
   name: "echo",

@@ -9,7 +9,8 @@ import {
   RUN_COMMAND_MAX_OUTPUT_BYTES,
 } from "../../src/tools/run-command.js";
 import { startHarness } from "../helpers/harness.js";
-import { errorOf, outputOf, useWorkspaceDirs } from "./temp-dir.js";
+import { toolContext } from "../helpers/tool-context.js";
+import { errorOf, oneFolder, outputOf, useWorkspaceDirs } from "./temp-dir.js";
 
 async function isGone(pid: number): Promise<boolean> {
   try {
@@ -38,11 +39,11 @@ describe("run_command", () => {
   ): Promise<ToolOutcome> =>
     createToolRegistry([
       createRunCommandTool({
-        workspaceDir: dirs().ws,
+        workspaces: oneFolder(dirs().ws),
         timeoutMs: options.timeoutMs,
         env: options.env,
       }),
-    ]).execute("run_command", { command }, { chatId: "1" });
+    ]).execute("run_command", { command }, toolContext("1"));
 
   it("returns the exit code, stdout and stderr", async () => {
     expect(outputOf(await run("echo hi; echo oops >&2; exit 3"))).toEqual({

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { SearchHit, SearchOptions } from "../../src/session/search.js";
 import { createToolRegistry } from "../../src/tools/registry.js";
 import { createSearchHistoryTool } from "../../src/tools/search-history.js";
+import { toolContext } from "../helpers/tool-context.js";
 import { errorOf, outputOf } from "./temp-dir.js";
 
 function setup(found: SearchHit[]) {
@@ -14,7 +15,7 @@ function setup(found: SearchHit[]) {
       },
     }),
   ]);
-  const search = (args: unknown) => registry.execute("search_history", args, { chatId: "-77:5" });
+  const search = (args: unknown) => registry.execute("search_history", args, toolContext("-77:5"));
   return { calls, search };
 }
 
@@ -71,7 +72,7 @@ describe("search_history", () => {
         },
       }),
     ]);
-    const outcome = await registry.execute("search_history", { query: "x" }, { chatId: "1" });
+    const outcome = await registry.execute("search_history", { query: "x" }, toolContext("1"));
     expect(errorOf(outcome)).toBe("database is unavailable");
   });
 });

@@ -6,7 +6,8 @@ import { TELEGRAM_UPLOAD_MAX_BYTES } from "../../src/telegram/outgoing-files.js"
 import { createToolRegistry, type FileToSend } from "../../src/tools/registry.js";
 import { createSendFileTool } from "../../src/tools/send-file.js";
 import { pngImage } from "../helpers/images.js";
-import { errorOf, outputOf, useWorkspaceDirs } from "./temp-dir.js";
+import { toolContext } from "../helpers/tool-context.js";
+import { errorOf, oneFolder, outputOf, useWorkspaceDirs } from "./temp-dir.js";
 
 describe("send_file", () => {
   const dirs = useWorkspaceDirs();
@@ -15,7 +16,7 @@ describe("send_file", () => {
     const saved: string[] = [];
     const registry = createToolRegistry([
       createSendFileTool({
-        workspaceDir: dirs().ws,
+        workspaces: oneFolder(dirs().ws),
         saveFile: async (chatId, file) => {
           saved.push(`${chatId} ${file.fileName} ${file.mimeType}`);
           return {
@@ -31,7 +32,7 @@ describe("send_file", () => {
       return file.mimeType === "image/png" ? ("photo" as const) : ("document" as const);
     };
     const run = (args: Record<string, unknown>, withChat = true) =>
-      registry.execute("send_file", args, withChat ? { chatId: "9", sendFile } : { chatId: "9" });
+      registry.execute("send_file", args, toolContext("9", withChat ? { sendFile } : {}));
     return { run, sent, saved };
   };
 

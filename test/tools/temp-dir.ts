@@ -2,7 +2,9 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach } from "vitest";
+import type { Workspaces } from "../../src/scope/workspaces.js";
 import type { ToolOutcome } from "../../src/tools/registry.js";
+import { ensureWorkspace } from "../../src/tools/workspace-path.js";
 
 /** A fresh directory under os.tmpdir() for each test, removed afterwards. */
 export function useTempDir(prefix: string): () => string {
@@ -43,6 +45,15 @@ export function useWorkspaceDirs(): () => WorkspaceDirs {
     return dirs;
   };
 }
+
+/**
+ * One folder for every scope: the tests of a tool's confinement to its folder. The scopes'
+ * folders are src/scope/workspaces.ts's, tested in test/scope/.
+ */
+export const oneFolder = (dir: string): Workspaces => ({
+  dirOf: () => ensureWorkspace(dir),
+  move: async () => 0,
+});
 
 /** The outcome's error text; fails the test when the tool succeeded. */
 export function errorOf(outcome: ToolOutcome): string {

@@ -3,15 +3,16 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { createToolRegistry } from "../../src/tools/registry.js";
 import { createWriteFileTool, WRITE_FILE_MAX_BYTES } from "../../src/tools/write-file.js";
-import { errorOf, outputOf, useWorkspaceDirs } from "./temp-dir.js";
+import { toolContext } from "../helpers/tool-context.js";
+import { errorOf, oneFolder, outputOf, useWorkspaceDirs } from "./temp-dir.js";
 
 describe("write_file", () => {
   const dirs = useWorkspaceDirs();
   const write = (args: Record<string, unknown>) =>
-    createToolRegistry([createWriteFileTool({ workspaceDir: dirs().ws })]).execute(
+    createToolRegistry([createWriteFileTool({ workspaces: oneFolder(dirs().ws) })]).execute(
       "write_file",
       args,
-      { chatId: "1" },
+      toolContext("1"),
     );
 
   it("creates parent folders and writes the content", async () => {
