@@ -1,5 +1,6 @@
 import type { Content } from "@google/genai";
 import { isRealUserMessage, type MediaToGemini, textOf, toContent } from "../session/events.js";
+import { sendableEvents } from "../session/refusals.js";
 import type { ChatContext } from "../session/store.js";
 import { summaryFraming } from "./prompts.js";
 
@@ -37,7 +38,7 @@ export type ContentsOptions = {
 /**
  * The request contents for a context: the summary (framed as a user-role note) first, then every
  * event verbatim (its media as `media` says, see request-media.ts; a user message after its
- * stamp), then the note, if any. Each request starts with the bytes of the one before it (up to
+ * stamp; a turn Gemini refused with stand-ins, see refusals.ts), then the note, if any. Each request starts with the bytes of the one before it (up to
  * its note), so Gemini's implicit cache serves them: nothing here may depend on the time of the
  * request.
  */
@@ -47,7 +48,7 @@ export function contentsFor(
   options: ContentsOptions = {},
 ): Content[] {
   const { sentAt, note } = options;
-  const contents = context.events.map(({ event, createdAt }) => {
+  const contents = sendableEvents(context.events).map(({ event, createdAt }) => {
     const content = toContent(event, media);
     if (!sentAt || !isRealUserMessage(event)) return content;
     return { ...content, parts: [{ text: sentAt(createdAt) }, ...(content.parts ?? [])] };

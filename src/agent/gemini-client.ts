@@ -192,7 +192,9 @@ export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
 
   /** Delay before the next attempt, or throws the error that ends generate(). */
   function planRetry(failure: Failure, attempt: number, spentMs: number): number {
-    if (!failure.retryable) throw new GeminiRefusedError(failure.reason, failure.status);
+    if (!failure.retryable) {
+      throw new GeminiRefusedError(failure.reason, failure.status, failure.inputRefused);
+    }
     const delayMs = nextRetryDelay(attempt, spentMs, budget, random, failure.retryAfterMs);
     if (delayMs === undefined) {
       throw new GeminiUnavailableError(failure.reason, attempt, failure.status, failure.cause);

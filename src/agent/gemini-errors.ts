@@ -19,7 +19,15 @@ export class GeminiError extends Error {
 
 /** Gemini answered but will not do it (4xx): retrying the same request cannot help. */
 export class GeminiRefusedError extends GeminiError {
-  constructor(reason: string, status?: number) {
+  /**
+   * Gemini refused what the request holds (a 400 INVALID_ARGUMENT: a file it cannot decode,
+   * say), not the API key or the account: the same input would be refused again.
+   */
+  readonly inputRefused: boolean;
+  /** Gemini's words, short, single-line and free of the API key. */
+  readonly reason: string;
+
+  constructor(reason: string, status?: number, inputRefused = false) {
     const statusText = status === undefined ? "" : ` (HTTP ${status})`;
     super(
       "refused",
@@ -27,6 +35,8 @@ export class GeminiRefusedError extends GeminiError {
       `Gemini refused the request${statusText}: ${reason}`,
       status,
     );
+    this.inputRefused = inputRefused;
+    this.reason = reason;
     this.name = "GeminiRefusedError";
   }
 }
@@ -97,6 +107,8 @@ export interface Failure {
   retryAfterMs?: number;
   /** A 400 about thought signatures: the history may be repaired with the placeholder. */
   signatureProblem: boolean;
+  /** A 400 about what the request holds (see GeminiRefusedError.inputRefused). */
+  inputRefused?: boolean;
 }
 
 /** Where the failed request went, for a reason that names it. */
@@ -152,14 +164,17 @@ function retryDelayOf(details: unknown): number | undefined {
   return isRecord(info) ? parseDuration(info.retryDelay) : undefined;
 }
 
+type ErrorBody = { message?: string; status?: string; details?: unknown };
+
 /** The SDK's ApiError carries the response body as JSON text in `message`, not the headers. */
-function parseApiErrorBody(message: string): { message?: string; details?: unknown } {
+function parseApiErrorBody(message: string): ErrorBody {
   try {
     const body: unknown = JSON.parse(message);
     const error = isRecord(body) ? body.error : undefined;
     if (!isRecord(error)) return {};
     return {
       ...(typeof error.message === "string" ? { message: error.message } : {}),
+      ...(typeof error.status === "string" ? { status: error.status } : {}),
       details: error.details,
     };
   } catch {
@@ -167,16 +182,37 @@ function parseApiErrorBody(message: string): { message?: string; details?: unkno
   }
 }
 
+/** google.rpc.ErrorInfo's reason, e.g. API_KEY_INVALID. */
+function errorInfoReason(details: unknown): string | undefined {
+  if (!Array.isArray(details)) return undefined;
+  const info = details.find(
+    (detail) => isRecord(detail) && String(detail["@type"]).endsWith("google.rpc.ErrorInfo"),
+  );
+  return isRecord(info) && typeof info.reason === "string" ? info.reason : undefined;
+}
+
+/**
+ * A 400 about the request's content. A bad API key is a 400 INVALID_ARGUMENT too (ErrorInfo
+ * API_KEY_INVALID); an unsupported location is FAILED_PRECONDITION. Neither is the input's fault.
+ */
+function refusesInput(status: number, body: ErrorBody, reason: string, signature: boolean) {
+  if (status !== 400 || signature) return false;
+  if (body.status !== undefined && body.status !== "INVALID_ARGUMENT") return false;
+  return errorInfoReason(body.details) !== "API_KEY_INVALID" && !/API key/i.test(reason);
+}
+
 function describeApiError(error: ApiError, secret: string): Failure {
   const body = parseApiErrorBody(error.message);
   const reason = shorten(body.message ?? `HTTP ${error.status}`, secret);
   const retryAfterMs = retryDelayOf(body.details);
+  const signatureProblem = error.status === 400 && /thought[ _]?signature/i.test(reason);
   return {
     retryable: RETRYABLE_STATUSES.has(error.status),
     reason,
     status: error.status,
     ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
-    signatureProblem: error.status === 400 && /thought[ _]?signature/i.test(reason),
+    signatureProblem,
+    inputRefused: refusesInput(error.status, body, reason, signatureProblem),
   };
 }
 

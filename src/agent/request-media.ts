@@ -3,6 +3,7 @@ import type { Logger } from "../logger.js";
 import type { MediaPart, MediaToGemini } from "../session/events.js";
 import type { GeminiFileRef } from "../session/gemini-file-refs.js";
 import { mediaNote } from "../session/media-text.js";
+import { sendableEvents } from "../session/refusals.js";
 import type { ChatContext } from "../session/store.js";
 import { GeminiRefusedError } from "./gemini-errors.js";
 import { GeminiFileRefusedError, type GeminiFiles } from "./gemini-files.js";
@@ -174,7 +175,9 @@ export function createMediaSource(deps: MediaSourceDeps): MediaSource {
     }
   }
 
-  async function forRequest(context: ChatContext): Promise<RequestMedia> {
+  async function forRequest(whole: ChatContext): Promise<RequestMedia> {
+    // A file Gemini refused is neither read nor uploaded: a stand-in goes in its place.
+    const context = { ...whole, events: sendableEvents(whole.events) };
     const routes = routeMedia(context);
     const byRoute = (route: Route) =>
       [...routes].filter(([, r]) => r === route).map(([sha256]) => sha256);

@@ -1,6 +1,7 @@
 import { truncate } from "../session/event-text.js";
 import { textOf, toolPayload } from "../session/events.js";
 import { mediaNote } from "../session/media-text.js";
+import { sendableEvents } from "../session/refusals.js";
 import type { StoredSession } from "../session/store.js";
 
 const MAX_TOOL_TEXT = 1_500;
@@ -17,7 +18,8 @@ const clip = (text: string) =>
  */
 export function transcriptOf(events: readonly StoredSession[]): string {
   const lines: string[] = [];
-  for (const { event } of events) {
+  // What Gemini refused would be refused in the summary request too.
+  for (const { event } of sendableEvents(events)) {
     const speaker = event.role === "user" ? "User" : "Koroku";
     const text = textOf(event.parts);
     // Media as words (what it was, its name, what was said in it), so the summary can tell of it.

@@ -1,6 +1,7 @@
 import type { Logger } from "../logger.js";
 import { truncate } from "../session/event-text.js";
 import type { MediaPart, SessionEvent } from "../session/events.js";
+import { sendableEvents } from "../session/refusals.js";
 import type { SessionStore, StoredSession } from "../session/store.js";
 import type { AgentHooks } from "./hooks.js";
 import type { ModelClient } from "./model-client.js";
@@ -64,7 +65,8 @@ export function createTranscriber(deps: {
     const log = deps.logger.child({ chat_id: chatId });
     const context = await deps.store.loadContext(chatId);
     let written = 0;
-    for (const stored of context.events) {
+    // A recording Gemini refused is not sent again (its event comes back as a stand-in, without it).
+    for (const stored of sendableEvents(context.events)) {
       if (!stored.event.parts.some((p) => p.kind === "media" && needsTranscript(p))) continue;
       const parts: SessionEvent["parts"] = [];
       let changed = false;

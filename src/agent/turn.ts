@@ -14,6 +14,7 @@ import {
   textOf,
   UnsupportedPartError,
 } from "../session/events.js";
+import { refusalEvent } from "../session/refusals.js";
 import {
   type ChatContext,
   EventTooLargeError,
@@ -28,7 +29,11 @@ import { storeAnswerFiles } from "./answer-files.js";
 import type { CompactionOutcome } from "./compaction.js";
 import { contentsFor } from "./contents.js";
 import { judgeAnswer, MALFORMED_TWICE } from "./finish-reasons.js";
-import { GeminiAnswerTooLargeError, GeminiUnsupportedAnswerError } from "./gemini-errors.js";
+import {
+  GeminiAnswerTooLargeError,
+  GeminiRefusedError,
+  GeminiUnsupportedAnswerError,
+} from "./gemini-errors.js";
 import {
   BUDGET_EXHAUSTED,
   planCalls,
@@ -237,12 +242,15 @@ export function createAgent(deps: AgentDeps) {
     );
     if (index < 0) return undefined;
     const last = context.events.at(-1) as StoredSession;
+    if (index < context.events.length - 1 && last.event.refused) {
+      return { refused: last.event.refused.reason, files: [] };
+    }
     const answered =
       index < context.events.length - 1 &&
       last.event.role === "model" &&
       functionCallsOf(last.event).length === 0;
     const files = context.events.slice(index + 1).flatMap((e) => answerFilesOf(e.event));
-    return { answer: answered ? textOf(last.event.parts) : undefined, files };
+    return { answer: answered ? textOf(last.event.parts) : undefined, refused: undefined, files };
   }
 
   async function runTurn(chatId: string, input: TurnInput): Promise<TurnResult> {
@@ -260,6 +268,10 @@ export function createAgent(deps: AgentDeps) {
 
     let context = await store.loadContext(chatId);
     const resumed = findResumed(context, input.updateId);
+    if (resumed?.refused !== undefined) {
+      log.info("Gemini refused this update before a restart; telling the user again");
+      throw new GeminiRefusedError(resumed.refused, 400, true);
+    }
     if (resumed?.answer !== undefined) {
       log.info("answer was stored before a restart; delivering it without a new model call");
       const { answer: text, files } = resumed;
@@ -318,6 +330,18 @@ export function createAgent(deps: AgentDeps) {
       onRestart: () => progress?.restart(),
     };
 
+    /**
+     * Gemini refused what this turn sent, for good: kept, and from then on sent as stand-ins
+     * (refusals.ts), so that the conversation's next message is answered. The first request of
+     * a turn ends on the user's message; a later one holds what the turn added after it.
+     */
+    const recordRefusal = async (reason: string) => {
+      const last = context.events.at(-1);
+      const request = last && isRealUserMessage(last.event) ? "first" : "later";
+      log.warn({ request, reason }, "Gemini refused the turn's input; it will be left out");
+      await append([{ event: refusalEvent(reason, request) }]);
+    };
+
     // The chat is ours until the turn ends (the inbox runs one update per chat at a time), so the
     // context is kept here as it grows instead of being asked of the store before each request.
     let roundsWithoutTools = 0;
@@ -358,6 +382,11 @@ export function createAgent(deps: AgentDeps) {
             request.contents = contentsFor(context, current.toGemini, options);
           }
           return model.generate(request);
+        }).catch(async (error: unknown) => {
+          if (error instanceof GeminiRefusedError && error.inputRefused) {
+            await recordRefusal(error.reason);
+          }
+          throw error;
         });
         modelCalls++;
         addUsage(usage, answer.usage);

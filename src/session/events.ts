@@ -144,6 +144,13 @@ export const sessionEventSchema = z.object({
   cut: z.literal(true).optional(),
   /** Set on a user-role event nobody typed: a scheduled task's run (src/tasks/). */
   origin: z.literal("scheduled_task").optional(),
+  /**
+   * Set on the model-role event stored where Gemini refused a turn for good (a 400 about what
+   * the request held): its text says so in /history, and it is never sent to Gemini. `request`
+   * says which request of the turn was refused: the first holds the user's message as the
+   * suspect, a later one what the turn added after it (src/session/refusals.ts).
+   */
+  refused: z.object({ reason: z.string(), request: z.enum(["first", "later"]) }).optional(),
 });
 
 export const compactionEventSchema = z.object({

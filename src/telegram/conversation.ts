@@ -1,7 +1,7 @@
 import { type Api, Composer, type Context } from "grammy";
 import type { Message, Update } from "grammy/types";
 import { compactionNotice } from "../agent/compaction.js";
-import { GeminiError } from "../agent/gemini-errors.js";
+import { GeminiError, GeminiRefusedError } from "../agent/gemini-errors.js";
 import type { AgentHooks } from "../agent/hooks.js";
 import type { ReadAttachments } from "../agent/request-media.js";
 import type { Agent } from "../agent/turn.js";
@@ -52,10 +52,14 @@ export async function tellGaveUp(delivery: Delivery, item: InboxItem): Promise<v
 }
 
 /**
- * What the chat is told when Gemini failed: Gemini's own words, and what the user can do when
- * they keep coming back. A history Gemini refuses (400) refuses every later turn of the chat too.
+ * What the chat is told when Gemini failed: Gemini's own words, and what the user can do. A
+ * message whose content Gemini refused is set aside (the turn keeps stand-ins for it); any other
+ * 400 may come back with every later turn.
  */
 export function geminiFailureText(error: GeminiError): string {
+  if (error instanceof GeminiRefusedError && error.inputRefused) {
+    return `${error.userMessage}\nI have set that message aside, so your next messages are answered without it. A file Gemini cannot read may go through in another form (a screenshot, a PDF export).`;
+  }
   if (error.status === 400) {
     return `${error.userMessage}\nIf this keeps happening, /clear starts this chat afresh (the memory files stay).`;
   }

@@ -159,6 +159,12 @@ export class FakeFiles {
     return undefined;
   }
 
+  /** The bytes of the live file a fileData uri names. */
+  bytesOf(fileUri: string): Buffer | undefined {
+    const id = /\/files\/([a-z0-9-]+)$/.exec(fileUri)?.[1];
+    return id === undefined ? undefined : this.live(`files/${id}`)?.bytes;
+  }
+
   /** The file, unless it has expired (then it is deleted, as Gemini deletes it). */
   private live(name: string): FakeFile | undefined {
     const file = this.files.get(name);

@@ -26,10 +26,12 @@ import {
   text,
 } from "./gemini-steps.js";
 import { DEFAULT_STREAM_SHAPE, type StreamShape, streamChunks } from "./gemini-stream.js";
+import { type PartMatch, Unprocessable } from "./gemini-unprocessable.js";
 import { callKey, type IssuedCall, serverPartKey, validateRequest } from "./gemini-validation.js";
 
 export { type FakeFile, FakeFiles, FILE_LIFETIME_MS } from "./gemini-files.js";
 export * from "./gemini-steps.js";
+export * from "./gemini-unprocessable.js";
 export { type IssuedCall, SKIP_SIGNATURE } from "./gemini-validation.js";
 
 export interface Rejection {
@@ -37,6 +39,8 @@ export interface Rejection {
   /** Gemini's status name when it is not the usual one for `status` (FAILED_PRECONDITION). */
   statusName?: string;
   message: string;
+  /** google.rpc details Gemini sends with it (an ErrorInfo for a bad API key). */
+  details?: unknown[];
   request?: RecordedRequest;
 }
 
@@ -64,6 +68,15 @@ export interface FakeGemini {
   limitFor(ms: number, options?: { retryDelay?: string }): void;
   /** Calls answered 429 by limitFor, in order. */
   readonly limited: RecordedRequest[];
+  /**
+   * From now on, refuses every request that holds a part `match` picks (gemini-unprocessable.ts:
+   * `withBytes`, `withText`), inline or uploaded, with Gemini's 400 INVALID_ARGUMENT: `message`,
+   * or Gemini's words for the part's type ("Unable to process input image…"). Such requests
+   * are recorded in `unprocessed`, not in `rejections`, and consume no step.
+   */
+  cannotProcess(match: PartMatch, message?: string): void;
+  /** Requests refused by cannotProcess, in order. */
+  readonly unprocessed: RecordedRequest[];
   /** The Files API: what was uploaded, and ways to expire files or fail their processing. */
   readonly files: FakeFiles;
   close(): Promise<void>;
@@ -117,11 +130,11 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
 
 function sendError(
   res: ServerResponse,
-  step: Omit<ErrorStep, "kind"> & { statusName?: string | undefined },
+  step: Omit<ErrorStep, "kind"> & { statusName?: string | undefined; details?: unknown[] },
 ): void {
   const details = step.retryDelay
     ? [{ "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay: step.retryDelay }]
-    : undefined;
+    : step.details;
   const status = step.statusName ?? STATUS_NAMES[step.status] ?? "UNKNOWN";
   sendJson(res, step.status, {
     error: { code: step.status, message: step.message, status, ...(details ? { details } : {}) },
@@ -183,7 +196,7 @@ function readJson(req: IncomingMessage): Promise<{ json: unknown } | undefined> 
 function keyProblem(
   given: string | undefined,
   expected: string | undefined,
-): { status: number; message: string } | undefined {
+): { status: number; message: string; details?: unknown[] } | undefined {
   if (given === undefined || given === "") {
     return {
       status: 403,
@@ -192,7 +205,17 @@ function keyProblem(
     };
   }
   if (expected !== undefined && given !== expected) {
-    return { status: 400, message: "API key not valid. Please pass a valid API key." };
+    const message = "API key not valid. Please pass a valid API key.";
+    const details = [
+      {
+        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+        reason: "API_KEY_INVALID",
+        domain: "googleapis.com",
+        metadata: { service: "generativelanguage.googleapis.com" },
+      },
+      { "@type": "type.googleapis.com/google.rpc.LocalizedMessage", locale: "en-US", message },
+    ];
+    return { status: 400, message, details };
   }
   return undefined;
 }
@@ -214,6 +237,8 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
   let baseUrl = "";
   const files = new FakeFiles(() => baseUrl, options.files);
   const implicitCache = createImplicitCache();
+  const unprocessable = new Unprocessable((uri) => files.bytesOf(uri));
+  const unprocessed: RecordedRequest[] = [];
 
   const nextStep = (model: string): Step =>
     perModel.get(model)?.shift() ?? shared.shift() ?? fallback;
@@ -405,6 +430,11 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
     if (problem !== undefined) return refuse(res, { ...problem, request });
     const missing = fileProblem(request.body);
     if (missing) return refuseFile(res, missing, request);
+    const cannot = unprocessable.check(request.body);
+    if (cannot !== undefined) {
+      unprocessed.push(request);
+      return sendError(res, { status: 400, message: cannot });
+    }
     if (Date.now() < limitedUntil) {
       limited.push(request);
       const left = `${Math.ceil((limitedUntil - Date.now()) / 1000)}s`;
@@ -446,6 +476,8 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
       fallback = step;
     },
     limited,
+    unprocessed,
+    cannotProcess: (match, message) => unprocessable.add(match, message),
     limitFor: (ms, options = {}) => {
       limitedUntil = Date.now() + ms;
       limitedHint = options.retryDelay;

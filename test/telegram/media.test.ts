@@ -11,6 +11,7 @@ import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { botOnHarness, runPrivateMessage } from "../helpers/bot.js";
 import { DATABASE_KINDS } from "../helpers/databases.js";
 import { CHAT_MODEL, type Harness, SUMMARY_MODEL, startHarness } from "../helpers/harness.js";
+import { isoMedia, oggAudio } from "../helpers/media-bytes.js";
 import { wordsOf } from "../helpers/stamps.js";
 import { toolContext } from "../helpers/tool-context.js";
 
@@ -31,7 +32,7 @@ const png = () =>
     Buffer.from("IEND\xaeB`\x82", "latin1"),
   ]);
 const pdf = () => Buffer.from("%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n", "latin1");
-const ogg = () => Buffer.concat([Buffer.from("OggS"), Buffer.alloc(3_000, 9)]);
+const ogg = () => oggAudio();
 
 const inlineOf = (r: RecordedRequest | undefined) =>
   (r?.body.contents.at(-1)?.parts ?? []).flatMap((p) => (p.inlineData ? [p.inlineData] : []));
@@ -112,15 +113,15 @@ describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
     const voice = telegram.addFile(ogg());
     await send(chat, { voice: { ...voice, duration: 3, mime_type: "audio/ogg" } });
     expect(inlineOf(h.fake.requests.at(-1))[0]?.mimeType).toBe("audio/ogg");
-    const mp3 = telegram.addFile(Buffer.alloc(500, 3));
+    const m4a = telegram.addFile(isoMedia("M4A "));
     await send(chat, {
-      audio: { ...mp3, duration: 60, mime_type: "audio/x-m4a", file_name: "talk.m4a" },
+      audio: { ...m4a, duration: 60, mime_type: "audio/x-m4a", file_name: "talk.m4a" },
     });
     expect(inlineOf(h.fake.requests.at(-1))[0]?.mimeType).toBe("audio/m4a");
-    const mp4 = telegram.addFile(Buffer.alloc(800, 4));
+    const mp4 = telegram.addFile(isoMedia("isom", 800, 4));
     await send(chat, { video_note: { ...mp4, length: 240, duration: 5 } });
     expect(inlineOf(h.fake.requests.at(-1))[0]?.mimeType).toBe("video/mp4");
-    const gif = telegram.addFile(Buffer.alloc(900, 5));
+    const gif = telegram.addFile(isoMedia("mp42", 900, 5));
     const animation = { ...gif, width: 1, height: 1, duration: 2, mime_type: "video/mp4" };
     await send(chat, { animation, document: { ...gif, mime_type: "video/mp4" } });
     expect(inlineOf(h.fake.requests.at(-1))[0]?.mimeType).toBe("video/mp4");
@@ -207,6 +208,23 @@ describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
     const binary = telegram.addFile(Buffer.from([0xc3, 0x28, 0xff]));
     const [notText] = await send(chat, { document: { ...binary, file_name: "notes.txt" } });
     expect(notText).toMatch(/is not plain text/);
+    // Audio and video are checked by their container: an archive as a voice note, noise as MP4.
+    const zipAsVoice = telegram.addFile(Buffer.from("PK\x03\x04 an archive", "latin1"));
+    expect(
+      await send(chat, { voice: { ...zipAsVoice, duration: 2, mime_type: "audio/ogg" } }),
+    ).toEqual([
+      "Your voice note looks damaged or is not what its type says, so I could not read it. Please send it again, or export it afresh.",
+    ]);
+    const noise = Buffer.from(Array.from({ length: 3_000 }, (_, i) => (i * 7_919 + 13) % 251));
+    const noiseAsVideo = telegram.addFile(noise);
+    const [badVideo] = await send(chat, {
+      video: { ...noiseAsVideo, width: 1, height: 1, duration: 1, mime_type: "video/mp4" },
+    });
+    expect(badVideo).toMatch(/^Your video looks damaged or is not what its type says/);
+    const [badAudio] = await send(chat, {
+      document: { ...noiseAsVideo, file_name: "song.mp3", mime_type: "audio/mpeg" },
+    });
+    expect(badAudio).toMatch(/^Your document “song\.mp3” looks damaged/);
     expect(h.fake.requests.length).toBe(calls);
     expect(await h.app.store.lastTurns(String(chat), 10)).toEqual([]);
   });
