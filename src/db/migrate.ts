@@ -64,6 +64,7 @@ export async function migrateToLatest(db: Kysely<Database>, logger: Logger): Pro
     const reason = result.error instanceof Error ? result.error.message : String(result.error);
     throw new Error(
       `Database migration failed: ${reason}. Check DATABASE_URL and that the database is reachable.`,
+      { cause: result.error },
     );
   }
 }
