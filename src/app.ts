@@ -13,6 +13,7 @@ import { createAgent } from "./agent/turn.js";
 import type { Config } from "./config.js";
 import { type DatabaseHandle, openDatabase } from "./db/connect.js";
 import { migrateToLatest } from "./db/migrate.js";
+import { explainDatabaseFailure, openExplained } from "./db/open-failures.js";
 import type { Logger } from "./logger.js";
 import { instrumentAgent, instrumentModel, observeHooks } from "./metrics/instrument.js";
 import { createMetrics } from "./metrics/metrics.js";
@@ -52,8 +53,14 @@ export async function createApp(
   const metrics = createMetrics();
   const handle =
     overrides.database ??
-    openDatabase(config.database, { logger, onQueryError: () => metrics.databaseError() });
-  await migrateToLatest(handle.db, logger);
+    openExplained(config.database, () =>
+      openDatabase(config.database, { logger, onQueryError: () => metrics.databaseError() }),
+    );
+  await migrateToLatest(handle.db, logger).catch(async (error: unknown) => {
+    // A database opened here is closed again; one given is its owner's.
+    if (!overrides.database) await handle.close().catch(() => {});
+    throw explainDatabaseFailure(error, config.database);
+  });
   await sortWorkspaceAtStart({
     workspaceDir: config.workspaceDir,
     db: handle.db,

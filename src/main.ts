@@ -2,7 +2,8 @@ import "./check-node-version.js";
 import { createApp } from "./app.js";
 import { ConfigError, configuredSecrets, loadConfig, readEnvironment } from "./config.js";
 import { createLogger } from "./logger.js";
-import { StartupError, startService } from "./service.js";
+import { startService } from "./service.js";
+import { StartupError } from "./startup-error.js";
 
 // A stage of start-up that does not take the stop signal (a migration on a database that stopped
 // answering) is given this long to end before the process exits anyway.

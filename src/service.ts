@@ -14,6 +14,7 @@ import { startInboxPruner } from "./queue/inbox-pruner.js";
 import { listenForStops, replicaStopper } from "./queue/replica-stops.js";
 import { scopeOfKey } from "./scope/recall-scope.js";
 import { moveMemory } from "./session/memory-files.js";
+import { StartupError } from "./startup-error.js";
 import { startScheduler } from "./tasks/scheduler.js";
 import { scheduledRunOf } from "./tasks/store.js";
 import { createBot } from "./telegram/bot.js";
@@ -49,8 +50,6 @@ export type Service = {
   /** Stops taking updates, lets running turns finish (bounded), closes the listener. */
   stop(): Promise<void>;
 };
-
-export class StartupError extends Error {}
 
 /** Start-up failures the operator can act on, said so; anything else as it is. */
 function explainStartupFailure(error: unknown): unknown {

@@ -1,4 +1,3 @@
-import { mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname } from "node:path";
 import SQLite from "better-sqlite3";
@@ -26,6 +25,7 @@ import {
   FALLBACK_AUTOCHECKPOINT_PAGES,
   startCheckpointer,
 } from "./checkpointer.js";
+import { makeFolders } from "./make-folders.js";
 import type { Database } from "./schema.js";
 
 export type DatabaseKind = DatabaseTarget["kind"];
@@ -114,7 +114,7 @@ class TransactionalDdlSqliteDialect extends SqliteDialect {
  * docs/decisions/0004-checkpoint-thread.md).
  */
 function openSqliteFile(path: string, logger: Logger | undefined) {
-  mkdirSync(dirname(path), { recursive: true });
+  makeFolders(dirname(path));
   const database = openSqlite(path);
   database.pragma(`wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`);
   const checkpointer = startCheckpointer(path, {

@@ -1,5 +1,5 @@
 import { type Kysely, PostgresAdapter, sql } from "kysely";
-import { type MigrationResultSet, Migrator } from "kysely/migration";
+import { type Migration, type MigrationResultSet, Migrator } from "kysely/migration";
 import { migrations } from "../../migrations/index.js";
 import type { Logger } from "../logger.js";
 import { backoffDelay, pause } from "../retry/backoff.js";
@@ -20,6 +20,21 @@ async function postgresSchema(db: Kysely<Database>): Promise<string | undefined>
   return rows[0]?.schema;
 }
 
+/**
+ * Kysely's migrator, its own tables in the connection's schema: every migrator must be built so,
+ * or it uses another schema's tables (a test run killed before it dropped its schema).
+ */
+export async function createMigrator(
+  db: Kysely<Database>,
+  list: Record<string, Migration> = migrations,
+): Promise<Migrator> {
+  return new Migrator({
+    db,
+    provider: { getMigrations: async () => list },
+    migrationTableSchema: await postgresSchema(db),
+  });
+}
+
 const isBusy = (error: unknown) => error instanceof Error && SQLITE_BUSY.test(error.message);
 
 /**
@@ -29,11 +44,7 @@ const isBusy = (error: unknown) => error instanceof Error && SQLITE_BUSY.test(er
  * tables; it retries, then finds nothing left to do.
  */
 export async function migrateToLatest(db: Kysely<Database>, logger: Logger): Promise<void> {
-  const migrator = new Migrator({
-    db,
-    provider: { getMigrations: async () => migrations },
-    migrationTableSchema: await postgresSchema(db),
-  });
+  const migrator = await createMigrator(db);
   let result: MigrationResultSet = await migrator.migrateToLatest();
   for (let attempt = 1; attempt < 20 && isBusy(result.error); attempt++) {
     await pause(backoffDelay(attempt, BUSY_BACKOFF, Math.random));
@@ -47,6 +58,7 @@ export async function migrateToLatest(db: Kysely<Database>, logger: Logger): Pro
     const reason = result.error instanceof Error ? result.error.message : String(result.error);
     throw new Error(
       `Database migration failed: ${reason}. Check DATABASE_URL and that the database is reachable.`,
+      { cause: result.error },
     );
   }
 }

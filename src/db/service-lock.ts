@@ -1,8 +1,8 @@
-import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { setTimeout } from "node:timers/promises";
 import SQLite from "better-sqlite3";
 import type { Logger } from "../logger.js";
+import { makeFolders } from "./make-folders.js";
 
 const POLL_MS = 250;
 
@@ -26,7 +26,7 @@ export const lockPathOf = (databasePath: string) => `${databasePath}.lock`;
 
 function openLockFile(path: string): SQLite.Database {
   try {
-    mkdirSync(dirname(path), { recursive: true });
+    makeFolders(dirname(path));
     // No busy timeout: a held lock is reported at once, and the caller decides how long to wait.
     return new SQLite(path, { timeout: 0 });
   } catch (error) {

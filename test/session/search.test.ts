@@ -1,9 +1,6 @@
-import { PostgresAdapter, sql } from "kysely";
-import { Migrator } from "kysely/migration";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { migrations } from "../../migrations/index.js";
 import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
-import { migrateToLatest } from "../../src/db/migrate.js";
+import { createMigrator, migrateToLatest } from "../../src/db/migrate.js";
 import type { SessionEvent } from "../../src/session/events.js";
 import { snippetOf } from "../../src/session/search.js";
 import { createSessionStore, type SessionStore } from "../../src/session/store.js";
@@ -211,15 +208,7 @@ describe.each(DATABASE_KINDS)("the full-text migration on %s", (kind) => {
     const handle = openDatabase(testDb.target);
     try {
       const { db } = handle;
-      const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
-      const schema = postgres
-        ? (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]?.s
-        : undefined;
-      const migrator = new Migrator({
-        db,
-        provider: { getMigrations: async () => migrations },
-        migrationTableSchema: schema,
-      });
+      const migrator = await createMigrator(db);
       expect(
         (await migrator.migrateTo("20261202011500_pending_topic_names")).error,
       ).toBeUndefined();
