@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { streamed, text } from "../fakes/gemini.js";
 import { validateRichHtml, validateTelegramHtml } from "../fakes/telegram.js";
-import { longMarkdownAnswer } from "../helpers/answers.js";
+import { longMarkdownAnswer, manyBlocksAnswer } from "../helpers/answers.js";
 import {
   ALLOWED_USER,
   eventually,
@@ -90,6 +90,22 @@ describe("rich messages end to end (RICH_MESSAGES=true)", () => {
     expect(drafts.every((c) => c.at <= sentAt)).toBe(true);
   });
 
+  it("sends a 40,000-character answer of many blocks as two rich messages, both accepted", async () => {
+    const user = nextUser++;
+    const answer = manyBlocksAnswer(40_000);
+    w.gemini.script(text(answer));
+    await w.say(QUESTION, { userId: user });
+    const messages = await eventually(() => sentTo(user).length === 2 && sentTo(user));
+    // Counted without the line breaks between blocks, the first was refused and all went as HTML.
+    expect(callsTo(user, "sendRichMessage").map((c) => c.response?.ok)).toEqual([true, true]);
+    expect(callsTo(user, "sendMessage")).toEqual([]);
+    expect(messages.map((m) => m.parse_mode)).toEqual(["rich", "rich"]);
+    const shown = messages.map((m) => m.plain_text).join("\n");
+    expect(shown.match(/Sentence \d+ of section \d+/g)).toEqual(
+      answer.match(/Sentence \d+ of section \d+/g),
+    );
+  });
+
   it("a group: one message edited in HTML as the answer grows, the last edit makes it the rich answer", async () => {
     const user = nextUser++;
     w.gemini.script(streamed(text(TABLE_AND_CODE), { chunkChars: 10, chunkDelayMs: 250 }));
@@ -141,8 +157,8 @@ describe("rich messages end to end (RICH_MESSAGES=true)", () => {
 
   it("a long rich answer cut short by Telegram sends only its missing messages when it runs again", async () => {
     const user = nextUser++;
-    // Over 32,768 characters: two rich messages.
-    const paragraphs = ["first", "second", "third"].map((word) => `${word} `.repeat(2_400).trim());
+    // 38,000 characters: two rich messages, the first two paragraphs and the third.
+    const paragraphs = ["first", "second", "third"].map((word) => `${word} `.repeat(2_000).trim());
     const before = w.gemini.requests.length;
     w.gemini.script(text(paragraphs.join("\n\n")));
     const [first, second] = [

@@ -127,16 +127,28 @@ describe("fake Telegram: sendRichMessage", () => {
 });
 
 describe("fake Telegram: sendRichMessage limits, at their edges", () => {
-  it("32,768 characters, formula source and code included", async () => {
-    const text = "a".repeat(32_768 - 3 - 4);
-    await api.sendRichMessage(7, {
-      html: `<p>${text}</p><pre>bcd</pre><tg-math-block>x^22</tg-math-block>`,
-    });
-    // Counted in characters, not UTF-16 units: an emoji is one.
-    await api.sendRichMessage(7, { html: `<p>${"😀".repeat(32_768)}</p>` });
-    expect(
-      await refusal(`<p>${text}e</p><pre>bcd</pre><tg-math-block>x^22</tg-math-block>`),
-    ).toMatch(/too long: 32769 characters/);
+  it("32,768 characters, formula source, code and the line breaks between blocks included", async () => {
+    // Three blocks: two line breaks between them count as characters too.
+    const text = "a".repeat(32_768 - 3 - 4 - 2);
+    const html = (paragraph: string) =>
+      `<p>${paragraph}</p><pre>bcd</pre><tg-math-block>x^22</tg-math-block>`;
+    await api.sendRichMessage(7, { html: html(text) });
+    expect(await refusal(html(`${text}e`))).toMatch(/too long: 32769 characters/);
+    // Counted in UTF-16 units: an emoji outside the BMP is two.
+    await api.sendRichMessage(7, { html: `<p>${"😀".repeat(16_384)}</p>` });
+    expect(await refusal(`<p>${"😀".repeat(16_384)}e</p>`)).toMatch(/too long: 32769/);
+  });
+
+  it("counts a line break between list items, table rows and cells, and nested blocks", async () => {
+    // The text Telegram counts against the limit: what the message shows, a break between blocks.
+    const html =
+      "<ul><li>aaaaa</li><li>bbbbb</li></ul>" +
+      "<table><tr><td>ccc</td><td>ddd</td></tr><tr><td>eee</td></tr></table>" +
+      "<blockquote><p>ff</p><p>gg</p></blockquote><p>h</p>";
+    const message = await api.sendRichMessage(7, { html });
+    const sent = fake.sent.at(-1);
+    expect(message.message_id).toBe(sent?.message_id);
+    expect(sent?.plain_text).toBe("aaaaa\nbbbbb\nccc ddd\neee\nff\ngg\nh");
   });
 
   it("500 blocks, list items and table rows included", async () => {
@@ -239,7 +251,7 @@ describe("fake Telegram: editMessageText with rich_message", () => {
       rich_message: { blocks: [{ type: "heading" }, { type: "table" }] },
     });
     expect(edited).not.toHaveProperty("text");
-    expect(fake.sent.map((m) => [m.parse_mode, m.plain_text])).toEqual([["rich", "Answer\n1\n"]]);
+    expect(fake.sent.map((m) => [m.parse_mode, m.plain_text])).toEqual([["rich", "Answer\n1"]]);
     const again = (html: string) =>
       api.editMessageText(42, sent.message_id, { html }).then(
         () => "ok",

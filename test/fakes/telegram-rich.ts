@@ -123,8 +123,8 @@ const VISIBLE = /[^\s\u200b-\u200f\u2060\ufeff\u3164\u115f\u1160\uffa0]/;
 export function validateRichHtml(html: string): RichHtmlResult {
   try {
     const blocks = new Converter().blocks(parseHtml(html));
-    const media = checkLimits(blocks);
-    const text = blocks.map(blockText).join("\n");
+    const text = messageText(blocks);
+    const media = checkLimits(blocks, text);
     if (!VISIBLE.test(text) && !blocks.some((block) => block.type === "divider")) {
       return { ok: false, reason: "rich message is empty" };
     }
@@ -536,9 +536,13 @@ function textOnly(element: Element): string {
 
 // ---- limits ---------------------------------------------------------------------------------
 
-/** Refuses a message past any limit; returns its media count. */
-function checkLimits(blocks: readonly RichBlock[]): number {
-  const chars = [...blocks.map(blockText).join("")].length;
+/**
+ * Refuses a message past any limit; returns its media count. Its text is counted as Telegram
+ * counts it: in UTF-16 units, with the line break between two blocks (and between list items,
+ * table rows and a table's cells) counted as a character.
+ */
+function checkLimits(blocks: readonly RichBlock[], text: string): number {
+  const chars = text.length;
   if (chars > RICH_TEXT_LIMIT)
     fail(`rich message is too long: ${chars} characters, at most ${RICH_TEXT_LIMIT}`);
   const count = blocks.reduce((n, block) => n + countBlocks(block), 0);
@@ -606,7 +610,21 @@ function blockDepth(block: RichBlock): number {
   }
 }
 
-/** Plain text of a block: what counts against the character limit, list labels excepted. */
+/** A message's plain text: what counts against the character limit, list labels excepted. */
+export function messageText(blocks: readonly RichBlock[]): string {
+  return blocks.map(blockText).join("\n");
+}
+
+/** Lines of text, one separator between two; a part that is absent (a credit) adds none. */
+function lines(...parts: (string | undefined)[]): string {
+  return parts.filter((part) => part !== undefined).join("\n");
+}
+
+function optional(text: RichText | undefined): string | undefined {
+  return text === undefined ? undefined : plain(text);
+}
+
+/** Plain text of a block, its inner blocks on lines of their own. */
 export function blockText(block: RichBlock): string {
   switch (block.type) {
     case "paragraph":
@@ -616,20 +634,20 @@ export function blockText(block: RichBlock): string {
       return plain(block.text);
     case "expandable_blockquote":
     case "pullquote":
-      return plain(block.text) + plain(block.credit);
+      return lines(plain(block.text), optional(block.credit));
     case "mathematical_expression":
       return block.expression;
     case "list":
-      return block.items.map((item) => item.blocks.map(blockText).join("\n")).join("\n");
+      return lines(...block.items.map((item) => messageText(item.blocks)));
     case "blockquote":
-      return block.blocks.map(blockText).join("\n") + plain(block.credit);
+      return lines(messageText(block.blocks), optional(block.credit));
     case "details":
-      return [plain(block.summary), ...block.blocks.map(blockText)].join("\n");
+      return lines(plain(block.summary), ...block.blocks.map(blockText));
     case "table":
-      return [
+      return lines(
         ...block.cells.map((row) => row.map((cell) => plain(cell.text)).join(" ")),
-        plain(block.caption),
-      ].join("\n");
+        optional(block.caption),
+      );
     default:
       return "";
   }

@@ -28,3 +28,27 @@ export function longMarkdownAnswer(): string {
   while (answer.length < 10_000) answer += "\n\nFiller sentence with $5 and $10 in it.";
   return answer;
 }
+
+/**
+ * An answer of about `chars` characters made of sections of a heading, prose and a list, about
+ * 140 characters a block: the line breaks between its blocks add up to hundreds of characters.
+ */
+export function manyBlocksAnswer(chars: number): string {
+  const sentence = (i: number, n: number) =>
+    `Sentence ${n} of section ${i} explains **one point** with $y_${i}$ and some plain words.`;
+  const paragraph = (i: number, from: number) =>
+    [0, 1, 2, 3].map((n) => sentence(i, from + n)).join(" ");
+  const sections: string[] = [];
+  for (let i = 0; sections.join("\n\n").length < chars; i++) {
+    sections.push(
+      [
+        `## Section ${i}`,
+        paragraph(i, 0),
+        paragraph(i, 4),
+        paragraph(i, 8),
+        `- first item of section ${i}\n- second item of section ${i}\n- third item of ${i}`,
+      ].join("\n\n"),
+    );
+  }
+  return sections.join("\n\n");
+}

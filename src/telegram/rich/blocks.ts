@@ -60,7 +60,11 @@ export function inlineChars(nodes: readonly Inline[]): number {
   return total;
 }
 
-/** Characters of text a block shows, formula source included (list labels are Telegram's). */
+/**
+ * Characters of a block as Telegram counts them: UTF-16 units of the text it shows, formula
+ * source included and list labels not, with one line break between two of its blocks, list items
+ * or table rows and one space between two cells.
+ */
 export function blockChars(block: Block): number {
   switch (block.kind) {
     case "paragraph":
@@ -73,12 +77,26 @@ export function blockChars(block: Block): number {
     case "divider":
       return 0;
     case "list":
-      return sum(block.items, (item) => sum(item.blocks, blockChars));
+      return separated(block.items, (item) => blocksChars(item.blocks));
     case "quote":
-      return sum(block.blocks, blockChars);
+      return blocksChars(block.blocks);
     case "table":
-      return sum(block.rows, (row) => sum(row, (cell) => inlineChars(cell.inline)));
+      return separated(block.rows, rowChars);
   }
+}
+
+/** Blocks one after another, as a message or a container holds them. */
+export function blocksChars(blocks: readonly Block[]): number {
+  return separated(blocks, blockChars);
+}
+
+export function rowChars(row: readonly Cell[]): number {
+  return separated(row, (cell) => inlineChars(cell.inline));
+}
+
+/** Parts with one character between two of them: Telegram's line break, or a cell's space. */
+function separated<T>(parts: readonly T[], measure: (part: T) => number): number {
+  return parts.length === 0 ? 0 : sum(parts, measure) + parts.length - 1;
 }
 
 /** Blocks as the limit counts them: each block, each list item and each table row. */

@@ -3,7 +3,7 @@ import { escapeHtml, renderMarkdown } from "../markdown-html.js";
 import { type Block, blockText, shownText } from "./blocks.js";
 import { markdownToBlocks } from "./from-markdown.js";
 import { blocksToRichHtml } from "./html.js";
-import { RICH_LIMITS, type RichBudget } from "./limits.js";
+import { RICH_BUDGET, type RichBudget } from "./limits.js";
 import { cost, fitBlock, pack } from "./split.js";
 
 /** One rich message of an answer, and the Telegram HTML that says the same if it is refused. */
@@ -26,7 +26,7 @@ interface Piece {
  */
 export function renderRichMessages(
   markdown: string,
-  budget: RichBudget = RICH_LIMITS,
+  budget: RichBudget = RICH_BUDGET,
 ): RichChunk[] {
   const { groups, perOrigin, source } = richGroups(markdown, budget);
   return groups.map((group) => ({
@@ -49,13 +49,11 @@ export function richDraftHtml(markdown: string, status?: string): string | undef
             inline: [{ kind: "format", tag: "i", children: [{ kind: "text", text: status }] }],
           },
         ];
-  const room = note.reduce(
-    (left, block) => {
-      const size = cost(block);
-      return { chars: left.chars - size.chars, blocks: left.blocks - size.blocks };
-    },
-    { chars: RICH_LIMITS.chars, blocks: RICH_LIMITS.blocks } as RichBudget,
-  );
+  // The note, and the line break before it, take from the room the answer has.
+  const room = note.reduce((left, block) => {
+    const size = cost(block);
+    return { chars: left.chars - size.chars - 1, blocks: left.blocks - size.blocks };
+  }, RICH_BUDGET);
   const last = richGroups(markdown, room).groups.at(-1) ?? [];
   const blocks = [...last.map((piece) => piece.block), ...note];
   return blocks.length === 0 ? undefined : blocksToRichHtml(blocks);

@@ -2,11 +2,13 @@ import {
   type Block,
   blockChars,
   blockCount,
+  blocksChars,
   blockText,
   type Cell,
   type Inline,
   inlineChars,
   type ListItem,
+  rowChars,
 } from "./blocks.js";
 import type { RichBudget } from "./limits.js";
 
@@ -25,7 +27,10 @@ function fits(total: RichBudget, budget: RichBudget): boolean {
   return total.chars <= budget.chars && total.blocks <= budget.blocks;
 }
 
-/** Groups items in order, as many to a group as the budget allows; each item must fit alone. */
+/**
+ * Groups items in order, as many to a group as the budget allows; each item must fit alone.
+ * Telegram counts a line break between two items of a group as a character.
+ */
 export function pack<T>(
   items: readonly T[],
   measure: (item: T) => RichBudget,
@@ -37,7 +42,11 @@ export function pack<T>(
   let total = overhead;
   for (const item of items) {
     const size = measure(item);
-    const next = { chars: total.chars + size.chars, blocks: total.blocks + size.blocks };
+    const separator = group.length > 0 ? 1 : 0;
+    const next = {
+      chars: total.chars + separator + size.chars,
+      blocks: total.blocks + size.blocks,
+    };
     if (group.length > 0 && !fits(next, budget)) {
       groups.push(group);
       group = [];
@@ -101,7 +110,7 @@ function splitList(list: Extract<Block, { kind: "list" }>, budget: RichBudget): 
     return groups.map((blocks) => ({ item: { ...item, blocks, value: number }, number }));
   });
   const entryCost = ({ item }: { item: ListItem }): RichBudget => ({
-    chars: item.blocks.reduce((total, block) => total + blockChars(block), 0),
+    chars: blocksChars(item.blocks),
     blocks: 1 + item.blocks.reduce((total, block) => total + blockCount(block), 0),
   });
   // A part of a numbered list starts at its first item's number, so the count goes on.
@@ -116,10 +125,9 @@ function splitTable(rows: readonly (readonly Cell[])[], budget: RichBudget): Blo
   const headerCount = rows.findIndex((row) => !row.every((cell) => cell.header));
   const header = rows.slice(0, headerCount < 0 ? rows.length : headerCount);
   const body = rows.slice(header.length);
-  const rowChars = (row: readonly Cell[]) =>
-    row.reduce((n, cell) => n + inlineChars(cell.inline), 0);
+  // The header rows, and the line break after them, are in every part.
   const overhead = {
-    chars: header.reduce((n, row) => n + rowChars(row), 0),
+    chars: header.reduce((n, row) => n + rowChars(row) + 1, 0),
     blocks: 1 + header.length,
   };
   const rowCost = (row: readonly Cell[]) => ({ chars: rowChars(row), blocks: 1 });
