@@ -13,7 +13,7 @@ import type { InboxItem, Lease } from "../queue/inbox.js";
 import type { NewAttachment, StoredAttachment } from "../session/attachments.js";
 import type { MediaPart } from "../session/events.js";
 import { addressesBot } from "./access.js";
-import { deliverAnswer } from "./answer-delivery.js";
+import { deliverAnswer, liveMessagesOf } from "./answer-delivery.js";
 import { conversationKeyOf } from "./conversation-key.js";
 import type { Delivery } from "./delivery.js";
 import { type DownloadFile, FileTooBigError, FileUnavailableError, tooBigText } from "./files.js";
@@ -132,8 +132,7 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
       mode: deps.streaming,
       pacer: deps.livePacer,
       draftId,
-      shownBefore: lease?.liveMessages,
-      recordMessages: lease && ((ids) => lease.recordLiveMessages(ids)),
+      ...(lease && liveMessagesOf(lease)),
     });
     const running = deps.answers.start(session, chatId, draftId, ctx.update.update_id);
     let visible = false;
@@ -171,7 +170,7 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
         // send_file: to this chat and topic, by the holder of the update only.
         sendFile: async (file) => {
           await lease?.ensureHeld();
-          return delivery.sendFile(chatId, file, threadId);
+          return (await delivery.sendFile(chatId, file, threadId)).value;
         },
       });
       await Promise.all(notices);
