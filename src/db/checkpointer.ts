@@ -1,5 +1,6 @@
-import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
+import { builtWorkerUrl } from "../threads/worker-url.js";
+import type { CheckpointReport, CheckpointWorkerData } from "./checkpoint-worker.js";
 
 /**
  * How often the checkpointer copies the WAL into the database: often enough to keep the WAL small,
@@ -14,38 +15,6 @@ const CHECKPOINT_INTERVAL_MS = 200;
 export const FALLBACK_AUTOCHECKPOINT_PAGES = 10_000;
 
 export type Checkpointer = { stop(): Promise<void> };
-
-type WorkerData = { driver: string; path: string; intervalMs: number };
-
-/** What the worker tells the service: a failure (only when it differs from the last), or that checkpoints work again. */
-type WorkerReport = { failed: string } | { recovered: true };
-
-// A script rather than a module file, so that it runs the same from dist/ and from the TypeScript
-// sources under the test runner. It opens a connection of its own to the same file; a PASSIVE
-// checkpoint never waits for the writer and never blocks it. A failure that repeats (a full disk)
-// is reported once, not five times a second.
-const WORKER_SOURCE = `
-const { parentPort, workerData } = require("node:worker_threads");
-const SQLite = require(workerData.driver);
-const db = new SQLite(workerData.path);
-db.pragma("busy_timeout = 5000");
-let failing = null;
-setInterval(() => {
-  try {
-    db.pragma("wal_checkpoint(PASSIVE)");
-    if (failing !== null) {
-      failing = null;
-      parentPort.postMessage({ recovered: true });
-    }
-  } catch (error) {
-    const message = (error && error.code ? error.code + ": " : "") + (error instanceof Error ? error.message : String(error));
-    if (message !== failing) {
-      failing = message;
-      parentPort.postMessage({ failed: message });
-    }
-  }
-}, workerData.intervalMs);
-`;
 
 const FALLBACK = `checkpoints now run inside commits, every ${FALLBACK_AUTOCHECKPOINT_PAGES} pages, until the service restarts`;
 
@@ -65,14 +34,15 @@ export function startCheckpointer(
     intervalMs?: number;
   },
 ): Checkpointer {
-  const workerData: WorkerData = {
-    driver: createRequire(import.meta.url).resolve("better-sqlite3"),
+  const workerData: CheckpointWorkerData = {
     path,
     intervalMs: deps.intervalMs ?? CHECKPOINT_INTERVAL_MS,
   };
-  const worker = new Worker(WORKER_SOURCE, { eval: true, workerData });
+  const worker = new Worker(builtWorkerUrl("./checkpoint-worker.js", import.meta.url), {
+    workerData,
+  });
   let stopping = false;
-  worker.on("message", (report: WorkerReport) => {
+  worker.on("message", (report: CheckpointReport) => {
     if ("failed" in report) {
       deps.onError(
         `SQLite checkpoints are failing (${report.failed}); the WAL file grows until they work again: check the free disk space and the database file's permissions`,

@@ -85,9 +85,14 @@ export type Lease = {
   /**
    * Records the messages the answer is being shown in (all of them, in order), so that a later
    * run edits them rather than sending the answer anew; throws LeaseLostError when the update is
-   * no longer this worker's.
+   * no longer this worker's. `rows`: as recordDelivered's, for liveMessagesStatement.
    */
-  recordLiveMessages(ids: readonly number[]): Promise<void>;
+  recordLiveMessages(ids: readonly number[], rows?: number): Promise<void>;
+  /**
+   * What recordLiveMessages runs, for the courier: `ids` with null for the message being sent,
+   * whose id the courier puts in place (as JSON, into parameter `sentIds.parameter`).
+   */
+  liveMessagesStatement(ids: readonly (number | null)[]): LiveMessagesStatement;
   /**
    * The updates of this update's album (`mediaGroupId`) that its turn answers, this one included,
    * oldest first. The first call takes in the album's other items that are still waiting and
@@ -99,6 +104,14 @@ export type Lease = {
 };
 
 export type Inbox = ReturnType<typeof createInbox>;
+
+/** A compiled statement one of whose parameters is the JSON list of an answer's messages. */
+export type LiveMessagesStatement = Pick<CompiledQuery, "sql" | "parameters"> & {
+  sentIds: { parameter: number; ids: readonly (number | null)[] };
+};
+
+/** Stands for the list of messages while the statement is compiled, to find its parameter. */
+const LIVE_MESSAGES_SLOT = "\u0000live messages\u0000";
 
 /** What a stop is for: a conversation's answer (/stop), or a draft's (its stop button). */
 export type StopTarget = { conversation: string } | { chatId: number; draftId: number };
@@ -380,6 +393,22 @@ export function createInbox(deps: {
     return updateHeld(claim, { live_messages: json });
   }
 
+  /** What recordLiveMessages runs, with the list to be completed by the courier (see Lease). */
+  function liveMessagesStatement(
+    claim: Claim,
+    ids: readonly (number | null)[],
+  ): LiveMessagesStatement {
+    const compiled = held(
+      db.updateTable("inbox").set({ live_messages: LIVE_MESSAGES_SLOT }),
+      claim,
+    ).compile();
+    return {
+      sql: compiled.sql,
+      parameters: compiled.parameters,
+      sentIds: { parameter: compiled.parameters.indexOf(LIVE_MESSAGES_SLOT), ids },
+    };
+  }
+
   /** Records how a claimed update ended; false when the claim was lost (another worker runs it). */
   async function finish(claim: Claim, outcome: { error?: string } = {}): Promise<boolean> {
     return updateHeld(claim, {
@@ -526,8 +555,10 @@ export function createInbox(deps: {
       },
       deliveredStatement: (count) => deliveredStatement(item, count),
       liveMessages: item.liveMessages,
-      async recordLiveMessages(ids) {
-        if (!(await recordLiveMessages(item, ids))) {
+      liveMessagesStatement: (ids) => liveMessagesStatement(item, ids),
+      async recordLiveMessages(ids, rows) {
+        const recorded = rows === undefined ? await recordLiveMessages(item, ids) : rows > 0;
+        if (!recorded) {
           lost = true;
           throw new LeaseLostError(item.updateId);
         }

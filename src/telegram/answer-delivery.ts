@@ -3,7 +3,7 @@ import { STOPPED_EMPTY, type TurnResult } from "../agent/turn.js";
 import type { Lease } from "../queue/inbox.js";
 import type { MediaPart } from "../session/events.js";
 import type { Delivery } from "./delivery.js";
-import type { LiveAnswer } from "./live-answer.js";
+import type { LiveAnswer, LiveAnswerDeps } from "./live-answer.js";
 import type { OutgoingFile } from "./outgoing-files.js";
 
 /** Files as Telegram uploads, read from the database; one cleared meanwhile, or empty, is left out. */
@@ -24,6 +24,20 @@ export async function outgoingFiles(
       },
     ];
   });
+}
+
+/**
+ * What a live answer keeps in a lease: the messages an earlier run showed the answer in, and the
+ * records of those it sends (made by the courier as Telegram takes each one).
+ */
+export function liveMessagesOf(
+  lease: Pick<Lease, "liveMessages" | "recordLiveMessages" | "liveMessagesStatement">,
+): Pick<LiveAnswerDeps, "shownBefore" | "recordMessages" | "messagesStatement"> {
+  return {
+    shownBefore: lease.liveMessages,
+    recordMessages: (ids, rows) => lease.recordLiveMessages(ids, rows),
+    messagesStatement: (ids) => lease.liveMessagesStatement(ids),
+  };
 }
 
 /**

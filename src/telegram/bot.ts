@@ -57,7 +57,7 @@ export type BotDeps = {
   streaming?: StreamingMode;
   /** Shared with the ingest, which stops them. */
   answers?: RunningAnswers;
-  /** Sends the messages of answers and records them off the main thread (see courier.ts). */
+  /** Sends the messages and files of answers and records them off the main thread (courier.ts). */
   courier?: Courier;
 };
 
@@ -75,9 +75,6 @@ export function createBot(deps: BotDeps) {
     fetch: grammyFetch,
   };
   const bot = new Bot(deps.token, { client, botInfo: deps.botInfo });
-  // Innermost, in place of grammY's own request for the calls it carries: everything else (the
-  // scrubbing, the log, auto-retry) wraps it as it wraps that request.
-  if (deps.courier) bot.api.config.use(deps.courier.transformer);
   bot.api.config.use(scrubOutgoing(deps.secrets ?? []));
   // Drafts while an answer is written go without auto-retry: one retried after a wait would be
   // stale, and the next one replaces it anyway.

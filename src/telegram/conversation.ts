@@ -15,7 +15,7 @@ import type { Workspaces } from "../scope/workspaces.js";
 import type { NewAttachment, StoredAttachment } from "../session/attachments.js";
 import type { MediaPart } from "../session/events.js";
 import { addressesBot, senderOf } from "./access.js";
-import { deliverAnswer } from "./answer-delivery.js";
+import { deliverAnswer, liveMessagesOf } from "./answer-delivery.js";
 import { conversationKeyOf } from "./conversation-key.js";
 import type { Delivery } from "./delivery.js";
 import { type DownloadFile, FileTooBigError, FileUnavailableError, tooBigText } from "./files.js";
@@ -139,8 +139,7 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
       mode: deps.streaming,
       pacer: deps.livePacer,
       draftId,
-      shownBefore: lease?.liveMessages,
-      recordMessages: lease && ((ids) => lease.recordLiveMessages(ids)),
+      ...(lease && liveMessagesOf(lease)),
     });
     const askedBy = senderOf(message)?.id;
     const running = deps.answers.start(session, chatId, draftId, ctx.update.update_id, askedBy);
@@ -181,7 +180,7 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
         // send_file: to this chat and topic, by the holder of the update only.
         sendFile: async (file) => {
           await lease?.ensureHeld();
-          return delivery.sendFile(chatId, file, threadId);
+          return (await delivery.sendFile(chatId, file, threadId)).value;
         },
       });
       await Promise.all(notices);

@@ -1,7 +1,7 @@
 import { type Api, GrammyError, InputFile } from "grammy";
 import type { Logger } from "../logger.js";
 import { LeaseLostError } from "../queue/inbox.js";
-import { type Carried, type Courier, type CourierStatement, noCourier } from "./courier.js";
+import { type Carried, type Courier, type CourierRecord, noCourier } from "./courier.js";
 import {
   FileTooLargeError,
   type OutgoingFile,
@@ -30,7 +30,7 @@ export type DeliveryProgress = {
    */
   sent(count: number, rows?: number): Promise<void>;
   /** What records the first `count` messages, for the courier to run as Telegram accepts the last. */
-  statement?(count: number): CourierStatement;
+  statement?(count: number): CourierRecord;
 };
 
 /** The options that put a message or chat action into a forum topic, when there is one. */
@@ -69,40 +69,43 @@ export type DeliveryDeps = {
   logger: Logger;
   /** Answers as rich messages (RICH_MESSAGES); otherwise, and by default, HTML messages. */
   richMessages?: boolean;
-  /** Sends the messages of answers and records them off the main thread; none by default. */
+  /** Sends the messages and files of answers and records them off the main thread; none by default. */
   courier?: Courier;
 };
 
 /** Sends what Koroku has to say, in as many valid messages as it takes. */
 export function createDelivery(deps: DeliveryDeps) {
   const { api } = deps;
-  const courier = deps.courier ?? noCourier;
+  // Through every transformer of `api`, as its own calls go.
+  const carrier = (deps.courier ?? noCourier).over(api);
   // Learnt from a 404, so that a server without rich messages costs one refused call, not one
   // per answer.
   let richUnavailable = false;
 
-  /** Sends one chunk of HTML; returns the message's id. */
-  async function sendChunk(chatId: number, html: string, threadId?: number): Promise<number> {
-    return (await carryChunk(undefined, chatId, html, threadId)).value;
-  }
-
-  /** sendChunk, with what records it for the courier to run (see Courier.carry). */
-  async function carryChunk(
-    statement: CourierStatement | undefined,
+  /**
+   * Sends one chunk of HTML; returns the message's id. With `record`, the courier runs it the
+   * moment Telegram accepts the message, and `rows` says what it changed (see Carrier.send).
+   */
+  async function sendChunk(
     chatId: number,
     html: string,
     threadId?: number,
+    record?: CourierRecord,
   ): Promise<Carried<number>> {
-    const send = (text: string, options: { parse_mode?: "HTML" }) =>
-      courier.carry(statement, async (extra) => {
-        const sent = await api.sendMessage(chatId, text, {
+    const send = async (text: string, options: { parse_mode?: "HTML" }) => {
+      const { value, rows } = await carrier.send(
+        "sendMessage",
+        {
+          chat_id: chatId,
+          text,
           ...options,
           link_preview_options: { is_disabled: true },
           ...inThread(threadId),
-          ...extra,
-        });
-        return sent.message_id;
-      });
+        },
+        record,
+      );
+      return { value: value.message_id, rows };
+    };
     try {
       return await send(html, { parse_mode: "HTML" });
     } catch (error) {
@@ -129,15 +132,19 @@ export function createDelivery(deps: DeliveryDeps) {
     return true;
   }
 
-  /** Sends one rich message, without a fallback (see richRefused); returns its id. */
+  /** Sends one rich message, without a fallback (see richRefused); returns its id, as sendChunk. */
   async function sendRichChunk(
     chatId: number,
     html: string,
     threadId?: number,
-    extra: Record<string, number> = {},
-  ): Promise<number> {
-    const sent = await api.sendRichMessage(chatId, { html }, { ...inThread(threadId), ...extra });
-    return sent.message_id;
+    record?: CourierRecord,
+  ): Promise<Carried<number>> {
+    const { value, rows } = await carrier.send(
+      "sendRichMessage",
+      { chat_id: chatId, rich_message: { html }, ...inThread(threadId) },
+      record,
+    );
+    return { value: value.message_id, rows };
   }
 
   /** Makes a message the given rich message; the same content again is not an error. */
@@ -177,7 +184,7 @@ export function createDelivery(deps: DeliveryDeps) {
     const chunks = htmlChunks(html);
     for (let i = progress?.alreadySent ?? 0; i < chunks.length; i++) {
       const statement = progress?.statement?.(i + 1);
-      const { rows } = await carryChunk(statement, chatId, chunks[i] as string, threadId);
+      const { rows } = await sendChunk(chatId, chunks[i] as string, threadId, statement);
       if (progress) await record(progress, i + 1, chatId, rows);
     }
   }
@@ -234,17 +241,14 @@ export function createDelivery(deps: DeliveryDeps) {
    * `statement` changed.
    */
   async function sendRich(
-    statement: CourierStatement | undefined,
+    statement: CourierRecord | undefined,
     chatId: number,
     chunk: RichChunk,
     threadId?: number,
   ): Promise<number | undefined> {
     if (!richUnavailable) {
       try {
-        const carried = await courier.carry(statement, (extra) =>
-          sendRichChunk(chatId, chunk.html, threadId, extra),
-        );
-        return carried.rows;
+        return (await sendRichChunk(chatId, chunk.html, threadId, statement)).rows;
       } catch (error) {
         if (!richRefused(error)) throw error;
         deps.logger.warn(
@@ -257,36 +261,42 @@ export function createDelivery(deps: DeliveryDeps) {
     let rows: number | undefined;
     for (const [i, piece] of pieces.entries()) {
       const last = i === pieces.length - 1;
-      rows = (await carryChunk(last ? statement : undefined, chatId, piece, threadId)).rows;
+      rows = (await sendChunk(chatId, piece, threadId, last ? statement : undefined)).rows;
     }
     return rows;
   }
 
   /**
    * Sends a file as a photo when Telegram shows it as one, else as a document; a photo Telegram
-   * cannot process after all goes again as a document. Throws FileTooLargeError past 50 MB.
+   * cannot process after all goes again as a document, which then carries `record`. Throws
+   * FileTooLargeError past 50 MB.
    */
   async function sendFile(
     chatId: number,
     file: OutgoingFile,
     threadId?: number,
-  ): Promise<"photo" | "document"> {
+    record?: CourierRecord,
+  ): Promise<Carried<"photo" | "document">> {
     if (file.bytes.byteLength > TELEGRAM_UPLOAD_MAX_BYTES) {
       throw new FileTooLargeError(file.name, file.bytes.byteLength);
     }
     const input = () => new InputFile(file.bytes, uploadName(file.name));
-    const extra = { ...inThread(threadId), ...(file.caption ? { caption: file.caption } : {}) };
+    const extra = {
+      chat_id: chatId,
+      ...inThread(threadId),
+      ...(file.caption ? { caption: file.caption } : {}),
+    };
     if (sendsAsPhoto(file)) {
       try {
-        await api.sendPhoto(chatId, input(), extra);
-        return "photo";
+        const { rows } = await carrier.send("sendPhoto", { ...extra, photo: input() }, record);
+        return { value: "photo", rows };
       } catch (error) {
         if (!(error instanceof GrammyError && error.error_code === 400)) throw error;
         deps.logger.warn({ err: error }, "Telegram refused a photo; sending it as a document");
       }
     }
-    await api.sendDocument(chatId, input(), extra);
-    return "document";
+    const { rows } = await carrier.send("sendDocument", { ...extra, document: input() }, record);
+    return { value: "document", rows };
   }
 
   /** Sends files one by one; `progress` counts them as sendHtml counts messages. */
@@ -297,8 +307,9 @@ export function createDelivery(deps: DeliveryDeps) {
     progress?: DeliveryProgress,
   ): Promise<void> {
     for (let i = progress?.alreadySent ?? 0; i < files.length; i++) {
-      await sendFile(chatId, files[i] as OutgoingFile, threadId);
-      if (progress) await record(progress, i + 1, chatId);
+      const statement = progress?.statement?.(i + 1);
+      const { rows } = await sendFile(chatId, files[i] as OutgoingFile, threadId, statement);
+      if (progress) await record(progress, i + 1, chatId, rows);
     }
   }
 

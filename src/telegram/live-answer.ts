@@ -4,6 +4,7 @@ import type { StreamingMode } from "../config.js";
 import type { Logger } from "../logger.js";
 import { LeaseLostError } from "../queue/inbox.js";
 import { toolStatus } from "../tools/status.js";
+import type { Carried, CourierRecord } from "./courier.js";
 import { type Delivery, type DeliveryProgress, htmlChunks } from "./delivery.js";
 import { escapeHtml, renderMarkdown } from "./render.js";
 import { renderRichMessages, richDraftHtml } from "./rich/render.js";
@@ -69,8 +70,16 @@ export type LiveAnswerDeps = {
    * died): this run shows it in them again, edited, instead of sending it a second time.
    */
   shownBefore?: readonly number[];
-  /** Records the messages the answer is shown in, all of them, whenever one is added or dropped. */
-  recordMessages?(ids: readonly number[]): Promise<void>;
+  /**
+   * Records the messages the answer is shown in, all of them, whenever one is added or dropped;
+   * `rows` are what the courier's run of messagesStatement changed, when it ran it.
+   */
+  recordMessages?(ids: readonly number[], rows?: number): Promise<void>;
+  /**
+   * What records the messages, `ids` with null for the one being sent, for the courier to run
+   * the moment Telegram accepts it with that message's id in its place.
+   */
+  messagesStatement?(ids: readonly (number | null)[]): CourierRecord;
 };
 
 export type LiveAnswer = {
@@ -234,7 +243,7 @@ export function startLiveAnswer(deps: LiveAnswerDeps): LiveAnswer {
         into,
         at,
         (id) => delivery.editChunk(chatId, id, chunk),
-        () => delivery.sendChunk(chatId, chunk, threadId),
+        (record) => delivery.sendChunk(chatId, chunk, threadId, record),
       );
       into.chunks[at] = chunk;
     }
@@ -242,13 +251,14 @@ export function startLiveAnswer(deps: LiveAnswerDeps): LiveAnswer {
 
   /**
    * Shows the `at`-th message of the answer: edits it, or sends it when the answer grew into it
-   * or the message is gone (the user deleted it); a message sent is recorded at once.
+   * or the message is gone (the user deleted it); a message sent is recorded as Telegram takes
+   * it, on the courier's thread (an edit needs no record: a later run edits the same message).
    */
   async function showAt(
     into: Edited,
     at: number,
     edit: (id: number) => Promise<void>,
-    send: () => Promise<number>,
+    send: (record: CourierRecord | undefined) => Promise<Carried<number>>,
   ): Promise<void> {
     const id = into.messages[at];
     if (id !== undefined) {
@@ -258,16 +268,20 @@ export function startLiveAnswer(deps: LiveAnswerDeps): LiveAnswer {
         if (!(error instanceof GrammyError && GONE.test(error.description))) throw error;
       }
     }
-    into.messages[at] = await send();
-    await recordMessages(into);
+    const ids = Array.from({ length: Math.max(into.messages.length, at + 1) }, (_, i) =>
+      i === at ? null : (into.messages[i] ?? null),
+    );
+    const { value, rows } = await send(deps.messagesStatement?.(ids));
+    into.messages[at] = value;
+    await recordMessages(into, rows);
   }
 
   /**
    * A crash after a message went out but before this record would show the answer twice; the
    * database away costs only that protection, while a lost lease stops the run.
    */
-  async function recordMessages(into: Edited): Promise<void> {
-    await deps.recordMessages?.([...into.messages]).catch((error: unknown) => {
+  async function recordMessages(into: Edited, rows?: number): Promise<void> {
+    await deps.recordMessages?.([...into.messages], rows).catch((error: unknown) => {
       if (error instanceof LeaseLostError) throw error;
       deps.logger.warn(
         { err: error, chat_id: chatId },
@@ -303,7 +317,7 @@ export function startLiveAnswer(deps: LiveAnswerDeps): LiveAnswer {
           into,
           i,
           (id) => delivery.editRich(chatId, id, chunk.html),
-          () => delivery.sendRichChunk(chatId, chunk.html, threadId),
+          (record) => delivery.sendRichChunk(chatId, chunk.html, threadId, record),
         );
         into.chunks[i] = chunk.html;
       } catch (error) {

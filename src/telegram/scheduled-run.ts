@@ -6,7 +6,7 @@ import type { Logger } from "../logger.js";
 import type { InboxItem, Lease } from "../queue/inbox.js";
 import { dueText } from "../tasks/schedule.js";
 import type { ScheduledRun, Task, TaskStore } from "../tasks/store.js";
-import { deliverAnswer } from "./answer-delivery.js";
+import { deliverAnswer, liveMessagesOf } from "./answer-delivery.js";
 import { geminiFailureText } from "./conversation.js";
 import type { Delivery } from "./delivery.js";
 import { type LiveAnswerDeps, startLiveAnswer } from "./live-answer.js";
@@ -104,8 +104,7 @@ export function createScheduledRunner(deps: {
       // Private chats are the ones with positive ids.
       privateChat: task.chatId > 0,
       draftId,
-      shownBefore: lease.liveMessages,
-      recordMessages: (ids) => lease.recordLiveMessages(ids),
+      ...liveMessagesOf(lease),
     });
     const running = deps.answers.start(
       task.conversation,
@@ -126,7 +125,7 @@ export function createScheduledRunner(deps: {
         stop: running.signal,
         sendFile: async (file) => {
           await guard();
-          return deps.delivery.sendFile(task.chatId, file, task.threadId);
+          return (await deps.delivery.sendFile(task.chatId, file, task.threadId)).value;
         },
       });
       await guard();

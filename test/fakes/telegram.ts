@@ -106,9 +106,6 @@ export interface SentFile {
   readonly message: Message;
 }
 
-/** The field src/telegram/courier.ts passes its tickets in: Koroku's own, never Telegram's. */
-const COURIER_TICKET = "koroku_courier_ticket";
-
 export interface ScriptedFailure {
   readonly error_code: number;
   /** Defaults to Telegram's wording for the code. */
@@ -626,9 +623,6 @@ class FakeTelegramServer implements FakeTelegram {
     try {
       if (token !== this.token) throw new ApiError(401, "Unauthorized");
       if (body instanceof ApiError) throw body;
-      // Telegram would ignore the field; the fake refuses it, so that every test guards that the
-      // courier's ticket never leaves the process.
-      if (COURIER_TICKET in body) throw new ApiError(400, `Bad Request: ${COURIER_TICKET} sent`);
       const failure = this.failures.get(method.toLowerCase())?.shift();
       if (failure) throw scriptedError(failure);
       const handler = this.handlers.get(method.toLowerCase());

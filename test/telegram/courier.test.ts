@@ -7,12 +7,15 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
 import { migrateToLatest } from "../../src/db/migrate.js";
 import { createInbox, type Inbox, type Lease, LeaseLostError } from "../../src/queue/inbox.js";
+import { liveMessagesOf } from "../../src/telegram/answer-delivery.js";
 import { type Courier, startCourier } from "../../src/telegram/courier.js";
 import { createDelivery, type DeliveryProgress } from "../../src/telegram/delivery.js";
+import { startLiveAnswer } from "../../src/telegram/live-answer.js";
 import { networkCause } from "../../src/telegram/network-failures.js";
 import { scrubOutgoing } from "../../src/telegram/scrub-outgoing.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../helpers/databases.js";
+import { pngImage } from "../helpers/images.js";
 import { captureLogger } from "../helpers/logs.js";
 
 const CHAT = 4242;
@@ -67,7 +70,6 @@ describe.each(DATABASE_KINDS)("courier on %s", (kind) => {
     retry = true,
   } = {}) => {
     const api = new Api(telegram.token, { apiRoot });
-    api.config.use(through.transformer);
     api.config.use(scrubOutgoing(["secret-token"]));
     if (retry) api.config.use(autoRetry({ maxDelaySeconds: 30, maxRetryAttempts: 3 }));
     return createDelivery({ api, logger, courier: through, richMessages: rich });
@@ -105,6 +107,106 @@ describe.each(DATABASE_KINDS)("courier on %s", (kind) => {
     // Each record ran on the courier's connection: the lease was told so and ran none itself.
     expect(rows).toEqual(Array(messages).fill(1));
     expect(await deliveredOf(updateId)).toBe(messages);
+    await inbox.finish(await lastClaim(updateId));
+  });
+
+  it("keeps the Api's transformers: a secret in a carried message is scrubbed", async () => {
+    const { updateId, lease } = await claimedLease();
+    const rows: (number | undefined)[] = [];
+    await deliveryVia().sendHtml(
+      CHAT,
+      "the key is secret-token",
+      undefined,
+      progressOf(lease, rows),
+    );
+    expect(rows).toEqual([1]);
+    expect(telegram.sent.at(-1)?.text).not.toContain("secret-token");
+    await inbox.finish(await lastClaim(updateId));
+  });
+
+  it("records each file of an answer on its own connection, as a photo or a document", async () => {
+    const { updateId, lease } = await claimedLease();
+    const rows: (number | undefined)[] = [];
+    const photo = pngImage(64, 48, 500);
+    const before = telegram.sentFiles.length;
+    await deliveryVia().sendFiles(
+      CHAT,
+      [
+        { bytes: photo, name: "drawn.png", mimeType: "image/png", caption: "a drawing" },
+        { bytes: Buffer.from("a,b\n1,2\n"), name: "table.csv", mimeType: "text/csv" },
+      ],
+      undefined,
+      progressOf(lease, rows),
+    );
+    const sent = telegram.sentFiles.slice(before);
+    expect(sent.map((f) => [f.method, f.file_name, f.caption])).toEqual([
+      ["sendPhoto", "drawn.png", "a drawing"],
+      ["sendDocument", "table.csv", undefined],
+    ]);
+    expect(sent[0]?.bytes.equals(photo)).toBe(true);
+    expect(rows).toEqual([1, 1]);
+    expect(await deliveredOf(updateId)).toBe(2);
+    await inbox.finish(await lastClaim(updateId));
+  });
+
+  it("records a photo Telegram refuses with the document it goes as instead", async () => {
+    const { updateId, lease } = await claimedLease();
+    const rows: (number | undefined)[] = [];
+    telegram.failNext("sendPhoto", {
+      error_code: 400,
+      description: "Bad Request: IMAGE_PROCESS_FAILED",
+    });
+    const photo = pngImage(64, 48, 500);
+    await deliveryVia().sendFiles(
+      CHAT,
+      [{ bytes: photo, name: "drawn.png", mimeType: "image/png" }],
+      undefined,
+      progressOf(lease, rows),
+    );
+    expect(telegram.sentFiles.at(-1)?.method).toBe("sendDocument");
+    expect(telegram.sentFiles.at(-1)?.bytes.equals(photo)).toBe(true);
+    expect(rows).toEqual([1]);
+    expect(await deliveredOf(updateId)).toBe(1);
+    await inbox.finish(await lastClaim(updateId));
+  });
+
+  it("records the messages an edited live answer is shown in, with the ids Telegram gave them", async () => {
+    const { updateId, lease } = await claimedLease();
+    const recorded: [readonly number[], number | undefined][] = [];
+    const live = startLiveAnswer({
+      api: new Api(telegram.token, { apiRoot: telegram.apiRoot }),
+      delivery: deliveryVia(),
+      logger,
+      chatId: CHAT,
+      privateChat: false,
+      mode: "edit",
+      draftId: updateId,
+      editIntervalMs: 0,
+      ...liveMessagesOf(lease),
+      recordMessages: (ids, rows) => {
+        recorded.push([ids, rows]);
+        return lease.recordLiveMessages(ids, rows);
+      },
+    });
+    live.progress.text("The first words");
+    const long = `${"a ".repeat(1500)}\n\n${"b ".repeat(1500)}`;
+    await live.finish(long);
+    const ids = recorded.at(-1)?.[0] ?? [];
+    expect(ids).toHaveLength(2);
+    // Both messages were recorded by the courier as Telegram took them: first one, then both.
+    expect(recorded).toEqual([
+      [[ids[0]], 1],
+      [ids, 1],
+    ]);
+    const row = await handle.db
+      .selectFrom("inbox")
+      .select("live_messages")
+      .where("update_id", "=", updateId)
+      .executeTakeFirstOrThrow();
+    expect(JSON.parse(row.live_messages ?? "null")).toEqual(ids);
+    expect(telegram.sent.filter((m) => ids.includes(m.message_id)).map((m) => m.text?.[0])).toEqual(
+      ["a", "b"],
+    );
     await inbox.finish(await lastClaim(updateId));
   });
 
@@ -259,7 +361,6 @@ describe("courier while the service's event loop is blocked", () => {
       const item = await inbox.claim();
       if (!item) throw new Error("expected an update to claim");
       const api = new Api("1:x", { apiRoot: telegram.apiRoot });
-      api.config.use(courier.transformer);
       const delivery = createDelivery({ api, logger, courier });
       const sending = delivery.sendHtml(CHAT, "hi", undefined, progressOf(inbox.leaseOf(item)));
       // The call is handed to the courier's thread once this turn's promises have run.
