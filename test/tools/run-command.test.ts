@@ -85,12 +85,12 @@ describe("run_command", () => {
   it("kills the command's process group at once when the user stops the answer", async () => {
     const stop = new AbortController();
     const pidFile = path.join(dirs().ws, "sleep.pid");
-    const tool = createToolRegistry([createRunCommandTool({ workspaceDir: dirs().ws })]);
+    const tool = createToolRegistry([createRunCommandTool({ workspaces: oneFolder(dirs().ws) })]);
     const started = Date.now();
     const outcome = tool.execute(
       "run_command",
       { command: "sleep 15 & echo $! > sleep.pid; wait" },
-      { chatId: "1", signal: stop.signal },
+      toolContext("1", { signal: stop.signal }),
     );
     await waitFor(
       async () => /^\d+\n$/.test(await readFile(pidFile, "utf8").catch(() => "")),
@@ -107,10 +107,7 @@ describe("run_command", () => {
         await tool.execute(
           "run_command",
           { command: "touch ran" },
-          {
-            chatId: "1",
-            signal: stop.signal,
-          },
+          toolContext("1", { signal: stop.signal }),
         ),
       ),
     ).toBe(COMMAND_STOPPED);
