@@ -8,7 +8,7 @@ import type { Agent } from "../agent/turn.js";
 import type { StreamingMode } from "../config.js";
 import type { Logger } from "../logger.js";
 import { sniff } from "../media/sniff.js";
-import { safeFileName, saveToWorkspace } from "../media/workspace-inbox.js";
+import { saveToWorkspace } from "../media/workspace-inbox.js";
 import type { InboxItem, Lease } from "../queue/inbox.js";
 import type { NewAttachment, StoredAttachment } from "../session/attachments.js";
 import type { MediaPart } from "../session/events.js";
@@ -82,6 +82,9 @@ export type ConversationMedia = {
    */
   transcribe?(conversation: string): Promise<unknown>;
 };
+
+const NOT_IN_WORKSPACE =
+  "[Not saved in the workspace: it could not be written to, so the file tools cannot open this file]";
 
 const CANNOT_READ =
   "I cannot read this kind of message. Text, photos, voice notes, audio, video, stickers, documents, locations, contacts and polls I can.";
@@ -247,9 +250,19 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
       ...(file.duration === undefined ? {} : { duration: file.duration }),
     };
     if (file.media !== "document") return { part };
-    const name = safeFileName(file.name, `document-${stored.sha256.slice(0, 12)}`);
-    const saved = await saveToWorkspace(media.workspaceDir, name, bytes);
-    return { part, note: `[Saved in the workspace as ${saved}]` };
+    const name = file.name ?? `document-${stored.sha256.slice(0, 12)}`;
+    try {
+      const saved = await saveToWorkspace(media.workspaceDir, name, bytes);
+      return { part, note: `[Saved in the workspace as ${saved}]` };
+    } catch (error) {
+      // The file is stored, and Gemini gets it: a workspace that cannot be written (read-only,
+      // full) costs the file tools their copy, not the user their answer.
+      deps.logger.warn(
+        { err: error, chat_id: conversation, sha256: stored.sha256, workspace: media.workspaceDir },
+        "could not copy a document into the workspace; answering without that copy",
+      );
+      return { part, note: NOT_IN_WORKSPACE };
+    }
   }
 
   /**
