@@ -1,3 +1,4 @@
+import { cleanFileName } from "../media/file-name.js";
 import type { MediaKind, MediaPart } from "./events.js";
 
 const ICONS: Record<MediaKind, string> = {
@@ -38,22 +39,28 @@ export function byteSize(bytes: number): string {
   return `${bytes} byte${bytes === 1 ? "" : "s"}`;
 }
 
+/**
+ * A part's name as shown and told: cleaned when it was stored, and again here for parts stored
+ * before names were (the cleaning leaves a clean name as it is).
+ */
+const nameOf = (part: MediaPart) => cleanFileName(part.name);
+
 /** What a media part is, in a few words: "voice note 0:12", "document report.pdf". */
 export function mediaTitle(part: MediaPart): string {
   const words: string[] = [NAMES[part.media]];
-  if (part.name && part.media !== "photo") words.push(part.name);
+  const name = nameOf(part);
+  if (name && part.media !== "photo") words.push(name);
   if (part.duration !== undefined) words.push(clockTime(part.duration));
   return words.join(" ");
 }
 
 /** The /history line: `🎤 0:12 «…transcript…»`, `📷 photo «caption»`, `📄 report.pdf`. */
 export function mediaLine(part: MediaPart, caption?: string): string {
+  const name = part.media === "document" ? nameOf(part) : undefined;
   const head =
     part.media === "voice" && part.duration !== undefined
       ? clockTime(part.duration)
-      : part.media === "document" && part.name
-        ? part.name
-        : mediaTitle(part);
+      : (name ?? mediaTitle(part));
   const quoted = part.transcript ?? caption;
   return `${ICONS[part.media]} ${head}${quoted ? ` «${quoted}»` : ""}`;
 }

@@ -1,3 +1,4 @@
+import { cleanFileName } from "../media/file-name.js";
 import {
   type EventPart,
   isRealUserMessage,
@@ -28,8 +29,9 @@ const WHAT: Record<MediaKind, string> = {
 
 /** What Gemini is told in place of a file it refused: "[a document “x.pdf” Gemini could not read]". */
 export function refusedFileText(part: MediaPart): string {
-  const name = part.name && part.media !== "photo" ? ` “${part.name}”` : "";
-  return `[${WHAT[part.media]}${name} Gemini could not read]`;
+  const name = cleanFileName(part.name);
+  const named = name && part.media !== "photo" ? ` “${name}”` : "";
+  return `[${WHAT[part.media]}${named} Gemini could not read]`;
 }
 
 /** In place of a message without files whose words Gemini refused. */

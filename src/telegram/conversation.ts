@@ -8,7 +8,7 @@ import type { Agent } from "../agent/turn.js";
 import type { StreamingMode } from "../config.js";
 import type { Logger } from "../logger.js";
 import { sniff } from "../media/sniff.js";
-import { safeFileName, saveToWorkspace } from "../media/workspace-inbox.js";
+import { saveToWorkspace } from "../media/workspace-inbox.js";
 import type { InboxItem, Lease } from "../queue/inbox.js";
 import { scopeOfKey } from "../scope/recall-scope.js";
 import type { Workspaces } from "../scope/workspaces.js";
@@ -85,6 +85,9 @@ export type ConversationMedia = {
    */
   transcribe?(conversation: string): Promise<unknown>;
 };
+
+const NOT_IN_WORKSPACE =
+  "[Not saved in the workspace: it could not be written to, so the file tools cannot open this file]";
 
 const CANNOT_READ =
   "I cannot read this kind of message. Text, photos, voice notes, audio, video, stickers, documents, locations, contacts and polls I can.";
@@ -252,13 +255,20 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
       ...(file.duration === undefined ? {} : { duration: file.duration }),
     };
     if (file.media !== "document") return { part };
-    const name = safeFileName(file.name, `document-${stored.sha256.slice(0, 12)}`);
-    const saved = await saveToWorkspace(
-      await media.workspaces.dirOf(scopeOfKey(conversation)),
-      name,
-      bytes,
-    );
-    return { part, note: `[Saved in the workspace as ${saved}]` };
+    const name = file.name ?? `document-${stored.sha256.slice(0, 12)}`;
+    const dir = await media.workspaces.dirOf(scopeOfKey(conversation));
+    try {
+      const saved = await saveToWorkspace(dir, name, bytes);
+      return { part, note: `[Saved in the workspace as ${saved}]` };
+    } catch (error) {
+      // The file is stored, and Gemini gets it: a workspace that cannot be written (read-only,
+      // full) costs the file tools their copy, not the user their answer.
+      deps.logger.warn(
+        { err: error, chat_id: conversation, sha256: stored.sha256, workspace: dir },
+        "could not copy a document into the workspace; answering without that copy",
+      );
+      return { part, note: NOT_IN_WORKSPACE };
+    }
   }
 
   /**

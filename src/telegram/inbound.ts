@@ -1,4 +1,5 @@
 import type { Message, PhotoSize } from "grammy/types";
+import { cleanFileName } from "../media/file-name.js";
 import type { MediaKind } from "../session/events.js";
 import { clockTime } from "../session/media-text.js";
 
@@ -9,6 +10,7 @@ export type WantedFile = {
   media: MediaKind;
   /** The type Gemini is given (the bytes are checked against it when they arrive). */
   mimeType: string;
+  /** As cleaned once for every use (src/media/file-name.ts). */
   name?: string;
   duration?: number;
   /** How the user is told about it: "photo", "voice note", "document “a.zip”". */
@@ -168,7 +170,7 @@ export function inboundOf(message: Message, maxBytes: number): Inbound | undefin
   if (moving) {
     const media = message.animation ? "animation" : "video";
     const mimeType = VIDEO_TYPES[moving.mime_type ?? "video/mp4"];
-    const name = moving.file_name;
+    const name = cleanFileName(moving.file_name);
     if (!mimeType) return refuse(name ?? media, moving.mime_type);
     return {
       kind: "file",
@@ -186,7 +188,7 @@ export function inboundOf(message: Message, maxBytes: number): Inbound | undefin
   if (message.audio) {
     const a = message.audio;
     const mimeType = AUDIO_TYPES[a.mime_type ?? "audio/mpeg"];
-    const name = a.file_name ?? a.title;
+    const name = cleanFileName(a.file_name ?? a.title);
     if (!mimeType) return refuse(name ?? "audio file", a.mime_type);
     return {
       kind: "file",
@@ -203,7 +205,7 @@ export function inboundOf(message: Message, maxBytes: number): Inbound | undefin
   }
   if (message.document) {
     const d = message.document;
-    const name = d.file_name;
+    const name = cleanFileName(d.file_name);
     const mimeType = documentType(d.mime_type, name);
     if (!mimeType) return refuse(name ?? "document", d.mime_type);
     return {

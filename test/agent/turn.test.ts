@@ -177,7 +177,8 @@ describe("agent turn loop", () => {
     h.fake.setDefault((req) => {
       if (!mayCallFunctions(req)) return text("budget spent");
       answered++;
-      return answered <= 10 ? freshCall() : status(400, "boom: simulated crash point");
+      // Not a 400: Gemini refusing the input would set the message aside for good.
+      return answered <= 10 ? freshCall() : status(404, "boom: simulated crash point");
     });
     await expect(
       h.app.agent.runTurn("c1", { text: "long job", updateId: 7 }),

@@ -192,7 +192,7 @@ describe("Telegram service end to end (webhook mode, SQLite)", () => {
     await w.say("break", { userId: u });
     const told = await waitForText(u, (t) => t.startsWith("Gemini refused the request"));
     expect(told.plain_text).toBe(
-      "Gemini refused the request: Request contains an invalid argument.\nIf this keeps happening, /clear starts this chat afresh (the memory files stay).",
+      "Gemini refused the request: Request contains an invalid argument.\nI have set that message aside, so your next messages are answered without it. A file Gemini cannot read may go through in another form (a screenshot, a PDF export).",
     );
     w.gemini.script(status(403, "Permission denied: API key not valid."));
     await w.say("who am I", { userId: u });
