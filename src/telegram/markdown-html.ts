@@ -1,5 +1,7 @@
 import type { Token } from "markdown-it";
 import MarkdownIt from "markdown-it";
+import { htmlToPlainText } from "./chunk.js";
+import { planLink } from "./links.js";
 import { lostNesting, type TreeNode, tableSourceIfLossy, toTree } from "./markdown-tree.js";
 
 /**
@@ -21,7 +23,6 @@ interface RenderContext {
 
 const LIST_INDENT = "    ";
 const HORIZONTAL_RULE = "———";
-const ALLOWED_LINK = /^(?:https?|tg|mailto):/i;
 
 // html:false turns raw HTML in the Markdown into text, which escapeHtml then neutralises.
 // The parser keeps no per-document state, so one instance serves every call.
@@ -188,14 +189,26 @@ function wrap(tag: string, inner: string): string {
 function renderLink(node: TreeNode, ctx: RenderContext): string {
   const href = String(node.token.attrGet("href") ?? "");
   const inner = renderInline(node.children, { ...ctx, inLink: true });
-  if (ctx.inLink || !ALLOWED_LINK.test(href)) return inner;
-  // A link whose text is blank would show nothing: the address is its text then.
-  return `<a href="${escapeAttribute(href)}">${inner.trim() === "" ? escapeHtml(href) : inner}</a>`;
+  return ctx.inLink ? inner : linked(href, inner);
 }
 
 function renderImage(token: Token, ctx: RenderContext): string {
   const src = String(token.attrGet("src") ?? "");
   const alt = escapeHtml(token.content);
-  if (ctx.inLink || !ALLOWED_LINK.test(src)) return alt;
-  return `<a href="${escapeAttribute(src)}">${alt === "" ? "image" : alt}</a>`;
+  if (ctx.inLink) return alt;
+  return linked(src, alt === "" ? "image" : alt, alt);
+}
+
+/** A link as src/telegram/links.ts plans it; `unlinked` is what shows when it is no link. */
+function linked(href: string, inner: string, unlinked: string = inner): string {
+  const plan = planLink(href, htmlToPlainText(inner));
+  const anchor = (html: string) => `<a href="${escapeAttribute(href)}">${html}</a>`;
+  switch (plan.kind) {
+    case "text":
+      return unlinked;
+    case "link":
+      return anchor(plan.text === "own" ? inner : escapeHtml(href));
+    case "text-then-address":
+      return `${inner} (${anchor(escapeHtml(href))})`;
+  }
 }

@@ -106,6 +106,26 @@ describe("rich messages end to end (RICH_MESSAGES=true)", () => {
     );
   });
 
+  it("sends no tg: link, and a link whose text names another address shows its real target", async () => {
+    const user = nextUser++;
+    w.gemini.script(
+      text("[Log in](tg://login?token=AQID) or [https://bank.example](https://evil.example/login)"),
+    );
+    await w.say(QUESTION, { userId: user });
+    const [message] = await eventually(() => sentTo(user).length === 1 && sentTo(user));
+    const parsed = validateRichHtml(message?.text ?? "");
+    expect(parsed.ok && parsed.blocks).toEqual([
+      {
+        type: "paragraph",
+        text: [
+          "Log in or https://bank.example (",
+          { type: "url", text: "https://evil.example/login", url: "https://evil.example/login" },
+          ")",
+        ],
+      },
+    ]);
+  });
+
   it("a group: one message edited in HTML as the answer grows, the last edit makes it the rich answer", async () => {
     const user = nextUser++;
     w.gemini.script(streamed(text(TABLE_AND_CODE), { chunkChars: 10, chunkDelayMs: 250 }));

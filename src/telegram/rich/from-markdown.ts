@@ -1,4 +1,5 @@
 import MarkdownIt, { type Token } from "markdown-it";
+import { planLink } from "../links.js";
 import {
   lostNesting,
   type TreeNode,
@@ -30,7 +31,6 @@ export interface SourcedBlock {
   readonly lines: readonly [number, number];
 }
 
-const ALLOWED_LINK = /^(?:https?|tg|mailto):/i;
 const TASK = /^\[([ xX])\]\s+/;
 const HEADING_LEVELS = [1, 2, 3, 4, 5, 6] as const;
 
@@ -246,18 +246,33 @@ function format(tag: "b" | "i" | "s" | "code", children: Inline[]): Inline[] {
 function link(node: TreeNode, ctx: Context): Inline[] {
   const href = String(node.token.attrGet("href") ?? "");
   const children = convertInline(node.children, { ...ctx, inLink: true });
-  if (ctx.inLink || !ALLOWED_LINK.test(href)) return children;
-  // A link whose text is blank would show nothing: the address is its text then.
-  const shown = inlineText(children).trim() === "" ? text(href) : children;
-  return [{ kind: "link", href, children: shown }];
+  return ctx.inLink ? children : linked(href, children);
 }
 
 /** Images stay links: a media block Telegram cannot fetch would refuse the whole message. */
 function image(token: Token, ctx: Context): Inline[] {
   const src = String(token.attrGet("src") ?? "");
   const alt = text(token.content);
-  if (ctx.inLink || !ALLOWED_LINK.test(src)) return alt;
-  return [{ kind: "link", href: src, children: alt.length > 0 ? alt : text("image") }];
+  if (ctx.inLink) return alt;
+  return linked(src, alt.length > 0 ? alt : text("image"), alt);
+}
+
+/** A link as src/telegram/links.ts plans it; `unlinked` is what shows when it is no link. */
+function linked(href: string, children: Inline[], unlinked: Inline[] = children): Inline[] {
+  const plan = planLink(href, inlineText(children));
+  switch (plan.kind) {
+    case "text":
+      return unlinked;
+    case "link":
+      return [{ kind: "link", href, children: plan.text === "own" ? children : text(href) }];
+    case "text-then-address":
+      return [
+        ...children,
+        ...text(" ("),
+        { kind: "link", href, children: text(href) },
+        ...text(")"),
+      ];
+  }
 }
 
 /**
