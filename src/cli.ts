@@ -1,4 +1,3 @@
-import "./check-node-version.js";
 import { writeSync } from "node:fs";
 import { createApp } from "./app.js";
 import {

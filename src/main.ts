@@ -1,4 +1,3 @@
-import "./check-node-version.js";
 import { createApp } from "./app.js";
 import { ConfigError, configuredSecrets, loadConfig, readEnvironment } from "./config.js";
 import { createLogger } from "./logger.js";
