@@ -1,20 +1,17 @@
 # syntax=docker/dockerfile:1
 
-FROM node:20-bookworm-slim AS build
-# better-sqlite3 compiles its native addon when no prebuilt binary can be fetched.
-RUN apt-get update \
- && apt-get install -y --no-install-recommends python3 make g++ \
- && rm -rf /var/lib/apt/lists/*
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
-# Dependencies first, so a source change reuses this layer. Of the install scripts (package.json
-# "allowScripts"), protobufjs's is a version check and @google/genai's a no-op, so only
-# better-sqlite3's native build is run. `prepare` (the tsc build) needs the sources and runs below.
+# Dependencies first, so a source change reuses this layer. No install script needs to run:
+# better-sqlite3 13 ships its native addon prebuilt (Node-API, linux-x64 and arm64, glibc and
+# musl) inside the package, and protobufjs's script is a version check. `prepare` (the tsc build)
+# needs the sources and runs below.
 COPY package.json package-lock.json ./
-RUN npm ci --ignore-scripts && npm rebuild better-sqlite3
+RUN npm ci --ignore-scripts
 COPY . .
 RUN npm run build && npm prune --omit=dev
 
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 # MALLOC_ARENA_MAX and the node flags in CMD are those of `npm start` (package.json); a test
 # keeps them the same. docs/deployment.md explains them.
 ENV NODE_ENV=production \

@@ -1,4 +1,4 @@
-import type { Migration } from "kysely";
+import type { Migration } from "kysely/migration";
 import * as createMessagesAndInbox from "./20261130000100_create_messages_and_inbox.js";
 import * as inboxDelivered from "./20261201000100_inbox_delivered.js";
 import * as pendingTopicNames from "./20261202011500_pending_topic_names.js";

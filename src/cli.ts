@@ -1,3 +1,4 @@
+import "./check-node-version.js";
 import { writeSync } from "node:fs";
 import { createApp } from "./app.js";
 import {

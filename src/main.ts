@@ -1,3 +1,4 @@
+import "./check-node-version.js";
 import { createApp } from "./app.js";
 import { ConfigError, configuredSecrets, loadConfig, readEnvironment } from "./config.js";
 import { createLogger } from "./logger.js";

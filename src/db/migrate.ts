@@ -1,11 +1,5 @@
-import {
-  type Kysely,
-  type Migration,
-  type MigrationResultSet,
-  Migrator,
-  PostgresAdapter,
-  sql,
-} from "kysely";
+import { type Kysely, PostgresAdapter, sql } from "kysely";
+import { type Migration, type MigrationResultSet, Migrator } from "kysely/migration";
 import { migrations } from "../../migrations/index.js";
 import type { Logger } from "../logger.js";
 import { backoffDelay, pause } from "../retry/backoff.js";

@@ -17,6 +17,7 @@ import { type ConversationMedia, conversationComposer } from "./conversation.js"
 import type { Courier } from "./courier.js";
 import { createDelivery } from "./delivery.js";
 import { createFileDownloader } from "./files.js";
+import { grammyFetch } from "./grammy-fetch.js";
 import { createLivePacer } from "./live-answer.js";
 import { logNetworkFailures } from "./network-failures.js";
 import { type PendingTopicNames, topicNamingComposer } from "./new-topics.js";
@@ -71,9 +72,7 @@ const MAX_RETRY_ATTEMPTS = 3;
 export function createBot(deps: BotDeps) {
   const client: ApiClientOptions = {
     apiRoot: deps.apiRoot,
-    // Node's own fetch (undici) rather than grammY's default node-fetch, like the Gemini SDK's:
-    // one HTTP stack for both. grammY types the option after node-fetch.
-    fetch: fetch as unknown as NonNullable<ApiClientOptions["fetch"]>,
+    fetch: grammyFetch,
   };
   const bot = new Bot(deps.token, { client, botInfo: deps.botInfo });
   bot.api.config.use(scrubOutgoing(deps.secrets ?? []));

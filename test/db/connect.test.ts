@@ -1,5 +1,6 @@
 import SQLite from "better-sqlite3";
-import { type Migration, sql } from "kysely";
+import { sql } from "kysely";
+import type { Migration } from "kysely/migration";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
 import { createMigrator, migrateToLatest } from "../../src/db/migrate.js";
