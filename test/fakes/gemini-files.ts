@@ -1,6 +1,6 @@
 /**
  * The fake Gemini's Files API: the resumable upload protocol the SDK speaks
- * (`POST /upload/v1beta/files` with `X-Goog-Upload-Command: start`, then the bytes to the upload
+ * (`POST /upload/{version}/files` with `X-Goog-Upload-Command: start`, then the bytes to the upload
  * URL in chunks, the last one with `upload, finalize`), `GET /{version}/files/{id}`, videos that
  * stay PROCESSING for a while, files that expire, and the checks generateContent makes on the
  * `fileData` parts that refer to them.
@@ -49,7 +49,7 @@ type Upload = {
   received: number;
 };
 
-const UPLOAD_START = /^\/upload\/v1beta\/files$/;
+const UPLOAD_START = /^\/upload\/(v1|v1beta|v1alpha)\/files$/;
 const FILE_PATH = /^\/(v1|v1beta|v1alpha)\/files\/([a-z0-9-]+)$/;
 
 export const fileGone = (id: string): FileProblem => ({
