@@ -2,6 +2,7 @@ import { Composer, type Context } from "grammy";
 import { type CompactionOutcome, compactionNotice } from "../agent/compaction.js";
 import type { Logger } from "../logger.js";
 import type { Lease } from "../queue/inbox.js";
+import { escapeHtml } from "../render/markdown-html.js";
 import type { CompactionLimits } from "../session/compaction-plan.js";
 import { truncate } from "../session/event-text.js";
 import {
@@ -16,7 +17,6 @@ import { conversationKey, conversationKeyOf } from "./conversation-key.js";
 import type { Delivery } from "./delivery.js";
 import { NOTHING_TO_STOP } from "./ingest.js";
 import { NEW_TOPIC_NAME, openTopic, type PendingTopicNames } from "./new-topics.js";
-import { escapeHtml } from "./render.js";
 import { threadOf } from "./topics.js";
 
 export const COMMANDS = [

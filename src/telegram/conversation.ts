@@ -10,6 +10,7 @@ import type { Logger } from "../logger.js";
 import { sniff } from "../media/sniff.js";
 import { saveToWorkspace } from "../media/workspace-inbox.js";
 import type { InboxItem, Lease } from "../queue/inbox.js";
+import { escapeHtml } from "../render/markdown-html.js";
 import { scopeOfKey } from "../scope/recall-scope.js";
 import type { Workspaces } from "../scope/workspaces.js";
 import type { NewAttachment, StoredAttachment } from "../session/attachments.js";
@@ -22,7 +23,6 @@ import { type DownloadFile, FileTooBigError, FileUnavailableError, tooBigText } 
 import { inboundOf, type WantedFile } from "./inbound.js";
 import { type LivePacer, startLiveAnswer } from "./live-answer.js";
 import { modelText } from "./message-context.js";
-import { escapeHtml } from "./render.js";
 import type { RunningAnswers } from "./running-answers.js";
 import { threadOf, threadOfMessage } from "./topics.js";
 

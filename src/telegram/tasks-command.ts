@@ -1,11 +1,11 @@
 import { Composer, type Context, InlineKeyboard } from "grammy";
 import type { Lease } from "../queue/inbox.js";
+import { escapeHtml } from "../render/markdown-html.js";
 import { truncate } from "../session/event-text.js";
 import { describeRecurrence, formatInZone } from "../tasks/schedule.js";
 import type { Task, TaskStore } from "../tasks/store.js";
 import { conversationKey, conversationKeyOf, conversationOf } from "./conversation-key.js";
 import type { Delivery } from "./delivery.js";
-import { escapeHtml } from "./render.js";
 import { threadOf } from "./topics.js";
 
 const CANCEL_DATA = /^tasks:cancel:(\d+)$/;
