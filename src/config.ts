@@ -68,7 +68,7 @@ const count = (name: string, fallback: number, min: number) =>
     });
 
 /** A URL as typed, with any "user:password@" shown as "***@": an error quotes it. */
-const withoutUserinfo = (value: string): string => value.replace(/\/\/[^/?#]*@/, "//***@");
+const maskUserinfo = (value: string): string => value.replace(/\/\/[^/?#]*@/, "//***@");
 
 /**
  * An http(s) address. `refuseCredentials`: the address is named in logs and error messages (a
@@ -91,14 +91,14 @@ const optionalUrl = (
       } catch {
         ctx.addIssue({
           code: "custom",
-          message: `${name} must be a ${protocols.join(" or ")} URL, got "${withoutUserinfo(value)}"`,
+          message: `${name} must be a ${protocols.join(" or ")} URL, got "${maskUserinfo(value)}"`,
         });
         return z.NEVER;
       }
       if (options.refuseCredentials && (url.username !== "" || url.password !== "")) {
         ctx.addIssue({
           code: "custom",
-          message: `${name} must not hold a user name or password ("${withoutUserinfo(url.href)}"): Koroku names this address in logs and error messages; remove the "user:password@" part`,
+          message: `${name} must not hold a user name or password ("${maskUserinfo(url.href)}"): Koroku names this address in logs and error messages; remove the "user:password@" part`,
         });
         return z.NEVER;
       }
