@@ -16,12 +16,12 @@ import { wordsOf } from "../helpers/stamps.js";
 
 const echo = (r: RecordedRequest) => text(`echo: ${wordsOf(r.body.contents.at(-1)?.parts)}`);
 
-async function health(baseUrl: string): Promise<{ status: number; body: unknown }> {
+type Answer = { status: number; body: unknown };
+
+async function health(baseUrl: string): Promise<Answer> {
   const res = await fetch(`${baseUrl}/healthz`);
   return { status: res.status, body: await res.json() };
 }
-
-type Answer = { status: number; body: unknown };
 
 /**
  * One connection that asks /healthz twice, pipelined: the second request is begun at once and
