@@ -20,7 +20,7 @@ export function usageComposer(deps: {
       deps.usage.since(key, starts.today),
       deps.usage.since(key, starts.month),
     ]);
-    const [title, ...lines] = usageReport(today, month);
+    const [title, ...lines] = usageReport(today, month, starts);
     await deps.delivery.sendHtml(
       ctx.chat.id,
       [`<b>${escapeHtml(title ?? "")}</b>`, ...lines.map(escapeHtml)].join("\n"),
