@@ -127,6 +127,12 @@ function parseLiveMessages(json: string | null): number[] {
   }
 }
 
+/**
+ * The update_id of probeWrite's row: below every Telegram update_id (they are positive) and every
+ * scheduled run's (from -2^52 up, src/tasks/store.ts).
+ */
+const PROBE_UPDATE_ID = Number.MIN_SAFE_INTEGER;
+
 /** Leases one renewal statement extends at most: a bounded list of parameters. */
 const RENEW_BATCH = 500;
 
@@ -151,12 +157,12 @@ export function createInbox(deps: {
    * Takes secrets out of the errors kept in `inbox.error` (a Telegram error may echo the bot
    * token): the logger's scrubber, so that a row never holds what a log line would not show.
    */
-  scrub?: (text: string) => string;
+  scrub: (text: string) => string;
 }) {
   const { db, workerId, leaseMs } = deps;
   const now = deps.now ?? Date.now;
   const albumSettleMs = deps.albumSettleMs ?? ALBUM_SETTLE_MS;
-  const scrub = deps.scrub ?? ((text: string) => text);
+  const { scrub } = deps;
 
   /**
    * Stores an update; false when this update_id was already stored (a retry or an overlap). The
@@ -625,6 +631,31 @@ export function createInbox(deps: {
     }
   }
 
+  /**
+   * Stores a row as add() does and deletes it in the same transaction, for /healthz: it fails
+   * where the database answers reads but cannot store an update (a full disk, a read-only file).
+   * Committed, not rolled back: SQLite writes nothing to disk for a transaction it rolls back.
+   * Other workers never see the row, and its update_id is none that Telegram or a scheduled run
+   * uses.
+   */
+  async function probeWrite(): Promise<void> {
+    await db.transaction().execute(async (trx) => {
+      const at = new Date(now()).toISOString();
+      await trx
+        .insertInto("inbox")
+        .values({
+          update_id: PROBE_UPDATE_ID,
+          chat_id: null,
+          update_json: "{}",
+          status: "done",
+          received_at: at,
+          finished_at: at,
+        })
+        .execute();
+      await trx.deleteFrom("inbox").where("update_id", "=", PROBE_UPDATE_ID).execute();
+    });
+  }
+
   /** Unfinished updates (waiting or running) and the age of the oldest, for /metrics. */
   async function backlog(): Promise<{ pending: number; oldestPendingAgeSeconds: number }> {
     const row = await db
@@ -657,5 +688,6 @@ export function createInbox(deps: {
     release,
     recoverAfterCrash,
     prune,
+    probeWrite,
   };
 }

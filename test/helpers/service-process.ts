@@ -40,7 +40,7 @@ export type ServiceWorld = {
   ): Promise<RunningService>;
   post(
     update: unknown,
-    options?: { secret?: string | null; raw?: string; service?: RunningService },
+    options?: { secret?: string | null; raw?: string; service?: Pick<RunningService, "baseUrl"> },
   ): Promise<Response>;
   nextUpdateId(): number;
   /** Posts a text message from the allowed user through the webhook. */

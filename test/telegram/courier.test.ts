@@ -6,6 +6,7 @@ import { Api, GrammyError, HttpError } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
 import { migrateToLatest } from "../../src/db/migrate.js";
+import { createScrubber } from "../../src/logger.js";
 import { createInbox, type Inbox, type Lease, LeaseLostError } from "../../src/queue/inbox.js";
 import { liveMessagesOf } from "../../src/telegram/answer-delivery.js";
 import { type Courier, startCourier } from "../../src/telegram/courier.js";
@@ -50,7 +51,13 @@ describe.each(DATABASE_KINDS)("courier on %s", (kind) => {
       database: testDb.target,
       logger,
     });
-    inbox = createInbox({ db: handle.db, kind: handle.kind, workerId: "w", leaseMs: 30_000 });
+    inbox = createInbox({
+      db: handle.db,
+      kind: handle.kind,
+      workerId: "w",
+      leaseMs: 30_000,
+      scrub: createScrubber([]),
+    });
   });
   afterAll(async () => {
     await courier?.stop();
@@ -356,7 +363,13 @@ describe("courier while the service's event loop is blocked", () => {
     });
     try {
       await migrateToLatest(handle.db, logger);
-      const inbox = createInbox({ db: handle.db, kind: "sqlite", workerId: "w", leaseMs: 30_000 });
+      const inbox = createInbox({
+        db: handle.db,
+        kind: "sqlite",
+        workerId: "w",
+        leaseMs: 30_000,
+        scrub: createScrubber([]),
+      });
       await inbox.add(1, String(CHAT), { update_id: 1 });
       const item = await inbox.claim();
       if (!item) throw new Error("expected an update to claim");
