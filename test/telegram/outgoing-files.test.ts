@@ -3,10 +3,12 @@ import path from "node:path";
 import type { Part } from "@google/genai";
 import { CompiledQuery } from "kysely";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { createInbox, type Lease } from "../../src/queue/inbox.js";
 import { sha256Hex } from "../../src/session/attachments.js";
 import type { MediaPart } from "../../src/session/events.js";
 import { historyLines, historyLineText } from "../../src/session/history-view.js";
 import { deliverAnswer } from "../../src/telegram/answer-delivery.js";
+import { startCourier } from "../../src/telegram/courier.js";
 import { createDelivery } from "../../src/telegram/delivery.js";
 import { startLiveAnswer } from "../../src/telegram/live-answer.js";
 import { call, content, type RecordedRequest, text } from "../fakes/gemini.js";
@@ -214,6 +216,79 @@ describe.each(DATABASE_KINDS)("files Koroku sends (Gemini's answers, send_file) 
       "Koroku: 📄 report.pdf",
       "Koroku: Sent both.",
     ]);
+  });
+
+  it("does not send a file again after a crash that came once Telegram had it: the call is answered with what it did", async () => {
+    const chat = USER + 12;
+    const chart = pngImage(800, 600, 2_000);
+    const workspace = h.workspaceOf(String(chat));
+    await mkdir(workspace, { recursive: true });
+    await writeFile(path.join(workspace, "chart.png"), chart);
+    const { db, kind: dbKind } = h.app.database;
+    const inbox = createInbox({ db, kind: dbKind, workerId: "w", leaseMs: 30_000 });
+    const courier = startCourier({
+      token: telegram.token,
+      apiRoot: telegram.apiRoot,
+      database: h.app.config.database,
+      logger: h.app.logger,
+    });
+    const update = ++updateId;
+    await inbox.add(update, String(chat), { update_id: update });
+    const claimed = async () => {
+      const item = await inbox.claim();
+      if (item?.updateId !== update) throw new Error("expected the update to claim");
+      return inbox.leaseOf(item);
+    };
+    const run = (lease: Lease) =>
+      runPrivateMessage(
+        botOnHarness(h, telegram, {
+          allowedUserIds: [USER],
+          settings: { model: CHAT_MODEL, maxEvents: 0, maxTokens: 0 },
+          courier,
+          leaseOf: () => lease,
+        }).bot,
+        { update, chat, user: USER },
+        { text: "send the chart" },
+      );
+    const before = telegram.sentFiles.length;
+    try {
+      h.fake.script(call("send_file", { path: "chart.png" }));
+      const first = await claimed();
+      // The process dies as soon as Telegram has the file, before the call's result is stored.
+      const killed = new Error("killed");
+      const dying: Lease = Object.assign(Object.create(first), {
+        ensureHeld: async () => {
+          if (telegram.sentFiles.length > before) throw killed;
+          await first.ensureHeld();
+        },
+      });
+      await expect(run(dying)).rejects.toBe(killed);
+      expect(telegram.sentFiles.length).toBe(before + 1);
+
+      // The restart runs the update again.
+      await db
+        .updateTable("inbox")
+        .set({ status: "pending", lease_until: null, claimed_by: null })
+        .where("update_id", "=", update)
+        .execute();
+      h.fake.script(text("The chart is above."));
+      await run(await claimed());
+      expect(telegram.sentFiles.length).toBe(before + 1);
+      expect(telegram.sent.at(-1)?.plain_text).toBe("The chart is above.");
+      const told = h.fake.requests.at(-1)?.body.contents.at(-1)?.parts?.[0]?.functionResponse;
+      expect(told?.response).toEqual({
+        output: { sent: "photo", path: "chart.png", size: chart.length },
+      });
+      const lines = historyLines(await h.app.store.lastTurns(String(chat), 1)).map(historyLineText);
+      expect(lines).toEqual([
+        "You: send the chart",
+        '✓ send_file {"path":"chart.png"}',
+        "Koroku: 📷 photo",
+        "Koroku: The chart is above.",
+      ]);
+    } finally {
+      await courier.stop();
+    }
   });
 
   it("tells the model what went wrong, and sends nothing, for a file that is not there", async () => {
