@@ -582,6 +582,17 @@ export function createInbox(deps: {
       if (renewed === undefined) lost = true;
       else until = Math.max(until, renewed);
     };
+    /**
+     * A record of the holder: `rows` are what the courier's run of it changed, else it runs here;
+     * a record that changed nothing means the claim is lost.
+     */
+    const recordHeld = async (rows: number | undefined, run: () => Promise<boolean>) => {
+      const recorded = rows === undefined ? await run() : rows > 0;
+      if (!recorded) {
+        lost = true;
+        throw new LeaseLostError(item.updateId);
+      }
+    };
     const lease: Lease = {
       renew: renewLease,
       async ensureHeld() {
@@ -591,32 +602,14 @@ export function createInbox(deps: {
       },
       remainingMs: () => until - now(),
       delivered: item.delivered,
-      async recordDelivered(count, rows) {
-        const recorded = rows === undefined ? await recordDelivered(item, count) : rows > 0;
-        if (!recorded) {
-          lost = true;
-          throw new LeaseLostError(item.updateId);
-        }
-      },
+      recordDelivered: (count, rows) => recordHeld(rows, () => recordDelivered(item, count)),
       deliveredStatement: (count) => deliveredStatement(item, count),
       liveMessages: item.liveMessages,
       liveMessagesStatement: (ids) => liveMessagesStatement(item, ids),
-      async recordLiveMessages(ids, rows) {
-        const recorded = rows === undefined ? await recordLiveMessages(item, ids) : rows > 0;
-        if (!recorded) {
-          lost = true;
-          throw new LeaseLostError(item.updateId);
-        }
-      },
+      recordLiveMessages: (ids, rows) => recordHeld(rows, () => recordLiveMessages(item, ids)),
       toolFiles: item.toolFiles,
       toolFilesStatement: (files) => toolFilesStatement(item, files),
-      async recordToolFiles(files, rows) {
-        const recorded = rows === undefined ? await recordToolFiles(item, files) : rows > 0;
-        if (!recorded) {
-          lost = true;
-          throw new LeaseLostError(item.updateId);
-        }
-      },
+      recordToolFiles: (files, rows) => recordHeld(rows, () => recordToolFiles(item, files)),
       async takeAlbum(mediaGroupId) {
         const updates = await takeAlbum(item, mediaGroupId);
         if (updates === undefined) {
