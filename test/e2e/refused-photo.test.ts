@@ -1,11 +1,10 @@
-import type { Message, Update } from "grammy/types";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type RecordedRequest, text, unprocessableMessage, withBytes } from "../fakes/gemini.js";
-import { chatFor } from "../fakes/telegram-objects.js";
 import { DATABASE_KINDS } from "../helpers/databases.js";
 import {
   ALLOWED_USER,
   eventually,
+  photoUpdate,
   type ServiceWorld,
   startWorld,
 } from "../helpers/service-process.js";
@@ -45,16 +44,8 @@ describe.each(DATABASE_KINDS)("a photo Gemini refuses, through the service on %s
 
   it("tells the user, shows it unanswered in /history, and answers the next message without it", async () => {
     w.gemini.cannotProcess(withBytes(unreadable));
-    const id = w.nextUpdateId();
-    const message = {
-      message_id: id,
-      date: Math.floor(Date.now() / 1000),
-      chat: chatFor(chat),
-      from: { id: ALLOWED_USER, is_bot: false, first_name: "T" },
-      photo: [{ ...w.telegram.addFile(unreadable), width: 800, height: 600 }],
-      caption: "what is this?",
-    } as Message;
-    expect((await w.post({ update_id: id, message } as Update)).status).toBe(200);
+    const photo = photoUpdate(w, chat, w.telegram.addFile(unreadable), "what is this?");
+    expect((await w.post(photo)).status).toBe(200);
     const reason = unprocessableMessage("image/jpeg");
     const [told] = await eventually(() => sent().length > 0 && sent());
     expect(told).toContain(reason);

@@ -2,13 +2,16 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Message, Update } from "grammy/types";
 import { type FakeGemini, startFakeGemini } from "../fakes/gemini.js";
 import {
   buildTextUpdate,
   type FakeTelegram,
   type FakeTelegramOptions,
+  type FileRef,
   startFakeTelegram,
 } from "../fakes/telegram.js";
+import { chatFor } from "../fakes/telegram-objects.js";
 import { createTestDatabase, type DatabaseKindName, type TestDatabase } from "./databases.js";
 
 export const MAIN = join(import.meta.dirname, "../../dist/src/main.js");
@@ -223,4 +226,23 @@ export async function startStoppedWorld(): Promise<ServiceWorld> {
   world.service.proc.kill("SIGTERM");
   await world.service.exited;
   return world;
+}
+
+/** A photo message from the user in their private chat, as Telegram sends it. */
+export function photoUpdate(
+  w: ServiceWorld,
+  chatId: number,
+  file: FileRef,
+  caption: string,
+): Update {
+  const id = w.nextUpdateId();
+  const message = {
+    message_id: id,
+    date: Math.floor(Date.now() / 1000),
+    chat: chatFor(chatId),
+    from: { id: chatId, is_bot: false, first_name: "T" },
+    photo: [{ ...file, width: 800, height: 600 }],
+    caption,
+  } as Message;
+  return { update_id: id, message } as Update;
 }
