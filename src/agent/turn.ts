@@ -429,19 +429,17 @@ export function createAgent(deps: AgentDeps) {
       }
 
       const event = await modelEvent(chatId, result, input.guard);
-      context = withAppended(
-        context,
-        // No prompt has 0 tokens: 0 means Gemini sent no count, and the store must not take it
-        // for a measurement of the context (it would hide the context from the token budget).
-        await append([{ event, promptTokens: result.usage.promptTokens || undefined }]).catch(
-          (error: unknown) => {
-            if (error instanceof EventTooLargeError) {
-              throw new GeminiAnswerTooLargeError("Gemini's answer as an event", MAX_EVENT_BYTES);
-            }
-            throw error;
-          },
-        ),
-      );
+      // No prompt has 0 tokens: 0 means Gemini sent no count, and the store must not take it
+      // for a measurement of the context (it would hide the context from the token budget).
+      const storedAnswer = await append([
+        { event, promptTokens: result.usage.promptTokens || undefined },
+      ]).catch((error: unknown) => {
+        if (error instanceof EventTooLargeError) {
+          throw new GeminiAnswerTooLargeError("Gemini's answer as an event", MAX_EVENT_BYTES);
+        }
+        throw error;
+      });
+      context = withAppended(context, storedAnswer);
       hooks.emit("modelResponse", { chatId, event, usage: { ...usage } });
       files.push(...answerFilesOf(event));
       for (const part of event.parts) {
@@ -455,11 +453,11 @@ export function createAgent(deps: AgentDeps) {
         return end(pieces.filter((piece) => piece).join("\n\n"));
       }
 
-      const callEvent = context.events.at(-1)?.id ?? 0;
+      const callEvent = storedAnswer.at(-1)?.id;
       /** The context of one call: a file it sends is recorded with the call (see SentToolFile). */
       const contextOf = (call: FunctionCallPart): ToolContext => {
         const send = input.sendFile;
-        if (!send) return toolContext;
+        if (!send || callEvent === undefined) return toolContext;
         const index = calls.indexOf(call);
         return {
           ...toolContext,
