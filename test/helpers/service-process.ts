@@ -228,21 +228,24 @@ export async function startStoppedWorld(): Promise<ServiceWorld> {
   return world;
 }
 
-/** A photo message from the user in their private chat, as Telegram sends it. */
-export function photoUpdate(
+/** A message from the user in their private chat with `content`, as Telegram sends it. */
+export function privateMessageUpdate(
   w: ServiceWorld,
   chatId: number,
-  file: FileRef,
-  caption: string,
+  content: Partial<Message>,
+  firstName = "T",
 ): Update {
   const id = w.nextUpdateId();
   const message = {
     message_id: id,
     date: Math.floor(Date.now() / 1000),
     chat: chatFor(chatId),
-    from: { id: chatId, is_bot: false, first_name: "T" },
-    photo: [{ ...file, width: 800, height: 600 }],
-    caption,
+    from: { id: chatId, is_bot: false, first_name: firstName },
+    ...content,
   } as Message;
   return { update_id: id, message } as Update;
 }
+
+/** A photo message from the user in their private chat. */
+export const photoUpdate = (w: ServiceWorld, chatId: number, file: FileRef, caption: string) =>
+  privateMessageUpdate(w, chatId, { photo: [{ ...file, width: 800, height: 600 }], caption });
