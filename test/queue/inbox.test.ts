@@ -74,6 +74,7 @@ describe.each(DATABASE_KINDS)("inbox on %s", (kind) => {
       leaseUntil: clock + 30_000,
       delivered: 0,
       liveMessages: [],
+      toolFiles: [],
     });
     expect(await inbox.finish(item)).toBe(true);
     expect(await inbox.claim()).toBeUndefined();

@@ -75,6 +75,7 @@ describe.each(DATABASE_KINDS)("scheduled task tools on %s", (kind) => {
     ctx = toolContext(`-100${conversation}:7`);
   });
 
+  /** The inbox the scheduler queues runs into, on the test's clock. */
   const call = (name: string, args: unknown) => registry.execute(name, args, ctx);
   async function output(name: string, args: unknown): Promise<Record<string, unknown>> {
     const outcome = await call(name, args);
