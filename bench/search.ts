@@ -3,6 +3,8 @@ import type { DatabaseKind } from "../src/db/connect.js";
 import { openDatabase } from "../src/db/connect.js";
 import { migrateToLatest } from "../src/db/migrate.js";
 import { createLogger } from "../src/logger.js";
+import { scopeArea } from "../src/recall/area.js";
+import { createKeywordSearch } from "../src/recall/keyword-search.js";
 import type { SessionEvent } from "../src/session/events.js";
 import { createSessionStore, type SessionStore } from "../src/session/store.js";
 import { createBenchDatabase, type DatabaseBenchOptions } from "./databases.js";
@@ -126,6 +128,8 @@ async function benchDatabase(
   try {
     await migrateToLatest(db.db, logger);
     const store = createSessionStore({ db: db.db, logger });
+    const keyword = createKeywordSearch({ db: db.db });
+    const area = scopeArea(CONVERSATION);
     options.progress?.(`search: ${database}, storing ${EVENTS.toLocaleString("en-US")} events`);
     const fillStart = performance.now();
     await prefill(store);
@@ -138,7 +142,7 @@ async function benchDatabase(
       const times: number[] = [];
       for (let i = 0; i < ROUNDS; i++) {
         const start = performance.now();
-        await store.search(CONVERSATION, q.query, { limit: 10, since: q.since });
+        await keyword(area, q.query, { limit: 10, since: q.since });
         times.push(performance.now() - start);
       }
       // The first rounds warm the caches and the JIT; the rest are what a search costs.
@@ -154,7 +158,7 @@ async function benchDatabase(
       });
     }
     const all = summarize(timings);
-    const top = await store.search(CONVERSATION, "blue heron", { limit: 10 });
+    const top = await keyword(area, "blue heron", { limit: 10 });
     const phraseFirst =
       top.length === 10 &&
       top.slice(0, EVENTS / PHRASE_EVERY).every((h) => h.snippet.includes(PHRASE.join(" ")));

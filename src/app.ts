@@ -17,6 +17,7 @@ import { explainDatabaseFailure, openExplained } from "./db/open-failures.js";
 import type { Logger } from "./logger.js";
 import { instrumentAgent, instrumentModel, observeHooks } from "./metrics/instrument.js";
 import { createMetrics } from "./metrics/metrics.js";
+import { createRecall } from "./recall/recall.js";
 import { createSharedLimit } from "./retry/shared-limit.js";
 import { sortWorkspaceAtStart } from "./scope/workspace-migration.js";
 import { createWorkspaces } from "./scope/workspaces.js";
@@ -69,6 +70,7 @@ export async function createApp(
   });
   const workspaces = createWorkspaces(config.workspaceDir);
   const store = createSessionStore({ db: handle.db, logger });
+  const recall = createRecall({ db: handle.db, loadContext: store.loadContext });
   const hooks = new AgentHooks((name, error) =>
     logger.error({ err: error, hook: name }, "a hook listener failed"),
   );
@@ -112,7 +114,7 @@ export async function createApp(
       workspaces,
       memoryDir: config.memoryDir,
       enableShell: config.enableShellTool,
-      search: (chatId, query, options) => store.search(chatId, query, options),
+      search: recall.search,
       saveFile: attachments.save,
       timeZone: config.timeZone,
       extra: createTaskTools({ tasks, timeZone: config.timeZone, now: Date.now }),
@@ -187,6 +189,7 @@ export async function createApp(
     logger,
     database: handle,
     store,
+    recall,
     hooks,
     agent,
     compactor,

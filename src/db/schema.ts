@@ -8,6 +8,11 @@ import type { ColumnType, Generated, Insertable, Selectable } from "kysely";
 export interface MessagesTable {
   id: Generated<number>;
   chat_id: string;
+  /**
+   * The recall scope of the conversation (src/recall/area.ts's scopeKeyOf): what search_history
+   * looks through together.
+   */
+  scope: string;
   kind: "session" | "compaction";
   /** 'user' | 'model' for session events, null for compactions. */
   role: string | null;
@@ -24,7 +29,7 @@ export interface MessagesTable {
   /**
    * Plain text of the event (src/session/event-text.ts), which search_history finds and quotes.
    * Indexed by the database: SQLite's FTS5 table messages_fts, PostgreSQL's generated
-   * `search_tsv` column (neither is typed here: only src/session/search.ts reads them, in SQL).
+   * `search_tsv` column (neither is typed here: only src/recall/keyword-search.ts reads them, in SQL).
    */
   search_text: string;
   /** The Telegram update this event answers, when it came from one. */
