@@ -142,7 +142,7 @@ async function benchDatabase(
       const times: number[] = [];
       for (let i = 0; i < ROUNDS; i++) {
         const start = performance.now();
-        await keyword(area, q.query, { limit: 10, since: q.since });
+        await keyword.search(area, q.query, { limit: 10, since: q.since });
         times.push(performance.now() - start);
       }
       // The first rounds warm the caches and the JIT; the rest are what a search costs.
@@ -158,7 +158,7 @@ async function benchDatabase(
       });
     }
     const all = summarize(timings);
-    const top = await keyword(area, "blue heron", { limit: 10 });
+    const top = await keyword.search(area, "blue heron", { limit: 10 });
     const phraseFirst =
       top.length === 10 &&
       top.slice(0, EVENTS / PHRASE_EVERY).every((h) => h.snippet.includes(PHRASE.join(" ")));

@@ -17,8 +17,13 @@ import { explainDatabaseFailure, openExplained } from "./db/open-failures.js";
 import type { Logger } from "./logger.js";
 import { instrumentAgent, instrumentModel, observeHooks } from "./metrics/instrument.js";
 import { createMetrics } from "./metrics/metrics.js";
+import { createConsolidation } from "./recall/consolidation.js";
+import { createForgetting } from "./recall/forgetting.js";
+import { createProfiles, profileInstruction } from "./recall/profile.js";
+import { createProfileTools } from "./recall/profile-tools.js";
 import { createRecall } from "./recall/recall.js";
 import { createSharedLimit } from "./retry/shared-limit.js";
+import { scopeName } from "./scope/recall-scope.js";
 import { sortWorkspaceAtStart } from "./scope/workspace-migration.js";
 import { createWorkspaces } from "./scope/workspaces.js";
 import { type NewAttachment, putAttachment, readAttachments } from "./session/attachments.js";
@@ -71,6 +76,8 @@ export async function createApp(
   const workspaces = createWorkspaces(config.workspaceDir);
   const store = createSessionStore({ db: handle.db, logger });
   const recall = createRecall({ db: handle.db, loadContext: store.loadContext });
+  const profiles = createProfiles({ db: handle.db });
+  const forgetting = createForgetting({ db: handle.db, profiles, keyword: recall.keyword });
   const hooks = new AgentHooks((name, error) =>
     logger.error({ err: error, hook: name }, "a hook listener failed"),
   );
@@ -117,7 +124,10 @@ export async function createApp(
       search: recall.search,
       saveFile: attachments.save,
       timeZone: config.timeZone,
-      extra: createTaskTools({ tasks, timeZone: config.timeZone, now: Date.now }),
+      extra: [
+        ...createTaskTools({ tasks, timeZone: config.timeZone, now: Date.now }),
+        ...createProfileTools({ profiles }),
+      ],
     }),
   );
   const media = createMediaSource({
@@ -156,6 +166,14 @@ export async function createApp(
       model: config.geminiCompactionModel,
       memoryDir: config.memoryDir,
     },
+    afterSummary: createConsolidation({
+      profiles,
+      model,
+      logger,
+      settings: { model: config.geminiCompactionModel },
+      onUsage: (chatId, usage) =>
+        hooks.emit("modelCall", { chatId, model: config.geminiCompactionModel, usage }),
+    }),
   });
   const agent = instrumentAgent(
     createAgent({
@@ -174,6 +192,7 @@ export async function createApp(
         builtinTools: config.geminiBuiltinTools,
       },
       timeZone: config.timeZone,
+      scopeInstruction: async (scope) => profileInstruction(await profiles.list(scopeName(scope))),
     }),
     metrics,
   );
@@ -190,6 +209,8 @@ export async function createApp(
     database: handle,
     store,
     recall,
+    profiles,
+    forgetting,
     hooks,
     agent,
     compactor,

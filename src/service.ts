@@ -12,6 +12,7 @@ import { Dispatcher } from "./queue/dispatcher.js";
 import { ALBUM_SETTLE_MS, createInbox, type Lease } from "./queue/inbox.js";
 import { startInboxPruner } from "./queue/inbox-pruner.js";
 import { listenForStops, replicaStopper } from "./queue/replica-stops.js";
+import { scopeKeyOf } from "./recall/area.js";
 import { scopeOfKey } from "./scope/recall-scope.js";
 import { moveMemory } from "./session/memory-files.js";
 import { StartupError } from "./startup-error.js";
@@ -182,6 +183,7 @@ export async function startService(
       // A basic group has no topics: the new key is the supergroup's chat id.
       tasks: await app.tasks.move(from, { conversation: to, chatId: Number(to) }),
       workspaceFiles: await app.workspaces.move(scopeOfKey(from), scopeOfKey(to)),
+      profileEntries: await app.profiles.moveScope(scopeKeyOf(from), scopeKeyOf(to)),
     }),
     tasks: app.tasks,
     compact: (chatId, guard) => app.compactor.compact(chatId, { guard }),
@@ -200,6 +202,7 @@ export async function startService(
       transcribe: (conversation) => app.transcriber.transcribePending(conversation),
     },
     usage: app.usage,
+    memory: { profiles: app.profiles, forgetting: app.forgetting },
     richMessages: config.richMessages,
     courier,
   });

@@ -38,6 +38,8 @@ export interface MessagesTable {
   covers_from_id: number | null;
   covers_to_id: number | null;
   created_at: string;
+  /** When a confirmed /forget hid this event from recall; the row stays (src/recall/forgetting.ts). */
+  forgotten_at: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export type InboxStatus = "pending" | "running" | "done" | "failed";
@@ -174,6 +176,24 @@ export interface GeminiFilesTable {
   created_at: string;
 }
 
+/** One durable fact of a recall scope's profile (src/recall/profile.ts). */
+export interface ProfileEntriesTable {
+  id: Generated<number>;
+  /** scopeName() of the recall scope. */
+  scope: string;
+  fact: string;
+  created_at: string;
+}
+
+/** A /forget waiting for its confirmation button (src/recall/forgetting.ts). */
+export interface ForgetRequestsTable {
+  id: Generated<number>;
+  scope: string;
+  words: string;
+  created_at: string;
+  done_at: string | null;
+}
+
 export interface Database {
   messages: MessagesTable;
   inbox: InboxTable;
@@ -184,6 +204,8 @@ export interface Database {
   task_runs: TaskRunsTable;
   model_usage: ModelUsageTable;
   gemini_files: GeminiFilesTable;
+  profile_entries: ProfileEntriesTable;
+  forget_requests: ForgetRequestsTable;
 }
 
 export type MessageRow = Selectable<MessagesTable>;

@@ -42,7 +42,7 @@ export type SearchOptions = {
 type Term = { words: string[]; prefix: boolean };
 
 /** Words as both indexes cut them: runs of letters and digits, lower-cased. */
-const wordsOf = (text: string) =>
+export const wordsOf = (text: string) =>
   text
     .toLowerCase()
     .split(/[^\p{L}\p{N}]+/u)
@@ -108,8 +108,8 @@ type HitRow = {
 };
 
 /**
- * The conditions on a `messages` row (under `table`) that every recall applies: its scope, not in
- * the asking context, within the dates.
+ * The conditions on a `messages` row (under `table`) that every recall applies: its scope, not
+ * forgotten, not in the asking context, within the dates.
  */
 export function recallFilter(
   table: string,
@@ -121,7 +121,7 @@ export function recallFilter(
     area.conversation === undefined
       ? sql``
       : sql`and not (${col("chat_id")} = ${area.conversation} and ${col("id")} > ${area.heldAfter ?? 0})`;
-  return sql`${col("scope")} = ${area.scope} ${held}
+  return sql`${col("scope")} = ${area.scope} and ${col("forgotten_at")} is null ${held}
     ${options.since ? sql`and ${col("created_at")} >= ${options.since}` : sql``}
     ${options.until ? sql`and ${col("created_at")} < ${options.until}` : sql``}`;
 }
@@ -178,8 +178,29 @@ export function createKeywordSearch(deps: { db: Kysely<Database> }) {
       order by best.phrase desc, best.rank desc, best.id desc`.execute(db);
   }
 
+  /**
+   * Every event of the area that has all the query's words, unranked and uncapped (what a
+   * /forget hides), oldest first.
+   */
+  async function matchingIds(area: RecallArea, query: string): Promise<number[]> {
+    const terms = parseQuery(query);
+    if (terms.length === 0) return [];
+    const { rows } = await (postgres
+      ? sql<{ id: number }>`select id from messages
+          where search_tsv @@ to_tsquery('simple', ${terms.map(tsqueryTerm).join(" & ")})
+            and ${recallFilter("messages", area, {})}
+          order by id`.execute(db)
+      : sql<{
+          id: number;
+        }>`select c.id from messages_fts join messages c on c.id = messages_fts.rowid
+          where messages_fts match ${terms.map(fts5Term).join(" AND ")}
+            and ${recallFilter("c", area, {})}
+          order by c.id`.execute(db));
+    return rows.map((r) => Number(r.id));
+  }
+
   /** Best matches first; of equally good ones, the newest. Searches and their results are never indexed. */
-  return async function search(
+  async function search(
     area: RecallArea,
     query: string,
     options: SearchOptions,
@@ -195,5 +216,7 @@ export function createKeywordSearch(deps: { db: Kysely<Database> }) {
       role: row.kind === "compaction" ? "summary" : (row.role ?? "user"),
       snippet: snippetOf(row.search_text, terms),
     }));
-  };
+  }
+
+  return { search, matchingIds };
 }

@@ -24,9 +24,10 @@ export function createRecall(deps: {
   }
 
   return {
+    keyword,
     areaOf,
     async search(asking: Asking, query: string, options: SearchOptions): Promise<SearchHit[]> {
-      return keyword(await areaOf(asking), query, options);
+      return keyword.search(await areaOf(asking), query, options);
     },
   };
 }

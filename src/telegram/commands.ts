@@ -35,6 +35,11 @@ export const COMMANDS = [
   { command: "stop", description: "Stop the answer being written" },
   { command: "tasks", description: "Scheduled tasks and reminders, to cancel one" },
   { command: "usage", description: "Tokens and estimated cost, today and this month" },
+  { command: "memory", description: "What I remember about you, to delete entries" },
+  {
+    command: "forget",
+    description: "Forget facts and hide messages with these words: /forget words",
+  },
 ] as const;
 
 const MAX_LINE_CHARS = 1_500;

@@ -7,5 +7,5 @@ import { createKeywordSearch, type SearchOptions } from "../../src/recall/keywor
 export function scopeSearch(db: Kysely<Database>) {
   const keyword = createKeywordSearch({ db });
   return (conversation: string, query: string, options: SearchOptions) =>
-    keyword(scopeArea(conversation), query, options);
+    keyword.search(scopeArea(conversation), query, options);
 }
