@@ -11,6 +11,9 @@ export type ThinkingLevel = (typeof THINKING_LEVELS)[number];
 export const BUILTIN_TOOLS = ["google_search", "url_context", "code_execution"] as const;
 export type BuiltinTool = (typeof BUILTIN_TOOLS)[number];
 const DEFAULT_BUILTIN_TOOLS = "google_search,url_context";
+/** docs/models.md says why these two. */
+export const DEFAULT_MODEL = "gemini-3.8-flash";
+export const DEFAULT_COMPACTION_MODEL = "gemini-3.5-flash-lite";
 
 /** Unset ⇒ the default; set but empty ⇒ none (unlike other settings, where empty means default). */
 const builtinTools = z
@@ -143,8 +146,9 @@ const envSchema = (requireTelegram: boolean) =>
       "create a key at https://aistudio.google.com/apikey and set it",
     ),
     ALLOWED_USER_IDS: userIds,
-    GEMINI_MODEL: text("gemini-3.6-flash"),
-    GEMINI_COMPACTION_MODEL: z.string().trim().optional(),
+    GEMINI_MODEL: text(DEFAULT_MODEL),
+    // Summaries and transcripts read much and write little: Flash-Lite does them for less.
+    GEMINI_COMPACTION_MODEL: text(DEFAULT_COMPACTION_MODEL),
     GEMINI_BUILTIN_TOOLS: builtinTools,
     GEMINI_THINKING_LEVEL: z
       .string()
@@ -216,7 +220,8 @@ const configSchema = (requireTelegram: boolean) =>
     geminiApiKey: e.GEMINI_API_KEY,
     allowedUserIds: Object.freeze([...e.ALLOWED_USER_IDS]),
     geminiModel: e.GEMINI_MODEL,
-    geminiCompactionModel: e.GEMINI_COMPACTION_MODEL || e.GEMINI_MODEL,
+    /** Summaries and voice transcripts. */
+    geminiCompactionModel: e.GEMINI_COMPACTION_MODEL,
     /** Unset ⇒ the model's own default. */
     geminiThinkingLevel: e.GEMINI_THINKING_LEVEL,
     /** Gemini's server-side tools offered beside Koroku's own functions. */

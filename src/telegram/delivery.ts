@@ -1,6 +1,9 @@
 import { type Api, GrammyError, InputFile } from "grammy";
 import type { Logger } from "../logger.js";
 import { LeaseLostError } from "../queue/inbox.js";
+import { htmlToPlainText, splitMessage } from "../render/chunk.js";
+import { renderMarkdown } from "../render/markdown-html.js";
+import { type RichChunk, renderRichMessages } from "../render/rich/render.js";
 import { type Carried, type Courier, type CourierRecord, noCourier } from "./courier.js";
 import {
   FileTooLargeError,
@@ -9,8 +12,6 @@ import {
   TELEGRAM_UPLOAD_MAX_BYTES,
   uploadName,
 } from "./outgoing-files.js";
-import { htmlToPlainText, renderMarkdown, splitMessage } from "./render.js";
-import { type RichChunk, renderRichMessages } from "./rich/render.js";
 
 const CANT_PARSE = /can't parse entities/i;
 const NOT_MODIFIED = /message is not modified/i;

@@ -3,11 +3,11 @@ import type { Lease } from "../queue/inbox.js";
 import { scopeKeyOf } from "../recall/area.js";
 import type { Forgetting } from "../recall/forgetting.js";
 import { PROFILE_BUDGET, type ProfileEntry, type Profiles } from "../recall/profile.js";
+import { escapeHtml } from "../render/markdown-html.js";
+import { conversationKey } from "../scope/conversation-key.js";
 import { truncate } from "../session/event-text.js";
-import { conversationKey, conversationKeyOf, conversationOf } from "./conversation-key.js";
 import type { Delivery } from "./delivery.js";
-import { escapeHtml } from "./render.js";
-import { threadOf } from "./topics.js";
+import { conversationKeyOf, conversationOf, threadOf } from "./topics.js";
 
 const DELETE_DATA = /^memory:del:(\d+)$/;
 const CONFIRM_DATA = /^forget:yes:(\d+)$/;

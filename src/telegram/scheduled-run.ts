@@ -4,13 +4,13 @@ import type { ReadAttachments } from "../agent/request-media.js";
 import type { Agent } from "../agent/turn.js";
 import type { Logger } from "../logger.js";
 import type { InboxItem, Lease } from "../queue/inbox.js";
+import { escapeHtml } from "../render/markdown-html.js";
 import { dueText } from "../tasks/schedule.js";
 import type { ScheduledRun, Task, TaskStore } from "../tasks/store.js";
 import { deliverAnswer, liveMessagesOf } from "./answer-delivery.js";
 import { geminiFailureText } from "./conversation.js";
 import type { Delivery } from "./delivery.js";
 import { type LiveAnswerDeps, startLiveAnswer } from "./live-answer.js";
-import { escapeHtml } from "./render.js";
 import type { RunningAnswers } from "./running-answers.js";
 
 /** A run that starts this long after its due time says so: the service was down or busy. */

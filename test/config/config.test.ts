@@ -17,8 +17,8 @@ describe("config", () => {
     const config = loadConfig(minimal);
     expect(config).toMatchObject({
       allowedUserIds: [],
-      geminiModel: "gemini-3.6-flash",
-      geminiCompactionModel: "gemini-3.6-flash",
+      geminiModel: "gemini-3.8-flash",
+      geminiCompactionModel: "gemini-3.5-flash-lite",
       geminiBaseUrl: undefined,
       telegramApiRoot: "https://api.telegram.org",
       database: { kind: "sqlite", path: "./data/agent.db" },
@@ -193,6 +193,7 @@ describe("config", () => {
     const config = loadConfig({
       ...minimal,
       GEMINI_MODEL: " ",
+      GEMINI_COMPACTION_MODEL: "",
       DATABASE_URL: "",
       HOST: "",
       MEMORY_DIR: "",
@@ -204,7 +205,8 @@ describe("config", () => {
       LOG_LEVEL: "",
     });
     expect(config).toMatchObject({
-      geminiModel: "gemini-3.6-flash",
+      geminiModel: "gemini-3.8-flash",
+      geminiCompactionModel: "gemini-3.5-flash-lite",
       database: { kind: "sqlite", path: "./data/agent.db" },
       host: "0.0.0.0",
       memoryDir: "./data/memory",

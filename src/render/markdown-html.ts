@@ -199,7 +199,7 @@ function renderImage(token: Token, ctx: RenderContext): string {
   return linked(src, alt === "" ? "image" : alt, alt);
 }
 
-/** A link as src/telegram/links.ts plans it; `unlinked` is what shows when it is no link. */
+/** A link as src/render/links.ts plans it; `unlinked` is what shows when it is no link. */
 function linked(href: string, inner: string, unlinked: string = inner): string {
   const plan = planLink(href, htmlToPlainText(inner));
   const anchor = (html: string) => `<a href="${escapeAttribute(href)}">${html}</a>`;

@@ -257,7 +257,7 @@ function image(token: Token, ctx: Context): Inline[] {
   return linked(src, alt.length > 0 ? alt : text("image"), alt);
 }
 
-/** A link as src/telegram/links.ts plans it; `unlinked` is what shows when it is no link. */
+/** A link as src/render/links.ts plans it; `unlinked` is what shows when it is no link. */
 function linked(href: string, children: Inline[], unlinked: Inline[] = children): Inline[] {
   const plan = planLink(href, inlineText(children));
   switch (plan.kind) {

@@ -1,7 +1,8 @@
 import type { RichBlock, RichText } from "grammy/types";
 import { describe, expect, it } from "vitest";
-import { htmlToPlainText, renderMarkdown } from "../../src/telegram/render.js";
-import { renderRichMessages } from "../../src/telegram/rich/render.js";
+import { htmlToPlainText } from "../../src/render/chunk.js";
+import { renderMarkdown } from "../../src/render/markdown-html.js";
+import { renderRichMessages } from "../../src/render/rich/render.js";
 import { PLAIN_STYLES, renderLine } from "../../src/terminal/markdown.js";
 import { validateTelegramHtml } from "../fakes/telegram-html.js";
 import { validateRichHtml } from "../fakes/telegram-rich.js";
