@@ -13,6 +13,7 @@ import * as geminiFiles from "./20261203040000_gemini_files.js";
 import * as taskLimits from "./20261203050000_task_limits.js";
 import * as recallScopes from "./20261203100000_recall_scopes.js";
 import * as profilesAndForgetting from "./20261203110000_profiles_and_forgetting.js";
+import * as embeddings from "./20261203120000_embeddings.js";
 
 /** Every migration, by name; names sort in the order they must run. Add new files here. */
 export const migrations: Record<string, Migration> = {
@@ -30,4 +31,5 @@ export const migrations: Record<string, Migration> = {
   "20261203050000_task_limits": taskLimits,
   "20261203100000_recall_scopes": recallScopes,
   "20261203110000_profiles_and_forgetting": profilesAndForgetting,
+  "20261203120000_embeddings": embeddings,
 };

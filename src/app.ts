@@ -19,6 +19,7 @@ import { instrumentAgent, instrumentModel, observeHooks } from "./metrics/instru
 import { createMetrics } from "./metrics/metrics.js";
 import { createConsolidation } from "./recall/consolidation.js";
 import { createForgetting } from "./recall/forgetting.js";
+import { createMeaning, forgetEmbeddings } from "./recall/meaning.js";
 import { createProfiles, profileInstruction } from "./recall/profile.js";
 import { createProfileTools } from "./recall/profile-tools.js";
 import { createRecall } from "./recall/recall.js";
@@ -75,9 +76,7 @@ export async function createApp(
   });
   const workspaces = createWorkspaces(config.workspaceDir);
   const store = createSessionStore({ db: handle.db, logger });
-  const recall = createRecall({ db: handle.db, loadContext: store.loadContext });
   const profiles = createProfiles({ db: handle.db });
-  const forgetting = createForgetting({ db: handle.db, profiles, keyword: recall.keyword });
   const hooks = new AgentHooks((name, error) =>
     logger.error({ err: error, hook: name }, "a hook listener failed"),
   );
@@ -96,6 +95,25 @@ export async function createApp(
     ...overrides.gemini,
   });
   const model = instrumentModel(overrides.wrapModel?.(gemini) ?? gemini, metrics);
+  const meaning = await createMeaning({
+    config,
+    database: handle,
+    limit: geminiLimit,
+    logger,
+    metrics,
+  });
+  const recall = createRecall({
+    db: handle.db,
+    loadContext: store.loadContext,
+    ...(meaning ? { meaning } : {}),
+    logger,
+  });
+  const forgetting = createForgetting({
+    db: handle.db,
+    profiles,
+    keyword: recall.keyword,
+    onForgotten: (ids) => forgetEmbeddings(handle.db, ids),
+  });
   if (config.enableShellTool) {
     logger.warn(
       "ENABLE_SHELL_TOOL is on: run_command gives the model a shell with this process's rights, so it can read the bot's token and API key (from /proc), the database and the memory files; run the bot as a user, or in a container, that holds nothing else",
@@ -211,6 +229,8 @@ export async function createApp(
     recall,
     profiles,
     forgetting,
+    /** The background embedding of what recall finds by meaning; undefined when it is off. */
+    embeddingWorker: meaning?.worker,
     hooks,
     agent,
     compactor,

@@ -348,6 +348,8 @@ export async function startService(
     onQueued: () => dispatcher.announce(),
     now: clock?.now,
   });
+  // Embeds new events, and the history from before, for recall by meaning; replicas share it.
+  app.embeddingWorker?.start();
   const pruner = startInboxPruner({
     inbox,
     retentionMs: config.inboxRetentionDays * 24 * 60 * 60 * 1000,
@@ -376,6 +378,7 @@ export async function startService(
       server.closeIdleConnections();
       await polling?.stop();
       await scheduler.stop();
+      await app.embeddingWorker?.stop();
       const drained = await dispatcher.stop(SHUTDOWN_WAIT_MS);
       if (!drained)
         logger.warn("some turns were still running; they will run again after the restart");

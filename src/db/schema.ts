@@ -194,6 +194,34 @@ export interface ForgetRequestsTable {
   done_at: string | null;
 }
 
+/** An event waiting to be embedded (src/recall/embedding-queue.ts). */
+export interface EmbeddingQueueTable {
+  message_id: number;
+  /** Epoch ms until which `claimed_by` holds the item; null while it waits. */
+  lease_until: number | null;
+  claimed_by: string | null;
+  attempts: ColumnType<number, number | undefined, number>;
+}
+
+/** How far the embedding queue has taken in `messages` (row `cursor`). */
+export interface EmbeddingProgressTable {
+  name: string;
+  last_id: number;
+}
+
+/**
+ * One vector per chunk of an event: float32 little-endian bytes on SQLite, `real[]` on
+ * PostgreSQL (src/recall/vector-search.ts reads both).
+ */
+export interface EmbeddingsTable {
+  id: Generated<number>;
+  message_id: number;
+  scope: string;
+  chunk: number;
+  model: string;
+  embedding: Buffer | number[];
+}
+
 export interface Database {
   messages: MessagesTable;
   inbox: InboxTable;
@@ -206,6 +234,9 @@ export interface Database {
   gemini_files: GeminiFilesTable;
   profile_entries: ProfileEntriesTable;
   forget_requests: ForgetRequestsTable;
+  embedding_queue: EmbeddingQueueTable;
+  embedding_progress: EmbeddingProgressTable;
+  embeddings: EmbeddingsTable;
 }
 
 export type MessageRow = Selectable<MessagesTable>;
