@@ -11,8 +11,9 @@ import { scopeOfKey } from "../src/scope/recall-scope.js";
 import type { SessionEvent } from "../src/session/events.js";
 import { createSessionStore, type SessionStore } from "../src/session/store.js";
 import { fakeEmbedding } from "../test/fakes/gemini-embeddings.js";
-import { createBenchDatabase, type DatabaseBenchOptions } from "./databases.js";
+import { createBenchDatabase, type DatabaseBenchOptions, onEachDatabase } from "./databases.js";
 import type { BenchRow } from "./run.js";
+import { random } from "./search.js";
 import { round, summarize } from "./stats.js";
 
 const BENCHMARK = "recall";
@@ -65,14 +66,6 @@ const FACTS = [
 
 /** Real words sprinkled into the filler, so that meaning has near misses to tell apart. */
 const DISTRACTORS = ["dinner", "car", "office", "dog", "doctor", "born", "flat", "code", "lunch"];
-
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
-    return state / 2 ** 32;
-  };
-}
 
 const SYLLABLES = ["ka", "ri", "to", "mo", "ne", "sa", "lu", "pe", "zo", "vi", "da", "gu", "en"];
 
@@ -274,8 +267,5 @@ async function benchDatabase(
 }
 
 /** Recall across one person's conversations, by words and by meaning, on each database. */
-export async function recallBenchmark(options: DatabaseBenchOptions): Promise<BenchRow[]> {
-  const rows: BenchRow[] = [];
-  for (const database of options.databases) rows.push(...(await benchDatabase(database, options)));
-  return rows;
-}
+export const recallBenchmark = (options: DatabaseBenchOptions): Promise<BenchRow[]> =>
+  onEachDatabase(options, benchDatabase);

@@ -7,7 +7,7 @@ import { scopeArea } from "../src/recall/area.js";
 import { createKeywordSearch } from "../src/recall/keyword-search.js";
 import type { SessionEvent } from "../src/session/events.js";
 import { createSessionStore, type SessionStore } from "../src/session/store.js";
-import { createBenchDatabase, type DatabaseBenchOptions } from "./databases.js";
+import { createBenchDatabase, type DatabaseBenchOptions, onEachDatabase } from "./databases.js";
 import type { BenchRow } from "./run.js";
 import { round, summarize } from "./stats.js";
 
@@ -24,7 +24,7 @@ const PHRASE_EVERY = 5_000;
 const SCATTERED_EVERY = 500;
 
 /** A seeded generator, so every run searches the same history. */
-function random(seed: number): () => number {
+export function random(seed: number): () => number {
   let state = seed >>> 0;
   return () => {
     state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
@@ -202,8 +202,5 @@ async function benchDatabase(
 }
 
 /** search_history's cost at 100,000 events in one conversation, per database and query kind. */
-export async function searchBenchmark(options: DatabaseBenchOptions): Promise<BenchRow[]> {
-  const rows: BenchRow[] = [];
-  for (const database of options.databases) rows.push(...(await benchDatabase(database, options)));
-  return rows;
-}
+export const searchBenchmark = (options: DatabaseBenchOptions): Promise<BenchRow[]> =>
+  onEachDatabase(options, benchDatabase);

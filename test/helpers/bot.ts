@@ -64,3 +64,22 @@ export async function runPrivateMessage(
     throw error instanceof BotError ? error.error : error;
   });
 }
+
+/** The update Telegram sends when `userId` presses an inline button of `message`. */
+export function buttonPress(
+  updateId: number,
+  userId: number,
+  message: Message,
+  data: string,
+): Update {
+  return {
+    update_id: updateId,
+    callback_query: {
+      id: `q${updateId}`,
+      from: { id: userId, is_bot: false, first_name: "Test User" },
+      message,
+      chat_instance: "ci",
+      data,
+    },
+  };
+}

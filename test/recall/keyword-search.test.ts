@@ -3,18 +3,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
 import { createMigrator, migrateToLatest } from "../../src/db/migrate.js";
 import { snippetOf } from "../../src/recall/keyword-search.js";
-import type { SessionEvent } from "../../src/session/events.js";
 import { createSessionStore, type SessionStore } from "../../src/session/store.js";
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../helpers/databases.js";
+import { said } from "../helpers/events.js";
 import { captureLogger } from "../helpers/logs.js";
 import { scopeSearch } from "../helpers/search.js";
-
-const said = (text: string, role: "user" | "model" = "user"): SessionEvent => ({
-  v: 1,
-  event_type: "session",
-  role,
-  parts: [{ kind: "text", text }],
-});
 
 describe.each(DATABASE_KINDS)("ranked full-text search on %s", (kind) => {
   let testDb: TestDatabase;

@@ -3,17 +3,10 @@ import { createEmbeddingQueue } from "../../src/recall/embedding-queue.js";
 import { CHUNK_CHARS, chunksOf, MAX_CHUNKS } from "../../src/recall/embedding-worker.js";
 import { fuseRanks } from "../../src/recall/recall.js";
 import { scopeOfKey } from "../../src/scope/recall-scope.js";
-import type { SessionEvent } from "../../src/session/events.js";
 import { fakeEmbedding } from "../fakes/gemini-embeddings.js";
 import { DATABASE_KINDS } from "../helpers/databases.js";
+import { said } from "../helpers/events.js";
 import { type Harness, startHarness } from "../helpers/harness.js";
-
-const said = (text: string, role: "user" | "model" = "user"): SessionEvent => ({
-  v: 1,
-  event_type: "session",
-  role,
-  parts: [{ kind: "text", text }],
-});
 
 const USER = 8201;
 const GROUP = -1008201;

@@ -1,9 +1,9 @@
-import type { Message, Update } from "grammy/types";
+import type { Message } from "grammy/types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { scopeOfKey } from "../../src/scope/recall-scope.js";
 import { call, type RecordedRequest, text } from "../fakes/gemini.js";
 import { buildTextUpdate, type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
-import { botOnHarness } from "../helpers/bot.js";
+import { botOnHarness, buttonPress } from "../helpers/bot.js";
 import { DATABASE_KINDS } from "../helpers/databases.js";
 import { CHAT_MODEL, type Harness, SUMMARY_MODEL, startHarness } from "../helpers/harness.js";
 
@@ -39,16 +39,7 @@ describe.each(DATABASE_KINDS)("the profile, /memory and /forget on %s", (kind) =
       buildTextUpdate({ updateId: id, messageId: id, text: words, userId: USER, ...where }),
     );
   };
-  const press = (message: Message, data: string): Update => ({
-    update_id: ++updateId,
-    callback_query: {
-      id: `q${updateId}`,
-      from: { id: USER, is_bot: false, first_name: "Test User" },
-      message,
-      chat_instance: "ci",
-      data,
-    },
-  });
+  const press = (message: Message, data: string) => buttonPress(++updateId, USER, message, data);
   const lastCall = (method: string) => telegram.calls.filter((c) => c.method === method).at(-1);
   const lastRequest = () => h.fake.requests.filter((r) => r.model === CHAT_MODEL).at(-1);
 

@@ -4,17 +4,10 @@ import { migrateToLatest } from "../../src/db/migrate.js";
 import { startFresh } from "../../src/recall/fresh-start.js";
 import { createRecall, type Recall } from "../../src/recall/recall.js";
 import { scopeOfKey } from "../../src/scope/recall-scope.js";
-import type { SessionEvent } from "../../src/session/events.js";
 import { createSessionStore, type SessionStore } from "../../src/session/store.js";
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../helpers/databases.js";
+import { said } from "../helpers/events.js";
 import { captureLogger } from "../helpers/logs.js";
-
-const said = (text: string, role: "user" | "model" = "user"): SessionEvent => ({
-  v: 1,
-  event_type: "session",
-  role,
-  parts: [{ kind: "text", text }],
-});
 
 const USER = 7001;
 const OTHER_USER = 7002;
