@@ -11,6 +11,7 @@ import * as inboxLiveMessages from "./20261203020000_inbox_live_messages.js";
 import * as inboxStopRequested from "./20261203030000_inbox_stop_requested.js";
 import * as geminiFiles from "./20261203040000_gemini_files.js";
 import * as taskLimits from "./20261203050000_task_limits.js";
+import * as inboxToolFiles from "./20261203060000_inbox_tool_files.js";
 import * as recallScopes from "./20261203100000_recall_scopes.js";
 import * as profilesAndForgetting from "./20261203110000_profiles_and_forgetting.js";
 import * as embeddings from "./20261203120000_embeddings.js";
@@ -29,6 +30,7 @@ export const migrations: Record<string, Migration> = {
   "20261203030000_inbox_stop_requested": inboxStopRequested,
   "20261203040000_gemini_files": geminiFiles,
   "20261203050000_task_limits": taskLimits,
+  "20261203060000_inbox_tool_files": inboxToolFiles,
   "20261203100000_recall_scopes": recallScopes,
   "20261203110000_profiles_and_forgetting": profilesAndForgetting,
   "20261203120000_embeddings": embeddings,

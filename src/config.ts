@@ -72,23 +72,42 @@ const count = (name: string, fallback: number, min: number) =>
       return n;
     });
 
-const optionalUrl = (name: string, protocols: readonly string[]) =>
+/** A URL as typed, with any "user:password@" shown as "***@": an error quotes it. */
+const maskUserinfo = (value: string): string => value.replace(/\/\/[^/?#]*@/, "//***@");
+
+/**
+ * An http(s) address. `refuseCredentials`: the address is named in logs and error messages (a
+ * Gemini or Telegram call that fails), where a password in it would be printed.
+ */
+const optionalUrl = (
+  name: string,
+  protocols: readonly string[],
+  options: { refuseCredentials?: boolean } = {},
+) =>
   z
     .string()
     .optional()
     .transform((value, ctx) => {
       if (value === undefined || value.trim() === "") return undefined;
+      let url: URL;
       try {
-        const url = new URL(value.trim());
+        url = new URL(value.trim());
         if (!protocols.includes(url.protocol)) throw new Error("protocol");
-        return url.toString().replace(/\/$/, "");
       } catch {
         ctx.addIssue({
           code: "custom",
-          message: `${name} must be a ${protocols.join(" or ")} URL, got "${value}"`,
+          message: `${name} must be a ${protocols.join(" or ")} URL, got "${maskUserinfo(value)}"`,
         });
         return z.NEVER;
       }
+      if (options.refuseCredentials && (url.username !== "" || url.password !== "")) {
+        ctx.addIssue({
+          code: "custom",
+          message: `${name} must not hold a user name or password ("${maskUserinfo(url.href)}"): Koroku names this address in logs and error messages; remove the "user:password@" part`,
+        });
+        return z.NEVER;
+      }
+      return url.toString().replace(/\/$/, "");
     });
 
 const userIds = z
@@ -168,8 +187,12 @@ const envSchema = (requireTelegram: boolean) =>
           })
           .optional(),
       ),
-    GEMINI_BASE_URL: optionalUrl("GEMINI_BASE_URL", ["http:", "https:"]),
-    TELEGRAM_API_ROOT: optionalUrl("TELEGRAM_API_ROOT", ["http:", "https:"]),
+    GEMINI_BASE_URL: optionalUrl("GEMINI_BASE_URL", ["http:", "https:"], {
+      refuseCredentials: true,
+    }),
+    TELEGRAM_API_ROOT: optionalUrl("TELEGRAM_API_ROOT", ["http:", "https:"], {
+      refuseCredentials: true,
+    }),
     DATABASE_URL: text(DEFAULT_DATABASE_URL).transform((url, ctx) => {
       try {
         return parseDatabaseUrl(url);

@@ -23,6 +23,7 @@ import { inboundOf, type WantedFile } from "./inbound.js";
 import { type LivePacer, startLiveAnswer } from "./live-answer.js";
 import { modelText } from "./message-context.js";
 import type { RunningAnswers } from "./running-answers.js";
+import { toolFileSender } from "./tool-file-sender.js";
 import { conversationKeyOf, threadOf, threadOfMessage } from "./topics.js";
 
 export type ConversationDeps = {
@@ -179,11 +180,7 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
         progress,
         stop: running.signal,
         askedBy,
-        // send_file: to this chat and topic, by the holder of the update only.
-        sendFile: async (file) => {
-          await lease?.ensureHeld();
-          return (await delivery.sendFile(chatId, file, threadId)).value;
-        },
+        ...toolFileSender({ delivery, logger: deps.logger, chatId, threadId, lease }),
       });
       await Promise.all(notices);
       await lease?.ensureHeld();

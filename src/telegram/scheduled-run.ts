@@ -12,6 +12,7 @@ import { geminiFailureText } from "./conversation.js";
 import type { Delivery } from "./delivery.js";
 import { type LiveAnswerDeps, startLiveAnswer } from "./live-answer.js";
 import type { RunningAnswers } from "./running-answers.js";
+import { toolFileSender } from "./tool-file-sender.js";
 
 /** A run that starts this long after its due time says so: the service was down or busy. */
 export const LATE_AFTER_MS = 2 * 60_000;
@@ -123,10 +124,13 @@ export function createScheduledRunner(deps: {
         answer: task.mode === "remind" ? reminderText(task, due, late) : undefined,
         progress: live.progress,
         stop: running.signal,
-        sendFile: async (file) => {
-          await guard();
-          return (await deps.delivery.sendFile(task.chatId, file, task.threadId)).value;
-        },
+        ...toolFileSender({
+          delivery: deps.delivery,
+          logger: deps.logger,
+          chatId: task.chatId,
+          threadId: task.threadId,
+          lease,
+        }),
       });
       await guard();
       await deliverAnswer({

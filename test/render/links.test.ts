@@ -95,6 +95,39 @@ describe("links that lie: every renderer", () => {
     expectEverywhere(markdown, `${shown} (${target})`, [{ text: target, url: target }]);
   });
 
+  it.each([
+    [
+      "<https://bank.example@evil.example/login>",
+      "https://bank.example@evil.example/login (https://evil.example/login)",
+    ],
+    [
+      "[https://bank.example](https://bank.example@evil.example/login)",
+      "https://bank.example (https://evil.example/login)",
+    ],
+    [
+      "[https://bank.example/login](https://bank.example:pw@evil.example/login)",
+      "https://bank.example/login (https://evil.example/login)",
+    ],
+  ])(
+    "%s: a host hidden behind a user name is shown, and the link goes without the user name",
+    (markdown, text) => {
+      expectEverywhere(markdown, text, [
+        { text: "https://evil.example/login", url: "https://evil.example/login" },
+      ]);
+    },
+  );
+
+  it.each([
+    [
+      "[the bank](https://bank.example@evil.example/login)",
+      "the bank",
+      "https://evil.example/login",
+    ],
+    ["[ ](https://bank.example@evil.example/)", "https://evil.example/", "https://evil.example/"],
+  ])("%s: a link with a user name before its host goes without it", (markdown, text, url) => {
+    expectEverywhere(markdown, text, [{ text, url }]);
+  });
+
   it("shows a look-alike domain's real, ASCII address", () => {
     // The "а" of the target is Cyrillic: markdown-it gives the address as punycode.
     const [shown] = Object.values(everyRenderer("[bank.example](https://bаnk.example/)"));

@@ -280,6 +280,19 @@ describe("renderRichMessages: limits of one rich message, at their edges", () =>
     expect(messages[1]?.text).toBe("abcdef");
   });
 
+  it("takes no leading space past a part that a formula filled to the last character", () => {
+    // 22 + 22 + 23 + 22 = 89 characters fill the part; the next text begins with a space.
+    const input = "日本beta<div> alphaalpha$$ ".repeat(5);
+    const chunks = renderRichMessages(input, { chars: 89, blocks: 6 });
+    const lengths = chunks.map((chunk) => {
+      const result = validateRichHtml(chunk.html);
+      if (!result.ok) throw new Error(result.reason);
+      return result.text.length;
+    });
+    expect(lengths[0]).toBe(89);
+    expect(Math.max(...lengths)).toBeLessThanOrEqual(89);
+  });
+
   it("counts the line breaks between blocks: a 40,000-character answer of short blocks fits two messages", () => {
     const answer = manyBlocksAnswer(40_000);
     // Telegram refused the first of such an answer's messages: 32,939 characters by its count.

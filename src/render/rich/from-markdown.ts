@@ -264,12 +264,18 @@ function linked(href: string, children: Inline[], unlinked: Inline[] = children)
     case "text":
       return unlinked;
     case "link":
-      return [{ kind: "link", href, children: plan.text === "own" ? children : text(href) }];
+      return [
+        {
+          kind: "link",
+          href: plan.href,
+          children: plan.text === "own" ? children : text(plan.href),
+        },
+      ];
     case "text-then-address":
       return [
         ...children,
         ...text(" ("),
-        { kind: "link", href, children: text(href) },
+        { kind: "link", href: plan.href, children: text(plan.href) },
         ...text(")"),
       ];
   }
