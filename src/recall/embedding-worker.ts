@@ -2,6 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.js";
 import type { Logger } from "../logger.js";
+import { backoffDelay } from "../retry/backoff.js";
 import type { EmbeddingQueue } from "./embedding-queue.js";
 import type { Embed } from "./gemini-embedder.js";
 
@@ -17,6 +18,8 @@ const IDLE_MS = 2_000;
 const MAX_ATTEMPTS = 5;
 const RETRY_MS = 30_000;
 const PROGRESS_EVERY_MS = 10_000;
+/** After a failed step (Gemini or the database away), as every retry loop waits. */
+const FAILURE_BACKOFF = { baseMs: 1_000, maxMs: RETRY_MS };
 
 /** The pieces of an event's text that are embedded, cut between words where it can. */
 export function chunksOf(text: string): string[] {
@@ -131,7 +134,7 @@ export function createEmbeddingWorker(deps: {
       }
       if (worked > 0) continue;
       if (failures === 0) await logProgress(embeddedSinceLog > 0).catch(() => {});
-      const wait = failures === 0 ? IDLE_MS : Math.min(RETRY_MS, 1_000 * 2 ** failures);
+      const wait = failures === 0 ? IDLE_MS : backoffDelay(failures, FAILURE_BACKOFF, Math.random);
       await sleep(wait, undefined, { signal: stop.signal }).catch(() => {});
     }
   }
