@@ -73,3 +73,13 @@ export async function createBenchDatabase(
     dispose: () => runAdminStatement(postgresUrl, `drop schema if exists "${schema}" cascade`),
   };
 }
+
+/** Runs a benchmark on each database asked for, one after the other, and gathers its rows. */
+export async function onEachDatabase<Row>(
+  options: DatabaseBenchOptions,
+  run: (database: DatabaseKind, options: DatabaseBenchOptions) => Promise<Row[]>,
+): Promise<Row[]> {
+  const rows: Row[] = [];
+  for (const database of options.databases) rows.push(...(await run(database, options)));
+  return rows;
+}

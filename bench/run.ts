@@ -10,6 +10,7 @@ import { loadBenchmark } from "./load.js";
 import { mediaBenchmark } from "./media.js";
 import { mediaMemoryBenchmark } from "./media-memory.js";
 import { memoryBenchmark } from "./memory.js";
+import { recallBenchmark } from "./recall.js";
 import { searchBenchmark } from "./search.js";
 import { startupBenchmark } from "./startup.js";
 import { storageBenchmark } from "./storage.js";
@@ -44,6 +45,7 @@ const cpuProfileDir = process.env.BENCH_CPU_PROFILE_DIR;
 const benchmarks: ReadonlyMap<string, Benchmark> = new Map([
   ["storage", () => storageBenchmark({ databases, postgresUrl: POSTGRES_URL, progress })],
   ["search", () => searchBenchmark({ databases, postgresUrl: POSTGRES_URL, progress })],
+  ["recall", () => recallBenchmark({ databases, postgresUrl: POSTGRES_URL, progress })],
   ["compaction", () => compactionBenchmark({ progress })],
   ["caching", () => cachingBenchmark({ progress })],
   ["e2e", () => e2eBenchmark({ databases, postgresUrl: POSTGRES_URL, progress, cpuProfileDir })],

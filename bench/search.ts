@@ -3,9 +3,11 @@ import type { DatabaseKind } from "../src/db/connect.js";
 import { openDatabase } from "../src/db/connect.js";
 import { migrateToLatest } from "../src/db/migrate.js";
 import { createLogger } from "../src/logger.js";
+import { scopeArea } from "../src/recall/area.js";
+import { createKeywordSearch } from "../src/recall/keyword-search.js";
 import type { SessionEvent } from "../src/session/events.js";
 import { createSessionStore, type SessionStore } from "../src/session/store.js";
-import { createBenchDatabase, type DatabaseBenchOptions } from "./databases.js";
+import { createBenchDatabase, type DatabaseBenchOptions, onEachDatabase } from "./databases.js";
 import type { BenchRow } from "./run.js";
 import { round, summarize } from "./stats.js";
 
@@ -22,7 +24,7 @@ const PHRASE_EVERY = 5_000;
 const SCATTERED_EVERY = 500;
 
 /** A seeded generator, so every run searches the same history. */
-function random(seed: number): () => number {
+export function random(seed: number): () => number {
   let state = seed >>> 0;
   return () => {
     state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
@@ -126,6 +128,8 @@ async function benchDatabase(
   try {
     await migrateToLatest(db.db, logger);
     const store = createSessionStore({ db: db.db, logger });
+    const keyword = createKeywordSearch({ db: db.db });
+    const area = scopeArea(CONVERSATION);
     options.progress?.(`search: ${database}, storing ${EVENTS.toLocaleString("en-US")} events`);
     const fillStart = performance.now();
     await prefill(store);
@@ -138,7 +142,7 @@ async function benchDatabase(
       const times: number[] = [];
       for (let i = 0; i < ROUNDS; i++) {
         const start = performance.now();
-        await store.search(CONVERSATION, q.query, { limit: 10, since: q.since });
+        await keyword.search(area, q.query, { limit: 10, since: q.since });
         times.push(performance.now() - start);
       }
       // The first rounds warm the caches and the JIT; the rest are what a search costs.
@@ -154,7 +158,7 @@ async function benchDatabase(
       });
     }
     const all = summarize(timings);
-    const top = await store.search(CONVERSATION, "blue heron", { limit: 10 });
+    const top = await keyword.search(area, "blue heron", { limit: 10 });
     const phraseFirst =
       top.length === 10 &&
       top.slice(0, EVENTS / PHRASE_EVERY).every((h) => h.snippet.includes(PHRASE.join(" ")));
@@ -198,8 +202,5 @@ async function benchDatabase(
 }
 
 /** search_history's cost at 100,000 events in one conversation, per database and query kind. */
-export async function searchBenchmark(options: DatabaseBenchOptions): Promise<BenchRow[]> {
-  const rows: BenchRow[] = [];
-  for (const database of options.databases) rows.push(...(await benchDatabase(database, options)));
-  return rows;
-}
+export const searchBenchmark = (options: DatabaseBenchOptions): Promise<BenchRow[]> =>
+  onEachDatabase(options, benchDatabase);

@@ -17,7 +17,14 @@ import { explainDatabaseFailure, openExplained } from "./db/open-failures.js";
 import type { Logger } from "./logger.js";
 import { instrumentAgent, instrumentModel, observeHooks } from "./metrics/instrument.js";
 import { createMetrics } from "./metrics/metrics.js";
+import { createConsolidation } from "./recall/consolidation.js";
+import { createForgetting } from "./recall/forgetting.js";
+import { createMeaning, forgetEmbeddings } from "./recall/meaning.js";
+import { createProfiles, profileInstruction } from "./recall/profile.js";
+import { createProfileTools } from "./recall/profile-tools.js";
+import { createRecall } from "./recall/recall.js";
 import { createSharedLimit } from "./retry/shared-limit.js";
+import { scopeName } from "./scope/recall-scope.js";
 import { sortWorkspaceAtStart } from "./scope/workspace-migration.js";
 import { createWorkspaces } from "./scope/workspaces.js";
 import { type NewAttachment, putAttachment, readAttachments } from "./session/attachments.js";
@@ -69,6 +76,7 @@ export async function createApp(
   });
   const workspaces = createWorkspaces(config.workspaceDir);
   const store = createSessionStore({ db: handle.db, logger });
+  const profiles = createProfiles({ db: handle.db });
   const hooks = new AgentHooks((name, error) =>
     logger.error({ err: error, hook: name }, "a hook listener failed"),
   );
@@ -87,6 +95,25 @@ export async function createApp(
     ...overrides.gemini,
   });
   const model = instrumentModel(overrides.wrapModel?.(gemini) ?? gemini, metrics);
+  const meaning = await createMeaning({
+    config,
+    database: handle,
+    limit: geminiLimit,
+    logger,
+    metrics,
+  });
+  const recall = createRecall({
+    db: handle.db,
+    loadContext: store.loadContext,
+    ...(meaning ? { meaning } : {}),
+    logger,
+  });
+  const forgetting = createForgetting({
+    db: handle.db,
+    profiles,
+    keyword: recall.keyword,
+    onForgotten: (ids) => forgetEmbeddings(handle.db, ids),
+  });
   if (config.enableShellTool) {
     logger.warn(
       "ENABLE_SHELL_TOOL is on: run_command gives the model a shell with this process's rights, so it can read the bot's token and API key (from /proc), the database and the memory files; run the bot as a user, or in a container, that holds nothing else",
@@ -112,10 +139,13 @@ export async function createApp(
       workspaces,
       memoryDir: config.memoryDir,
       enableShell: config.enableShellTool,
-      search: (chatId, query, options) => store.search(chatId, query, options),
+      search: recall.search,
       saveFile: attachments.save,
       timeZone: config.timeZone,
-      extra: createTaskTools({ tasks, timeZone: config.timeZone, now: Date.now }),
+      extra: [
+        ...createTaskTools({ tasks, timeZone: config.timeZone, now: Date.now }),
+        ...createProfileTools({ profiles }),
+      ],
     }),
   );
   const media = createMediaSource({
@@ -154,6 +184,14 @@ export async function createApp(
       model: config.geminiCompactionModel,
       memoryDir: config.memoryDir,
     },
+    afterSummary: createConsolidation({
+      profiles,
+      model,
+      logger,
+      settings: { model: config.geminiCompactionModel },
+      onUsage: (chatId, usage) =>
+        hooks.emit("modelCall", { chatId, model: config.geminiCompactionModel, usage }),
+    }),
   });
   const agent = instrumentAgent(
     createAgent({
@@ -172,6 +210,7 @@ export async function createApp(
         builtinTools: config.geminiBuiltinTools,
       },
       timeZone: config.timeZone,
+      scopeInstruction: async (scope) => profileInstruction(await profiles.list(scopeName(scope))),
     }),
     metrics,
   );
@@ -187,6 +226,11 @@ export async function createApp(
     logger,
     database: handle,
     store,
+    recall,
+    profiles,
+    forgetting,
+    /** The background embedding of what recall finds by meaning; undefined when it is off. */
+    embeddingWorker: meaning?.worker,
     hooks,
     agent,
     compactor,

@@ -14,6 +14,8 @@ const DEFAULT_BUILTIN_TOOLS = "google_search,url_context";
 /** docs/models.md says why these two. */
 export const DEFAULT_MODEL = "gemini-3.8-flash";
 export const DEFAULT_COMPACTION_MODEL = "gemini-3.5-flash-lite";
+/** Gemini's current embedding model (ai.google.dev/gemini-api/docs/models/gemini-embedding-001). */
+export const DEFAULT_EMBEDDING_MODEL = "gemini-embedding-001";
 
 /** Unset ⇒ the default; set but empty ⇒ none (unlike other settings, where empty means default). */
 const builtinTools = z
@@ -169,6 +171,11 @@ const envSchema = (requireTelegram: boolean) =>
     // Summaries and transcripts read much and write little: Flash-Lite does them for less.
     GEMINI_COMPACTION_MODEL: text(DEFAULT_COMPACTION_MODEL),
     GEMINI_BUILTIN_TOOLS: builtinTools,
+    // Unset: the default; set but empty: recall by meaning is off.
+    GEMINI_EMBEDDING_MODEL: z
+      .string()
+      .optional()
+      .transform((value) => (value === undefined ? DEFAULT_EMBEDDING_MODEL : value.trim())),
     GEMINI_THINKING_LEVEL: z
       .string()
       .optional()
@@ -249,6 +256,8 @@ const configSchema = (requireTelegram: boolean) =>
     geminiThinkingLevel: e.GEMINI_THINKING_LEVEL,
     /** Gemini's server-side tools offered beside Koroku's own functions. */
     geminiBuiltinTools: e.GEMINI_BUILTIN_TOOLS,
+    /** Recall by meaning; undefined: off. */
+    geminiEmbeddingModel: e.GEMINI_EMBEDDING_MODEL || undefined,
     geminiBaseUrl: e.GEMINI_BASE_URL,
     telegramApiRoot: e.TELEGRAM_API_ROOT ?? "https://api.telegram.org",
     database: e.DATABASE_URL,

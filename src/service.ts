@@ -13,6 +13,7 @@ import { Dispatcher } from "./queue/dispatcher.js";
 import { ALBUM_SETTLE_MS, createInbox, type Lease } from "./queue/inbox.js";
 import { startInboxPruner } from "./queue/inbox-pruner.js";
 import { listenForStops, replicaStopper } from "./queue/replica-stops.js";
+import { scopeKeyOf } from "./recall/area.js";
 import { scopeOfKey } from "./scope/recall-scope.js";
 import { moveMemory } from "./session/memory-files.js";
 import { StartupError } from "./startup-error.js";
@@ -185,6 +186,7 @@ export async function startService(
       // A basic group has no topics: the new key is the supergroup's chat id.
       tasks: await app.tasks.move(from, { conversation: to, chatId: Number(to) }),
       workspaceFiles: await app.workspaces.move(scopeOfKey(from), scopeOfKey(to)),
+      profileEntries: await app.profiles.moveScope(scopeKeyOf(from), scopeKeyOf(to)),
     }),
     tasks: app.tasks,
     compact: (chatId, guard) => app.compactor.compact(chatId, { guard }),
@@ -203,6 +205,7 @@ export async function startService(
       transcribe: (conversation) => app.transcriber.transcribePending(conversation),
     },
     usage: app.usage,
+    memory: { profiles: app.profiles, forgetting: app.forgetting },
     richMessages: config.richMessages,
     courier,
   });
@@ -348,6 +351,8 @@ export async function startService(
     onQueued: () => dispatcher.announce(),
     now: clock?.now,
   });
+  // Embeds new events, and the history from before, for recall by meaning; replicas share it.
+  app.embeddingWorker?.start();
   const pruner = startInboxPruner({
     inbox,
     retentionMs: config.inboxRetentionDays * 24 * 60 * 60 * 1000,
@@ -380,6 +385,7 @@ export async function startService(
       server.closeIdleConnections();
       await polling?.stop();
       await scheduler.stop();
+      await app.embeddingWorker?.stop();
       const drained = await dispatcher.stop(SHUTDOWN_WAIT_MS);
       if (!drained)
         logger.warn("some turns were still running; they will run again after the restart");

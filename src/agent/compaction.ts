@@ -31,6 +31,8 @@ export type CompactorDeps = {
   logger: Logger;
   settings: CompactionLimits & { model: string; memoryDir: string };
   now?: () => Date;
+  /** Runs after a summary was stored (the profile's consolidation); never throws. */
+  afterSummary?(chatId: string, summary: string): Promise<void>;
 };
 
 type CompactOptions = {
@@ -138,6 +140,7 @@ export function createCompactor(deps: CompactorDeps): Compactor & {
     await appendMemory({ memoryDir: settings.memoryDir, chatId, at: now(), text: summary }).catch(
       (error) => log.error({ err: error }, "could not append the summary to the memory file"),
     );
+    if (text) await deps.afterSummary?.(chatId, text);
     const compacted: ChatContext = { summary: stored, events: plan.keep };
     const after = contextSize(compacted);
     const durationMs = Math.round((performance.now() - started) * 100) / 100;

@@ -1,6 +1,6 @@
 import type { BuiltinTool, ThinkingLevel } from "../config.js";
 import type { Logger } from "../logger.js";
-import { type ChatType, chatTypeOfKey, scopeOf } from "../scope/recall-scope.js";
+import { type ChatType, chatTypeOfKey, type RecallScope, scopeOf } from "../scope/recall-scope.js";
 import type { NewAttachment, StoredAttachment } from "../session/attachments.js";
 import {
   type EventPart,
@@ -101,6 +101,11 @@ export type AgentDeps = {
   compactor?: Compactor;
   /** IANA zone of the system instruction and of the stamps on the user's messages. */
   timeZone?: string;
+  /**
+   * What the system instruction adds for the conversation's recall scope (its profile): the
+   * same text while the profile stays the same, so the cached prefix holds.
+   */
+  scopeInstruction?(scope: RecallScope): Promise<string>;
 };
 
 export type TurnInput = {
@@ -381,7 +386,7 @@ export function createAgent(deps: AgentDeps) {
       // even once the budget is spent, when the model is only forbidden to call them.
       const request = {
         model: settings.model,
-        systemInstruction: instruction,
+        systemInstruction: instruction + ((await deps.scopeInstruction?.(scope)) ?? ""),
         contents: contentsFor(context, media.toGemini, options),
         tools: tools.declarations(),
         ...(offerTools ? {} : { functionCalling: "none" as const }),

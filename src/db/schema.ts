@@ -8,6 +8,11 @@ import type { ColumnType, Generated, Insertable, Selectable } from "kysely";
 export interface MessagesTable {
   id: Generated<number>;
   chat_id: string;
+  /**
+   * The recall scope of the conversation (src/recall/area.ts's scopeKeyOf): what search_history
+   * looks through together.
+   */
+  scope: string;
   kind: "session" | "compaction";
   /** 'user' | 'model' for session events, null for compactions. */
   role: string | null;
@@ -24,7 +29,7 @@ export interface MessagesTable {
   /**
    * Plain text of the event (src/session/event-text.ts), which search_history finds and quotes.
    * Indexed by the database: SQLite's FTS5 table messages_fts, PostgreSQL's generated
-   * `search_tsv` column (neither is typed here: only src/session/search.ts reads them, in SQL).
+   * `search_tsv` column (neither is typed here: only src/recall/keyword-search.ts reads them, in SQL).
    */
   search_text: string;
   /** The Telegram update this event answers, when it came from one. */
@@ -33,6 +38,8 @@ export interface MessagesTable {
   covers_from_id: number | null;
   covers_to_id: number | null;
   created_at: string;
+  /** When a confirmed /forget hid this event from recall; the row stays (src/recall/forgetting.ts). */
+  forgotten_at: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export type InboxStatus = "pending" | "running" | "done" | "failed";
@@ -175,6 +182,52 @@ export interface GeminiFilesTable {
   created_at: string;
 }
 
+/** One durable fact of a recall scope's profile (src/recall/profile.ts). */
+export interface ProfileEntriesTable {
+  id: Generated<number>;
+  /** scopeName() of the recall scope. */
+  scope: string;
+  fact: string;
+  created_at: string;
+}
+
+/** A /forget waiting for its confirmation button (src/recall/forgetting.ts). */
+export interface ForgetRequestsTable {
+  id: Generated<number>;
+  scope: string;
+  words: string;
+  created_at: string;
+  done_at: string | null;
+}
+
+/** An event waiting to be embedded (src/recall/embedding-queue.ts). */
+export interface EmbeddingQueueTable {
+  message_id: number;
+  /** Epoch ms until which `claimed_by` holds the item; null while it waits. */
+  lease_until: number | null;
+  claimed_by: string | null;
+  attempts: ColumnType<number, number | undefined, number>;
+}
+
+/** How far the embedding queue has taken in `messages` (row `cursor`). */
+export interface EmbeddingProgressTable {
+  name: string;
+  last_id: number;
+}
+
+/**
+ * One vector per chunk of an event: float32 little-endian bytes on SQLite, `real[]` on
+ * PostgreSQL (src/recall/vector-search.ts reads both).
+ */
+export interface EmbeddingsTable {
+  id: Generated<number>;
+  message_id: number;
+  scope: string;
+  chunk: number;
+  model: string;
+  embedding: Buffer | number[];
+}
+
 export interface Database {
   messages: MessagesTable;
   inbox: InboxTable;
@@ -185,6 +238,11 @@ export interface Database {
   task_runs: TaskRunsTable;
   model_usage: ModelUsageTable;
   gemini_files: GeminiFilesTable;
+  profile_entries: ProfileEntriesTable;
+  forget_requests: ForgetRequestsTable;
+  embedding_queue: EmbeddingQueueTable;
+  embedding_progress: EmbeddingProgressTable;
+  embeddings: EmbeddingsTable;
 }
 
 export type MessageRow = Selectable<MessagesTable>;

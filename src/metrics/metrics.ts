@@ -85,6 +85,20 @@ export function createMetrics() {
       this.set((geminiClosedForMs?.() ?? 0) / 1000);
     },
   });
+  const embedded = new Counter({
+    name: "koroku_embedded_events_total",
+    help: "Events embedded for recall by meaning (the backfill of older history included)",
+    registers,
+  });
+  let readEmbeddingBacklog: (() => Promise<number>) | undefined;
+  new Gauge({
+    name: "koroku_embedding_backlog",
+    help: "Events still to embed for recall by meaning (0 once the backfill is done)",
+    registers,
+    async collect() {
+      this.set((await readEmbeddingBacklog?.().catch(() => 0)) ?? 0);
+    },
+  });
   const databaseErrors = new Counter({
     name: "koroku_database_errors_total",
     help: "Database queries that failed",
@@ -155,6 +169,13 @@ export function createMetrics() {
       geminiRateLimited.inc();
     },
     /** Where to read how long Gemini calls are held back; read at each scrape. */
+    embedded(events: number) {
+      embedded.inc(events);
+    },
+    /** The embedding queue tells what is left; read at each scrape. */
+    watchEmbeddingBacklog(read: () => Promise<number>) {
+      readEmbeddingBacklog = read;
+    },
     watchGeminiLimit(closedForMs: () => number) {
       geminiClosedForMs = closedForMs;
     },

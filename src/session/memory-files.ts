@@ -81,6 +81,19 @@ function isNotFound(error: unknown): boolean {
   return error instanceof Error && "code" in error && error.code === "ENOENT";
 }
 
+/** The conversations that have a memory folder. */
+export async function listMemoryConversations(memoryDir: string): Promise<string[]> {
+  try {
+    const entries = await readdir(memoryDir, { withFileTypes: true });
+    return entries
+      .filter((e) => e.isDirectory() && CHAT_ID_PATTERN.test(e.name))
+      .map((e) => e.name);
+  } catch (error) {
+    if (isNotFound(error)) return [];
+    throw error;
+  }
+}
+
 /** Dates (dd-mm-yyyy) that have a memory file for this chat, oldest first. */
 export async function listMemoryDates(memoryDir: string, chatId: string): Promise<string[]> {
   let names: string[];

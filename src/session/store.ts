@@ -1,6 +1,7 @@
 import type { Kysely } from "kysely";
 import type { Database, MessageRow, NewMessageRow } from "../db/schema.js";
 import type { Logger } from "../logger.js";
+import { scopeKeyOf } from "../recall/area.js";
 import { moveChatAttachments, removeChatAttachments } from "./attachments.js";
 import {
   type CacheEntry,
@@ -17,7 +18,6 @@ import {
   parseStoredEvent,
   type SessionEvent,
 } from "./events.js";
-import { createHistorySearch } from "./search.js";
 
 /**
  * The most bytes one stored event may take (its JSON). Every event is loaded with its
@@ -184,6 +184,7 @@ export function createSessionStore(deps: {
     const text = eventText(event);
     return {
       chat_id: chatId,
+      scope: scopeKeyOf(chatId),
       kind: event.event_type === "compaction" ? "compaction" : "session",
       role: event.event_type === "session" ? event.role : null,
       event_json: json,
@@ -427,7 +428,7 @@ export function createSessionStore(deps: {
     const result = await db.transaction().execute(async (trx) => {
       const moved = await trx
         .updateTable("messages")
-        .set({ chat_id: to })
+        .set({ chat_id: to, scope: scopeKeyOf(to) })
         .where("chat_id", "=", from)
         .executeTakeFirst();
       await moveChatAttachments(trx, from, to);
@@ -476,7 +477,6 @@ export function createSessionStore(deps: {
     append,
     appendCompaction,
     lastTurns,
-    search: createHistorySearch({ db }),
     clear,
     move,
     rewrite,

@@ -19,6 +19,7 @@ import { createDelivery } from "./delivery.js";
 import { createFileDownloader } from "./files.js";
 import { grammyFetch } from "./grammy-fetch.js";
 import { createLivePacer } from "./live-answer.js";
+import { type MemoryCommandDeps, memoryComposer } from "./memory-command.js";
 import { logNetworkFailures } from "./network-failures.js";
 import { type PendingTopicNames, topicNamingComposer } from "./new-topics.js";
 import { createRunningAnswers, type RunningAnswers } from "./running-answers.js";
@@ -51,6 +52,8 @@ export type BotDeps = {
   botInfo?: UserFromGetMe;
   /** Tokens per conversation, for /usage. */
   usage: UsageStore;
+  /** The profiles and forgetting, for /memory and /forget. */
+  memory: Pick<MemoryCommandDeps, "profiles" | "forgetting">;
   /** Told of every failed attempt of an API call: Telegram's error code, or "network". */
   onApiError?: (method: string, code: string) => void;
   /** How answers show while they are written. */
@@ -131,6 +134,7 @@ export function createBot(deps: BotDeps) {
   );
   bot.use(tasksComposer({ tasks: deps.tasks, delivery, leaseOf: deps.leaseOf }));
   bot.use(usageComposer({ usage: deps.usage, delivery }));
+  bot.use(memoryComposer({ ...deps.memory, delivery, leaseOf: deps.leaseOf }));
   bot.use(topicNamingComposer({ pending: deps.pendingTopicNames, logger: deps.logger }));
   bot.use(
     conversationComposer({

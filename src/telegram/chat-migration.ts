@@ -5,7 +5,13 @@ import { conversationKey } from "../scope/conversation-key.js";
 export type MoveConversation = (
   from: string,
   to: string,
-) => Promise<{ events: number; memoryFiles: number; tasks: number; workspaceFiles: number }>;
+) => Promise<{
+  events: number;
+  memoryFiles: number;
+  tasks: number;
+  workspaceFiles: number;
+  profileEntries: number;
+}>;
 
 /**
  * A group that becomes a supergroup gets a new chat id; its conversation follows it. Telegram

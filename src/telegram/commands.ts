@@ -2,6 +2,7 @@ import { Composer, type Context } from "grammy";
 import { type CompactionOutcome, compactionNotice } from "../agent/compaction.js";
 import type { Logger } from "../logger.js";
 import type { Lease } from "../queue/inbox.js";
+import { startFresh } from "../recall/fresh-start.js";
 import { escapeHtml } from "../render/markdown-html.js";
 import { conversationKey } from "../scope/conversation-key.js";
 import type { CompactionLimits } from "../session/compaction-plan.js";
@@ -25,7 +26,8 @@ export const COMMANDS = [
   { command: "clear", description: "Wipe this conversation (memory files stay)" },
   {
     command: "new",
-    description: "Start a fresh conversation (a new topic where there are topics)",
+    description:
+      "Start a fresh conversation that can still recall (a new topic where there are topics)",
   },
   { command: "history", description: "Replay the last n turns: /history 5" },
   { command: "status", description: "Model, context size and compaction budget" },
@@ -33,6 +35,11 @@ export const COMMANDS = [
   { command: "stop", description: "Stop the answer being written" },
   { command: "tasks", description: "Scheduled tasks and reminders, to cancel one" },
   { command: "usage", description: "Tokens and estimated cost, today and this month" },
+  { command: "memory", description: "What I remember about you, to delete entries" },
+  {
+    command: "forget",
+    description: "Forget facts and hide messages with these words: /forget words",
+  },
 ] as const;
 
 const MAX_LINE_CHARS = 1_500;
@@ -104,6 +111,11 @@ export type CommandDeps = {
 const clearedHtml = (removed: number, tasks: number) =>
   `🧹 Cleared this conversation (${removed} stored event${removed === 1 ? "" : "s"}). The memory files with earlier summaries are kept.${tasks > 0 ? ` Its ${tasks} scheduled task${tasks === 1 ? " was" : "s were"} cancelled.` : ""}`;
 
+const freshHtml = (left: number) =>
+  left === 0
+    ? "🆕 This conversation is fresh already."
+    : `🆕 A fresh conversation starts here: the ${left} earlier event${left === 1 ? " is" : "s are"} out of my context, yet I can still recall them when you ask. /clear wipes them instead.`;
+
 /** The slash commands: answered from the database, without a model call (except /compact). */
 export function commandsComposer(deps: CommandDeps): Composer<Context> {
   const { store, delivery, settings } = deps;
@@ -143,12 +155,14 @@ export function commandsComposer(deps: CommandDeps): Composer<Context> {
     await reply(ctx, await clear(ctx));
   });
 
-  // A new topic where the chat has topics and the bot may open one; elsewhere, what /clear does.
+  // A new topic where the chat has topics and the bot may open one; elsewhere a fresh context in
+  // this conversation. Either way the history stays for recall.
   composer.command("new", async (ctx) => {
     await stillHeld(ctx)();
     const threadId = await openTopic(ctx, deps.logger);
     if (threadId === undefined) {
-      await reply(ctx, await clear(ctx));
+      const left = await startFresh(store, conversationKeyOf(ctx.msg));
+      await reply(ctx, freshHtml(left));
       return;
     }
     await deps.pendingTopicNames.remember(conversationKey({ chatId: ctx.chat.id, threadId }));

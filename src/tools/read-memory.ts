@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { listMemoryDates, MEMORY_DATE_PATTERN, readMemory } from "../session/memory-files.js";
+import { scopeMemory } from "../recall/scope-memory.js";
+import { MEMORY_DATE_PATTERN } from "../session/memory-files.js";
 import { defineTool } from "./registry.js";
 
 export const READ_MEMORY_MAX_CHARS = 64 * 1024;
@@ -23,15 +24,14 @@ function keepEnd(content: string, maxChars: number): string {
 }
 
 async function readRecent(
-  memoryDir: string,
-  chatId: string,
+  memory: ReturnType<typeof scopeMemory>,
   datesNewestFirst: string[],
   maxChars: number,
 ): Promise<{ files: MemoryFile[]; truncated: boolean }> {
   const files: MemoryFile[] = [];
   let room = maxChars;
   for (const date of datesNewestFirst) {
-    const content = (await readMemory(memoryDir, chatId, date)) ?? "";
+    const content = (await memory.read(date)) ?? "";
     if (content.length > room) {
       if (room > 0) files.push({ date, content: keepEnd(content, room) });
       return { files, truncated: true };
@@ -47,14 +47,16 @@ export function createReadMemoryTool(deps: { memoryDir: string; maxChars?: numbe
   return defineTool({
     name: "read_memory",
     description:
-      "Reads this chat's memory: summaries of earlier conversation, one file per day. With a " +
+      "Reads this chat's memory: summaries of earlier conversation, one file per day, with " +
+      "those of the same person's other private conversations (or the same group's). With a " +
       "date (dd-mm-yyyy) reads that day; without, lists the days and returns the most recent " +
       `memories, newest first, up to ${maxChars} characters.`,
     schema,
     async run(args, ctx) {
-      const dates = (await listMemoryDates(deps.memoryDir, ctx.chatId)).reverse();
+      const memory = scopeMemory(deps.memoryDir, ctx);
+      const dates = (await memory.dates()).reverse();
       if (args.date !== undefined) {
-        const content = await readMemory(deps.memoryDir, ctx.chatId, args.date);
+        const content = await memory.read(args.date);
         if (content === null) {
           const available = dates.length > 0 ? dates.join(", ") : "none yet";
           throw new Error(`no memory for ${args.date}; days with memory: ${available}`);
@@ -65,7 +67,7 @@ export function createReadMemoryTool(deps: { memoryDir: string; maxChars?: numbe
       if (dates.length === 0) {
         return { dates, files: [], note: "There is no memory for this chat yet." };
       }
-      return { dates, ...(await readRecent(deps.memoryDir, ctx.chatId, dates, maxChars)) };
+      return { dates, ...(await readRecent(memory, dates, maxChars)) };
     },
   });
 }

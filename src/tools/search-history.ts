@@ -1,11 +1,12 @@
 import { z } from "zod";
+import type { SearchHit, SearchOptions } from "../recall/keyword-search.js";
+import type { Asking } from "../recall/recall.js";
 import { SEARCH_HISTORY_TOOL } from "../session/event-text.js";
-import type { SearchHit, SearchOptions } from "../session/search.js";
 import { defineTool } from "./registry.js";
 
-/** Full-text search over one conversation's stored history; the session store provides it. */
+/** Search over what the asking conversation may recall (src/recall/ provides it). */
 export type SearchHistory = (
-  chatId: string,
+  asking: Asking,
   query: string,
   options: SearchOptions,
 ) => Promise<SearchHit[]>;
@@ -60,13 +61,15 @@ export function createSearchHistoryTool(deps: { search: SearchHistory }) {
   return defineTool({
     name: SEARCH_HISTORY_TOOL,
     description:
-      "Ranked full-text search over this conversation's whole stored history, including parts " +
-      "already compacted into summaries, tool calls and results. Best matches first (an exact " +
-      "phrase above scattered words), newer first among equals; each with its id, time, role and " +
-      "a short snippet around the hit.",
+      "Ranked full-text search over everything stored that this chat may recall: its own earlier " +
+      "history beyond what you see now, including parts compacted into summaries, tool calls and " +
+      "results, and the other conversations of the same person in private (other topics, " +
+      "before /new), or of the same group. Best matches first (an exact phrase above scattered " +
+      "words), newer first among equals; each with its id, time, role and a short snippet " +
+      "around the hit.",
     schema,
     async run(args, ctx) {
-      const found = await deps.search(ctx.chatId, args.query, {
+      const found = await deps.search({ chatId: ctx.chatId, scope: ctx.scope }, args.query, {
         limit: args.limit ?? 10,
         since: args.since,
         until: args.until,

@@ -17,6 +17,7 @@ import {
   thought,
 } from "../fakes/gemini.js";
 import { CHAT_MODEL, type Harness, SUMMARY_MODEL, startHarness } from "../helpers/harness.js";
+import { scopeSearch } from "../helpers/search.js";
 
 const chatRequests = (h: Harness) => h.fake.requests.filter((r) => r.model === CHAT_MODEL);
 const summaryRequests = (h: Harness) => h.fake.requests.filter((r) => r.model === SUMMARY_MODEL);
@@ -180,7 +181,7 @@ describe("compaction through the agent", () => {
     expect(lines).toContain("You: zebra one");
     expect(lines).toContain("[Summary of earlier conversation] They talked about zebras.");
     // Words are not stemmed: a prefix finds "zebras" too.
-    const hits = await h.app.store.search("c1", "zebra*", { limit: 10 });
+    const hits = await scopeSearch(h.app.database.db)("c1", "zebra*", { limit: 10 });
     expect(hits.map((x) => x.role).sort()).toEqual(["model", "summary", "user"]);
   });
 

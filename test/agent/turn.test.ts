@@ -62,6 +62,8 @@ describe("agent turn loop", () => {
       "schedule_task",
       "list_tasks",
       "cancel_task",
+      "remember",
+      "forget",
     ]);
     const context = await h.app.store.loadContext("c1");
     expect(context.events.map((e) => e.event.role)).toEqual(["user", "model"]);

@@ -156,14 +156,17 @@ describe("conversations end to end: topics are conversations of their own", () =
     expect(w.telegram.topicsOf(u).get(threadId)).toBe("plan a trip to Kyoto in spring");
   });
 
-  it("/new clears the conversation where the bot may not open topics, or there are none", async () => {
+  it("/new starts a fresh context where the bot may not open topics, or there are none", async () => {
     for (const chatId of [FORUM_WITHOUT_RIGHTS, GROUP]) {
       const forum = chatId === FORUM_WITHOUT_RIGHTS;
       await w.say(`${MENTION} remember this`, { chatId, forum });
       await waitForText(chatId, (t) => t.includes("remember this"));
       await w.say("/new", { chatId, forum });
-      const cleared = await waitForText(chatId, (t) => t.startsWith("🧹"));
-      expect(cleared.plain_text).toContain("2 stored events");
+      const fresh = await waitForText(chatId, (t) => t.startsWith("🆕 A fresh conversation"));
+      expect(fresh.plain_text).toContain("the 2 earlier events are out of my context");
+      await w.say(`${MENTION} what now`, { chatId, forum });
+      await waitForText(chatId, (t) => t.includes("what now"));
+      expect(contextOf(await requestFor("what now"))).not.toContain("remember this");
     }
     const refused = w.telegram.calls.filter(
       (c) => c.method === "createForumTopic" && !c.response?.ok,

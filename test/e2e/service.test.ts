@@ -42,6 +42,8 @@ describe("Telegram service end to end (webhook mode, SQLite)", () => {
       "stop",
       "tasks",
       "usage",
+      "memory",
+      "forget",
     ]);
     expect(w.telegram.webhook).toMatchObject({
       url: "https://koroku.test/telegram/webhook",

@@ -15,6 +15,7 @@ import type { AddressInfo } from "node:net";
 import { setTimeout as delay } from "node:timers/promises";
 import type { Part } from "@google/genai";
 import { createImplicitCache, promptText, tokensOfText } from "./gemini-cache.js";
+import { answerEmbedding, EMBED_PATH } from "./gemini-embeddings.js";
 import { FakeFiles, type FileProblem, type FilesOptions } from "./gemini-files.js";
 import {
   type ErrorStep,
@@ -34,6 +35,8 @@ export * from "./gemini-steps.js";
 export * from "./gemini-unprocessable.js";
 export { type IssuedCall, SKIP_SIGNATURE } from "./gemini-validation.js";
 
+export type EmbeddingCall = { model: string; method: string; body: unknown };
+
 export interface Rejection {
   status: number;
   /** Gemini's status name when it is not the usual one for `status` (FAILED_PRECONDITION). */
@@ -46,6 +49,8 @@ export interface Rejection {
 
 export interface FakeGemini {
   readonly baseUrl: string;
+  /** Every embedContent or batchEmbedContents request answered. */
+  readonly embeddings: EmbeddingCall[];
   /** Every generateContent request whose body parsed as JSON, refused ones included. */
   readonly requests: RecordedRequest[];
   /** Requests the fake's validation refused (not scripted errors). */
@@ -222,6 +227,7 @@ function keyProblem(
 
 export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<FakeGemini> {
   const requests: RecordedRequest[] = [];
+  const embeddings: EmbeddingCall[] = [];
   const rejections: Rejection[] = [];
   const issued: IssuedCall[] = [];
   const bySignature = new Map<string, IssuedCall>();
@@ -392,9 +398,25 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
       const denied = keyProblem(typeof apiKey === "string" ? apiKey : undefined, options.apiKey);
       return files.handle(req, res, url, denied, (problem) => refuseFile(res, problem));
     }
+    const embedding = req.method === "POST" ? EMBED_PATH.exec(path) : null;
+    if (embedding?.[2] && embedding[3]) {
+      const parsed = await readJson(req);
+      const apiKey = req.headers["x-goog-api-key"];
+      const denied = keyProblem(typeof apiKey === "string" ? apiKey : undefined, options.apiKey);
+      if (denied) return refuse(res, denied);
+      const model = decodeURIComponent(embedding[2]);
+      const answer = answerEmbedding(
+        embedding[3] as "embedContent" | "batchEmbedContents",
+        model,
+        parsed?.json,
+      );
+      if ("problem" in answer) return refuse(res, { status: 400, message: answer.problem });
+      embeddings.push({ model, method: embedding[3], body: parsed?.json });
+      return sendJson(res, 200, answer.body);
+    }
     const match = req.method === "POST" ? GENERATE_PATH.exec(path) : null;
     if (!match?.[1] || !match[2]) {
-      const message = `The fake Gemini serves only POST /{v1,v1beta,v1alpha}/models/{model}:generateContent or :streamGenerateContent and the Files API (upload, get), not ${req.method} ${path}.`;
+      const message = `The fake Gemini serves only POST /{v1,v1beta,v1alpha}/models/{model}:generateContent, :streamGenerateContent, :embedContent or :batchEmbedContents and the Files API (upload, get), not ${req.method} ${path}.`;
       return refuse(res, { status: 404, message });
     }
     const stream = match[3] === "streamGenerateContent";
@@ -461,6 +483,7 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
     baseUrl,
     files,
     requests,
+    embeddings,
     rejections,
     get lastError() {
       return rejections.at(-1);

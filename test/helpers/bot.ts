@@ -21,7 +21,14 @@ export function botOnHarness(
     store: h.app.store,
     pendingTopicNames: createPendingTopicNames({ db: h.app.database.db }),
     usage: h.app.usage,
-    moveConversation: async () => ({ events: 0, memoryFiles: 0, tasks: 0, workspaceFiles: 0 }),
+    memory: { profiles: h.app.profiles, forgetting: h.app.forgetting },
+    moveConversation: async () => ({
+      events: 0,
+      memoryFiles: 0,
+      tasks: 0,
+      workspaceFiles: 0,
+      profileEntries: 0,
+    }),
     tasks: h.app.tasks,
     compact: (chatId, guard) => h.app.compactor.compact(chatId, { guard }),
     logger: h.app.logger,
@@ -58,6 +65,25 @@ export async function runPrivateMessage(
   await bot.handleUpdate(update).catch((error: unknown) => {
     throw error instanceof BotError ? error.error : error;
   });
+}
+
+/** The update Telegram sends when `userId` presses an inline button of `message`. */
+export function buttonPress(
+  updateId: number,
+  userId: number,
+  message: Message,
+  data: string,
+): Update {
+  return {
+    update_id: updateId,
+    callback_query: {
+      id: `q${updateId}`,
+      from: { id: userId, is_bot: false, first_name: "Test User" },
+      message,
+      chat_instance: "ci",
+      data,
+    },
+  };
 }
 
 /** A harness, a fake Telegram and the real bot on them (see botPerFile). */

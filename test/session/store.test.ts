@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
 import { migrateToLatest } from "../../src/db/migrate.js";
+import { scopeKeyOf } from "../../src/recall/area.js";
 import type { CompactionEvent, SessionEvent } from "../../src/session/events.js";
 import {
   contextTokens,
@@ -11,6 +12,7 @@ import {
 } from "../../src/session/store.js";
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../helpers/databases.js";
 import { captureLogger } from "../helpers/logs.js";
+import { scopeSearch } from "../helpers/search.js";
 
 const user = (text: string): SessionEvent => ({
   v: 1,
@@ -47,6 +49,7 @@ describe.each(DATABASE_KINDS)("session store on %s", (kind) => {
   let testDb: TestDatabase;
   let handle: DatabaseHandle;
   let store: SessionStore;
+  let search: ReturnType<typeof scopeSearch>;
   const { logger, lines } = captureLogger();
   let chatSeq = 0;
   const newChat = () => `chat-${++chatSeq}`;
@@ -56,6 +59,7 @@ describe.each(DATABASE_KINDS)("session store on %s", (kind) => {
     handle = openDatabase(testDb.target);
     await migrateToLatest(handle.db, logger);
     store = createSessionStore({ db: handle.db, logger });
+    search = scopeSearch(handle.db);
   });
   afterAll(async () => {
     // Set up only when the database could be reached.
@@ -214,14 +218,15 @@ describe.each(DATABASE_KINDS)("session store on %s", (kind) => {
   });
 
   it("keeps chats isolated in context, history and search", async () => {
-    const a = newChat();
-    const b = newChat();
+    // Two users' private chats: two recall scopes.
+    const a = "9101";
+    const b = "9102";
     await store.append(a, [{ event: user("secret banana plan") }]);
     await store.append(b, [{ event: user("apple") }]);
     expect((await store.loadContext(b)).events.map((e) => e.event)).toEqual([user("apple")]);
-    expect(await store.search(b, "banana", { limit: 10 })).toEqual([]);
+    expect(await search(b, "banana", { limit: 10 })).toEqual([]);
     expect((await store.lastTurns(b, 10)).map((e) => e.event)).toEqual([user("apple")]);
-    expect((await store.search(a, "BANANA plan", { limit: 10 })).map((h) => h.snippet)).toEqual([
+    expect((await search(a, "BANANA plan", { limit: 10 })).map((h) => h.snippet)).toEqual([
       "secret banana plan",
     ]);
   });
@@ -253,12 +258,12 @@ describe.each(DATABASE_KINDS)("session store on %s", (kind) => {
       coversFromId: old[0]?.id as number,
       coversToId: old[2]?.id as number,
     });
-    const hits = await store.search(chat, "zebra", { limit: 10 });
+    const hits = await search(chat, "zebra", { limit: 10 });
     expect(hits.map((h) => h.role).sort()).toEqual(["model", "summary", "user"]);
     expect(hits.find((h) => h.role === "model")?.snippet).toContain("notes/zebra.txt");
-    expect(await store.search(chat, "zebra 100%", { limit: 10 })).toEqual([]);
-    expect(await store.search(chat, "   ", { limit: 10 })).toEqual([]);
-    expect(await store.search(chat, "zebra", { limit: 1 })).toHaveLength(1);
+    expect(await search(chat, "zebra 100%", { limit: 10 })).toEqual([]);
+    expect(await search(chat, "   ", { limit: 10 })).toEqual([]);
+    expect(await search(chat, "zebra", { limit: 1 })).toHaveLength(1);
   });
 
   it("leaves searches out of what is searched, so a search does not find itself", async () => {
@@ -271,7 +276,7 @@ describe.each(DATABASE_KINDS)("session store on %s", (kind) => {
         toolCalls: 1,
       },
     ]);
-    expect((await store.search(chat, "bike", { limit: 10 })).map((h) => h.snippet)).toEqual([
+    expect((await search(chat, "bike", { limit: 10 })).map((h) => h.snippet)).toEqual([
       "my bike is blue",
     ]);
   });
@@ -295,6 +300,7 @@ describe.each(DATABASE_KINDS)("session store on %s", (kind) => {
       .insertInto("messages")
       .values({
         chat_id: chat,
+        scope: scopeKeyOf(chat),
         kind: "session",
         role: "user",
         event_json: "{not json",
@@ -317,6 +323,7 @@ describe.each(DATABASE_KINDS)("session store on %s", (kind) => {
       .insertInto("messages")
       .values({
         chat_id: chat,
+        scope: scopeKeyOf(chat),
         kind: "session",
         role: "model",
         event_json: JSON.stringify({

@@ -1,10 +1,10 @@
-import type { Message, Update } from "grammy/types";
+import type { Message } from "grammy/types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { NewTask } from "../../src/tasks/store.js";
 import { routeUpdate } from "../../src/telegram/access.js";
 import { COMMANDS } from "../../src/telegram/commands.js";
 import { buildTextUpdate, type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
-import { botOnHarness } from "../helpers/bot.js";
+import { botOnHarness, buttonPress } from "../helpers/bot.js";
 import { CHAT_MODEL, type Harness, startHarness } from "../helpers/harness.js";
 
 const USER = 6160;
@@ -49,16 +49,7 @@ describe("/tasks", () => {
     nextRunAt: Date.parse("2026-12-03T08:00:00Z"),
     ...fields,
   });
-  const press = (message: Message, data: string): Update => ({
-    update_id: ++updateId,
-    callback_query: {
-      id: `q${updateId}`,
-      from: { id: USER, is_bot: false, first_name: "Test User" },
-      message,
-      chat_instance: "ci",
-      data,
-    },
-  });
+  const press = (message: Message, data: string) => buttonPress(++updateId, USER, message, data);
 
   it("is registered with the commands and listed in /help", () => {
     expect(COMMANDS.map((c) => c.command)).toContain("tasks");

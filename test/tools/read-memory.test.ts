@@ -38,6 +38,25 @@ describe("read_memory", () => {
     });
   });
 
+  it("reads the other conversations of its scope, each under its name, never another scope's", async () => {
+    await remember(3, "own");
+    await remember(3, "in a topic", "5:9");
+    await remember(4, "in a group", "-5");
+    await remember(4, "another user's", "55");
+    await remember(4, "the terminal's", "local");
+    expect(outputOf(await read({}))).toEqual({
+      dates: ["03-03-2025"],
+      files: [
+        {
+          date: "03-03-2025",
+          content: "[08:30]: own\n\n### From conversation 5:9\n[08:30]: in a topic\n\n",
+        },
+      ],
+      truncated: false,
+    });
+    expect(errorOf(await read({ date: "04-03-2025" }))).toMatch(/^no memory for 04-03-2025/);
+  });
+
   it("stops at the cap, keeping the newest part of the last file it fits", async () => {
     await remember(1, "old old old");
     await remember(2, "newest");

@@ -1,16 +1,17 @@
 import { describe, expect, it } from "vitest";
-import type { SearchHit, SearchOptions } from "../../src/session/search.js";
+import type { SearchHit, SearchOptions } from "../../src/recall/keyword-search.js";
+import type { Asking } from "../../src/recall/recall.js";
 import { createToolRegistry } from "../../src/tools/registry.js";
 import { createSearchHistoryTool } from "../../src/tools/search-history.js";
 import { toolContext } from "../helpers/tool-context.js";
 import { errorOf, outputOf } from "./temp-dir.js";
 
 function setup(found: SearchHit[]) {
-  const calls: Array<[string, string, SearchOptions]> = [];
+  const calls: Array<[Asking, string, SearchOptions]> = [];
   const registry = createToolRegistry([
     createSearchHistoryTool({
-      search: async (chatId, query, options) => {
-        calls.push([chatId, query, options]);
+      search: async (asking, query, options) => {
+        calls.push([asking, query, options]);
         return found;
       },
     }),
@@ -27,12 +28,14 @@ const match = (snippet: string): SearchHit => ({
 });
 
 describe("search_history", () => {
-  it("searches this conversation with the default limit of 10", async () => {
+  it("searches from this conversation, in its scope, with the default limit of 10", async () => {
     const { calls, search } = setup([match("the bike is fixed")]);
     expect(outputOf(await search({ query: "  bike " }))).toEqual({
       matches: [match("the bike is fixed")],
     });
-    expect(calls).toEqual([["-77:5", "bike", { limit: 10 }]]);
+    expect(calls).toEqual([
+      [{ chatId: "-77:5", scope: { kind: "group", chatId: -77 } }, "bike", { limit: 10 }],
+    ]);
   });
 
   it("passes the limit and the dates, a day's until meaning to its end", async () => {

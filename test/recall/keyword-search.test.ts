@@ -1,23 +1,19 @@
+import type { Kysely } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
 import { createMigrator, migrateToLatest } from "../../src/db/migrate.js";
-import type { SessionEvent } from "../../src/session/events.js";
-import { snippetOf } from "../../src/session/search.js";
+import { snippetOf } from "../../src/recall/keyword-search.js";
 import { createSessionStore, type SessionStore } from "../../src/session/store.js";
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../helpers/databases.js";
+import { said } from "../helpers/events.js";
 import { captureLogger } from "../helpers/logs.js";
-
-const said = (text: string, role: "user" | "model" = "user"): SessionEvent => ({
-  v: 1,
-  event_type: "session",
-  role,
-  parts: [{ kind: "text", text }],
-});
+import { scopeSearch } from "../helpers/search.js";
 
 describe.each(DATABASE_KINDS)("ranked full-text search on %s", (kind) => {
   let testDb: TestDatabase;
   let handle: DatabaseHandle;
   let store: SessionStore;
+  let search: ReturnType<typeof scopeSearch>;
   const { logger } = captureLogger();
   let clock = Date.parse("2026-11-01T12:00:00.000Z");
   let seq = 0;
@@ -30,13 +26,14 @@ describe.each(DATABASE_KINDS)("ranked full-text search on %s", (kind) => {
     }
   };
   const found = async (conversation: string, query: string, options = {}) =>
-    (await store.search(conversation, query, { limit: 10, ...options })).map((h) => h.snippet);
+    (await search(conversation, query, { limit: 10, ...options })).map((h) => h.snippet);
 
   beforeAll(async () => {
     testDb = await createTestDatabase(kind);
     handle = openDatabase(testDb.target);
     await migrateToLatest(handle.db, logger);
     store = createSessionStore({ db: handle.db, logger, now: () => new Date(clock) });
+    search = scopeSearch(handle.db);
   });
   afterAll(async () => {
     await handle.close();
@@ -57,7 +54,7 @@ describe.each(DATABASE_KINDS)("ranked full-text search on %s", (kind) => {
   it("puts the newer of equally good matches first", async () => {
     const c = newConversation();
     await say(c, "lunch at noon", "dinner at eight", "lunch at noon");
-    const hits = await store.search(c, "lunch", { limit: 10 });
+    const hits = await search(c, "lunch", { limit: 10 });
     expect(hits.map((h) => h.snippet)).toEqual(["lunch at noon", "lunch at noon"]);
     expect((hits[0]?.id as number) > (hits[1]?.id as number)).toBe(true);
   });
@@ -106,16 +103,20 @@ describe.each(DATABASE_KINDS)("ranked full-text search on %s", (kind) => {
     expect(snippet?.length).toBeLessThanOrEqual(202);
   });
 
-  it("keeps conversations apart, topics from their chat, and follows a moved or cleared one", async () => {
+  it("searches a chat with its topics, keeps other chats apart, and follows a moved or cleared one", async () => {
     const chat = `-100${++seq}`;
     const topic = `${chat}:3`;
+    const other = `-100${++seq}`;
     await say(chat, "general kiwi");
     await say(topic, "topic kiwi");
-    expect(await found(chat, "kiwi")).toEqual(["general kiwi"]);
-    expect(await found(topic, "kiwi")).toEqual(["topic kiwi"]);
+    await say(other, "other kiwi");
+    expect(await found(chat, "kiwi")).toEqual(["topic kiwi", "general kiwi"]);
+    expect(await found(topic, "kiwi")).toEqual(["topic kiwi", "general kiwi"]);
+    expect(await found(other, "kiwi")).toEqual(["other kiwi"]);
+    // A basic group that became a supergroup: its conversation joins the new chat's scope.
     const moved = `-100${++seq}`;
     expect(await store.move(chat, moved)).toBe(1);
-    expect(await found(chat, "kiwi")).toEqual([]);
+    expect(await found(topic, "kiwi")).toEqual(["topic kiwi"]);
     expect(await found(moved, "kiwi")).toEqual(["general kiwi"]);
     await store.clear(topic);
     expect(await found(topic, "kiwi")).toEqual([]);
@@ -151,7 +152,7 @@ describe.each(DATABASE_KINDS)("ranked full-text search on %s", (kind) => {
       coversFromId: 1,
       coversToId: 1,
     });
-    const hits = await store.search(c, "zebra", { limit: 10 });
+    const hits = await search(c, "zebra", { limit: 10 });
     expect(hits.map((h) => h.role).sort()).toEqual(["model", "summary"]);
     expect(await found(c, "example")).toEqual(["Mail ann@example.com about the zebra."]);
   });
@@ -164,6 +165,7 @@ describe.each(DATABASE_KINDS)("searching media on %s", (kind) => {
     try {
       await migrateToLatest(handle.db, captureLogger().logger);
       const store = createSessionStore({ db: handle.db, logger: captureLogger().logger });
+      const search = scopeSearch(handle.db);
       const media = (media: "voice" | "photo", extra: Record<string, unknown>) =>
         ({
           kind: "media",
@@ -191,9 +193,9 @@ describe.each(DATABASE_KINDS)("searching media on %s", (kind) => {
           },
         },
       ]);
-      const [voice] = await store.search("-5", "harbour", { limit: 5 });
+      const [voice] = await search("-5", "harbour", { limit: 5 });
       expect(voice?.snippet).toContain("meet me at the harbour at six");
-      const [photo] = await store.search("-5", '"lighthouse at dusk"', { limit: 5 });
+      const [photo] = await search("-5", '"lighthouse at dusk"', { limit: 5 });
       expect(photo?.snippet).toContain("the lighthouse at dusk");
     } finally {
       await handle.close();
@@ -213,7 +215,8 @@ describe.each(DATABASE_KINDS)("the full-text migration on %s", (kind) => {
         (await migrator.migrateTo("20261202011500_pending_topic_names")).error,
       ).toBeUndefined();
       // As the previous version stored it: search text lower-cased, for LIKE.
-      await db
+      // The table as it was then, without the columns added since.
+      await (db as Kysely<Record<string, Record<string, unknown>>>)
         .insertInto("messages")
         .values(
           ["-42", "-42:9"].map((chat) => ({
@@ -232,10 +235,10 @@ describe.each(DATABASE_KINDS)("the full-text migration on %s", (kind) => {
         )
         .execute();
       await migrateToLatest(db, captureLogger().logger);
-      const store = createSessionStore({ db, logger: captureLogger().logger });
-      const hits = await store.search("-42:9", "memo", { limit: 10 });
-      expect(hits.map((h) => h.snippet)).toEqual(["old memo for -42:9"]);
-      expect((await store.search("-42", '"old memo"', { limit: 10 })).length).toBe(1);
+      const search = scopeSearch(db);
+      const hits = await search("-42:9", "memo", { limit: 10 });
+      expect(hits.map((h) => h.snippet).sort()).toEqual(["old memo for -42", "old memo for -42:9"]);
+      expect((await search("-43", '"old memo"', { limit: 10 })).length).toBe(0);
     } finally {
       await handle.close();
       await testDb.dispose();

@@ -1,8 +1,9 @@
 import { type Kysely, PostgresAdapter, type RawBuilder, sql } from "kysely";
 import type { Database } from "../db/schema.js";
+import type { RecallArea } from "./area.js";
 
 /**
- * Ranked full-text search over one conversation's stored events, the same on both databases:
+ * Ranked full-text search over one recall area's stored events, the same on both databases:
  * SQLite's FTS5 table `messages_fts` and PostgreSQL's `messages.search_tsv` (a GIN-indexed
  * tsvector), both kept up to date by the database itself in the statement that appends an event
  * (see migrations/20261202033000_full_text_search.ts). What is indexed is each event's
@@ -41,7 +42,7 @@ export type SearchOptions = {
 type Term = { words: string[]; prefix: boolean };
 
 /** Words as both indexes cut them: runs of letters and digits, lower-cased. */
-const wordsOf = (text: string) =>
+export const wordsOf = (text: string) =>
   text
     .toLowerCase()
     .split(/[^\p{L}\p{N}]+/u)
@@ -106,24 +107,38 @@ type HitRow = {
   search_text: string;
 };
 
-export function createHistorySearch(deps: { db: Kysely<Database> }) {
+/**
+ * The conditions on a `messages` row (under `table`) that every recall applies: its scope, not
+ * forgotten, not in the asking context, within the dates.
+ */
+export function recallFilter(
+  table: string,
+  area: RecallArea,
+  options: Pick<SearchOptions, "since" | "until">,
+): RawBuilder<unknown> {
+  const col = (name: string) => sql.ref(`${table}.${name}`);
+  const held =
+    area.conversation === undefined
+      ? sql``
+      : sql`and not (${col("chat_id")} = ${area.conversation} and ${col("id")} > ${area.heldAfter ?? 0})`;
+  return sql`${col("scope")} = ${area.scope} and ${col("forgotten_at")} is null ${held}
+    ${options.since ? sql`and ${col("created_at")} >= ${options.since}` : sql``}
+    ${options.until ? sql`and ${col("created_at")} < ${options.until}` : sql``}`;
+}
+
+export type KeywordSearch = ReturnType<typeof createKeywordSearch>;
+
+export function createKeywordSearch(deps: { db: Kysely<Database> }) {
   const { db } = deps;
   const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
 
-  function dateFilter(column: string, options: SearchOptions): RawBuilder<unknown> {
-    const ref = sql.ref(column);
-    return sql`${options.since ? sql`and ${ref} >= ${options.since}` : sql``} ${
-      options.until ? sql`and ${ref} < ${options.until}` : sql``
-    }`;
-  }
-
-  function sqliteRows(conversation: string, terms: Term[], options: SearchOptions) {
+  function sqliteRows(area: RecallArea, terms: Term[], options: SearchOptions) {
     const all = terms.map(fts5Term).join(" AND ");
     const phrase = phraseOfWords(terms);
     // A phrase matches only where its words all do: OR-ing it in changes no result, only ranks
     // the rows that have the words side by side first (BM25 counts it as one more term).
     const match = phrase ? `(${all}) OR ${fts5Term(phrase)}` : all;
-    // The index is walked newest first, each hit checked against its conversation, and stops at
+    // The index is walked newest first, each hit checked against the area, and stops at
     // the cap; the candidates are ranked, and only the best are read whole.
     return sql<HitRow>`
       select m.id, m.kind, m.role, m.created_at, m.search_text
@@ -131,8 +146,7 @@ export function createHistorySearch(deps: { db: Kysely<Database> }) {
         select id, score from (
           select messages_fts.rowid as id, bm25(messages_fts) as score
           from messages_fts join messages c on c.id = messages_fts.rowid
-          where messages_fts match ${match} and c.chat_id = ${conversation}
-            ${dateFilter("c.created_at", options)}
+          where messages_fts match ${match} and ${recallFilter("c", area, options)}
           order by messages_fts.rowid desc
           limit ${RANKED_CANDIDATES}
         ) order by score, id desc
@@ -141,7 +155,7 @@ export function createHistorySearch(deps: { db: Kysely<Database> }) {
       order by best.score, best.id desc`.execute(db);
   }
 
-  function postgresRows(conversation: string, terms: Term[], options: SearchOptions) {
+  function postgresRows(area: RecallArea, terms: Term[], options: SearchOptions) {
     const query = sql`to_tsquery('simple', ${terms.map(tsqueryTerm).join(" & ")})`;
     const phrase = phraseOfWords(terms);
     // A row with the exact phrase ranks above all others; then ts_rank (how often the words occur).
@@ -154,8 +168,7 @@ export function createHistorySearch(deps: { db: Kysely<Database> }) {
         select id, ${phraseMatch} as phrase, ts_rank(search_tsv, ${query}) as rank
         from (
           select id, search_tsv from messages
-          where chat_id = ${conversation} and search_tsv @@ ${query}
-            ${dateFilter("created_at", options)}
+          where search_tsv @@ ${query} and ${recallFilter("messages", area, options)}
           order by id desc
           limit ${RANKED_CANDIDATES}
         ) candidates
@@ -165,22 +178,45 @@ export function createHistorySearch(deps: { db: Kysely<Database> }) {
       order by best.phrase desc, best.rank desc, best.id desc`.execute(db);
   }
 
+  /**
+   * Every event of the area that has all the query's words, unranked and uncapped (what a
+   * /forget hides), oldest first.
+   */
+  async function matchingIds(area: RecallArea, query: string): Promise<number[]> {
+    const terms = parseQuery(query);
+    if (terms.length === 0) return [];
+    const { rows } = await (postgres
+      ? sql<{ id: number }>`select id from messages
+          where search_tsv @@ to_tsquery('simple', ${terms.map(tsqueryTerm).join(" & ")})
+            and ${recallFilter("messages", area, {})}
+          order by id`.execute(db)
+      : sql<{
+          id: number;
+        }>`select c.id from messages_fts join messages c on c.id = messages_fts.rowid
+          where messages_fts match ${terms.map(fts5Term).join(" AND ")}
+            and ${recallFilter("c", area, {})}
+          order by c.id`.execute(db));
+    return rows.map((r) => Number(r.id));
+  }
+
   /** Best matches first; of equally good ones, the newest. Searches and their results are never indexed. */
-  return async function search(
-    conversation: string,
+  async function search(
+    area: RecallArea,
     query: string,
     options: SearchOptions,
   ): Promise<SearchHit[]> {
     const terms = parseQuery(query);
     if (terms.length === 0) return [];
     const { rows } = await (postgres
-      ? postgresRows(conversation, terms, options)
-      : sqliteRows(conversation, terms, options));
+      ? postgresRows(area, terms, options)
+      : sqliteRows(area, terms, options));
     return rows.map((row) => ({
       id: row.id,
       createdAt: row.created_at,
       role: row.kind === "compaction" ? "summary" : (row.role ?? "user"),
       snippet: snippetOf(row.search_text, terms),
     }));
-  };
+  }
+
+  return { search, matchingIds };
 }

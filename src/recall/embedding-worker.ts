@@ -1,0 +1,158 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import type { Kysely } from "kysely";
+import type { Database } from "../db/schema.js";
+import type { Logger } from "../logger.js";
+import { backoffDelay } from "../retry/backoff.js";
+import type { EmbeddingQueue } from "./embedding-queue.js";
+import type { Embed } from "./gemini-embedder.js";
+
+/** One chunk of a long event: Gemini embeds at most 2,048 tokens of a text. */
+export const CHUNK_CHARS = 2_000;
+/** Chunks embedded per event: the rest of a very long one is found by its words only. */
+export const MAX_CHUNKS = 4;
+/** Events claimed at a time. */
+const BATCH = 64;
+/** Texts in one request (the API takes at most 100). */
+const TEXTS_PER_REQUEST = 100;
+const IDLE_MS = 2_000;
+const MAX_ATTEMPTS = 5;
+const RETRY_MS = 30_000;
+const PROGRESS_EVERY_MS = 10_000;
+/** After a failed step (Gemini or the database away), as every retry loop waits. */
+const FAILURE_BACKOFF = { baseMs: 1_000, maxMs: RETRY_MS };
+
+/** The pieces of an event's text that are embedded, cut between words where it can. */
+export function chunksOf(text: string): string[] {
+  const flat = text.replace(/\s+/g, " ").trim();
+  const chunks: string[] = [];
+  let rest = flat;
+  while (rest !== "" && chunks.length < MAX_CHUNKS) {
+    if (rest.length <= CHUNK_CHARS) {
+      chunks.push(rest);
+      break;
+    }
+    const space = rest.lastIndexOf(" ", CHUNK_CHARS);
+    const cut = space > CHUNK_CHARS / 2 ? space : CHUNK_CHARS;
+    chunks.push(rest.slice(0, cut).toWellFormed());
+    rest = rest.slice(cut).trim();
+  }
+  return chunks;
+}
+
+/**
+ * Embeds what the queue holds, batch by batch, in the background: the service runs one per
+ * process (replicas share the queue), tests call runOnce. Progress goes to the log and, through
+ * `onEmbedded`, to /metrics.
+ */
+export function createEmbeddingWorker(deps: {
+  db: Kysely<Database>;
+  queue: EmbeddingQueue;
+  embed: Embed;
+  model: string;
+  logger: Logger;
+  onEmbedded?(events: number): void;
+}) {
+  const { db, queue, logger } = deps;
+  let embeddedSinceLog = 0;
+  let lastLog = Date.now();
+
+  async function logProgress(force: boolean): Promise<void> {
+    if (!force && Date.now() - lastLog < PROGRESS_EVERY_MS) return;
+    const backlog = await queue.backlog();
+    if (embeddedSinceLog > 0 || force) {
+      logger.info(
+        { embedded: embeddedSinceLog, backlog },
+        backlog === 0
+          ? "embedded everything recall can find by meaning"
+          : "embedding history for recall by meaning",
+      );
+    }
+    embeddedSinceLog = 0;
+    lastLog = Date.now();
+  }
+
+  /** One step: intake, then one batch claimed and embedded. Returns the work it did (0: idle). */
+  async function runOnce(): Promise<number> {
+    const taken = await queue.intake();
+    const claimed = await queue.claim(BATCH);
+    if (claimed.length === 0) return taken;
+    const ids = claimed.map((c) => c.messageId);
+    const rows = await db
+      .selectFrom("messages")
+      .select(["id", "scope", "search_text"])
+      .where("id", "in", ids)
+      .where("forgotten_at", "is", null)
+      .execute();
+    const pieces = rows.flatMap((row) =>
+      chunksOf(row.search_text).map((text) => ({ id: row.id, scope: row.scope, text })),
+    );
+    const vectors: Float32Array[] = [];
+    try {
+      for (let i = 0; i < pieces.length; i += TEXTS_PER_REQUEST) {
+        const texts = pieces.slice(i, i + TEXTS_PER_REQUEST).map((p) => p.text);
+        vectors.push(...(await deps.embed(texts, "RETRIEVAL_DOCUMENT")));
+      }
+    } catch (error) {
+      const dropped = await queue.release(ids, RETRY_MS, MAX_ATTEMPTS);
+      if (dropped > 0) {
+        logger.warn(
+          { events: dropped, attempts: MAX_ATTEMPTS },
+          "gave up embedding some events; they are found by their words only",
+        );
+      }
+      throw error;
+    }
+    const byEvent = new Map<
+      number,
+      Array<{ scope: string; model: string; values: Float32Array }>
+    >();
+    pieces.forEach((piece, i) => {
+      const list = byEvent.get(piece.id) ?? [];
+      list.push({ scope: piece.scope, model: deps.model, values: vectors[i] as Float32Array });
+      byEvent.set(piece.id, list);
+    });
+    const stored = await queue.complete(byEvent, ids);
+    embeddedSinceLog += stored;
+    deps.onEmbedded?.(stored);
+    await logProgress(false);
+    return claimed.length;
+  }
+
+  let running: Promise<void> | undefined;
+  const stop = new AbortController();
+
+  async function loop(): Promise<void> {
+    let failures = 0;
+    while (!stop.signal.aborted) {
+      let worked = 0;
+      try {
+        worked = await runOnce();
+        failures = 0;
+      } catch (error) {
+        failures++;
+        logger.warn({ err: error }, "embedding for recall by meaning failed; trying again later");
+      }
+      if (worked > 0) continue;
+      if (failures === 0) await logProgress(embeddedSinceLog > 0).catch(() => {});
+      const wait = failures === 0 ? IDLE_MS : backoffDelay(failures, FAILURE_BACKOFF, Math.random);
+      await sleep(wait, undefined, { signal: stop.signal }).catch(() => {});
+    }
+  }
+
+  return {
+    runOnce,
+    /** Runs until there is nothing left to do now (tests, the benchmark). */
+    async drain(): Promise<void> {
+      while ((await runOnce()) > 0) {}
+    },
+    start(): void {
+      running ??= loop();
+    },
+    async stop(): Promise<void> {
+      stop.abort();
+      await running;
+    },
+  };
+}
+
+export type EmbeddingWorker = ReturnType<typeof createEmbeddingWorker>;

@@ -1,0 +1,88 @@
+import { describeFailure } from "../agent/gemini-errors.js";
+import { GEMINI_API_URL, lazyGenAi } from "../agent/genai-sdk.js";
+import type { SharedLimit } from "../retry/shared-limit.js";
+
+/**
+ * Dimensions asked of the embedding model (outputDimensionality). Gemini's embedding model
+ * learns its vectors so that their first dimensions carry the most (Matryoshka), and 256 keep a
+ * search over 100,000 events of a scope within its latency target (bench/README.md).
+ */
+export const EMBEDDING_DIMENSIONS = 256;
+
+export type EmbedTask = "RETRIEVAL_DOCUMENT" | "RETRIEVAL_QUERY";
+
+/** Texts in, one unit-length vector each out, in order. */
+export type Embed = (texts: readonly string[], task: EmbedTask) => Promise<Float32Array[]>;
+
+export class EmbeddingFailedError extends Error {
+  constructor(
+    reason: string,
+    readonly status: number | undefined,
+  ) {
+    super(`Gemini could not embed: ${reason}`);
+    this.name = "EmbeddingFailedError";
+  }
+}
+
+/** Scales a vector to length 1, so that a dot product is its cosine similarity. */
+export function normalize(values: ArrayLike<number>): Float32Array {
+  const vector = Float32Array.from(values);
+  let sum = 0;
+  for (const v of vector) sum += v * v;
+  const norm = Math.sqrt(sum) || 1;
+  for (let i = 0; i < vector.length; i++) vector[i] = (vector[i] as number) / norm;
+  return vector;
+}
+
+/**
+ * Gemini's embedContent through the SDK (which sends a batch as batchEmbedContents), one request
+ * per call and no retries of its own: the embedding queue retries. It passes the shared limit
+ * every Gemini call of the process passes, so a 429 holds back turns and embeddings alike.
+ */
+export function createGeminiEmbedder(deps: {
+  apiKey: string;
+  baseUrl?: string | undefined;
+  model: string;
+  limit: SharedLimit;
+  /** How long one request may wait for the limit. */
+  waitMs?: number;
+}): Embed {
+  const loadSdk = lazyGenAi({ apiKey: deps.apiKey, baseUrl: deps.baseUrl, fetch });
+  return async (texts, task) => {
+    const { ai, apiError } = await loadSdk();
+    const pass = await deps.limit.enter(Date.now() + (deps.waitMs ?? 60_000));
+    if (pass === undefined) {
+      throw new EmbeddingFailedError("the API key's quota is spent (429); waiting", 429);
+    }
+    let outcome: Parameters<typeof pass.done>[0] = { limited: false };
+    try {
+      const response = await ai.models.embedContent({
+        model: deps.model,
+        contents: [...texts],
+        config: { taskType: task, outputDimensionality: EMBEDDING_DIMENSIONS },
+      });
+      const vectors = (response.embeddings ?? []).map((e) => normalize(e.values ?? []));
+      if (
+        vectors.length !== texts.length ||
+        vectors.some((v) => v.length !== EMBEDDING_DIMENSIONS)
+      ) {
+        throw new EmbeddingFailedError(
+          `expected ${texts.length} vectors of ${EMBEDDING_DIMENSIONS} dimensions, got ${vectors.length}`,
+          undefined,
+        );
+      }
+      return vectors;
+    } catch (error) {
+      if (error instanceof EmbeddingFailedError) throw error;
+      const failure = describeFailure(error, deps.apiKey, apiError, {
+        url: deps.baseUrl ?? GEMINI_API_URL,
+      });
+      if (failure.status === 429) {
+        outcome = { limited: true, serverDelayMs: failure.retryAfterMs };
+      }
+      throw new EmbeddingFailedError(failure.reason, failure.status);
+    } finally {
+      pass.done(outcome);
+    }
+  };
+}

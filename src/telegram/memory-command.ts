@@ -1,0 +1,156 @@
+import { Composer, type Context, InlineKeyboard } from "grammy";
+import type { Lease } from "../queue/inbox.js";
+import { scopeKeyOf } from "../recall/area.js";
+import type { Forgetting } from "../recall/forgetting.js";
+import { PROFILE_BUDGET, type ProfileEntry, type Profiles } from "../recall/profile.js";
+import { escapeHtml } from "../render/markdown-html.js";
+import { conversationKey } from "../scope/conversation-key.js";
+import { truncate } from "../session/event-text.js";
+import type { Delivery } from "./delivery.js";
+import { conversationKeyOf, conversationOf, threadOf } from "./topics.js";
+
+const DELETE_DATA = /^memory:del:(\d+)$/;
+const CONFIRM_DATA = /^forget:yes:(\d+)$/;
+const BUTTON_FACT_CHARS = 40;
+
+export type MemoryCommandDeps = {
+  profiles: Pick<Profiles, "list" | "remove">;
+  forgetting: Forgetting;
+  delivery: Delivery;
+  /** The inbox lease of an update being run (see ConversationDeps). */
+  leaseOf?(updateId: number): Lease | undefined;
+};
+
+function profileView(entries: readonly ProfileEntry[]) {
+  if (entries.length === 0) {
+    return {
+      html: "🧠 I keep no facts about you here yet. I note lasting facts and preferences as we talk; ask me to remember something.",
+      keyboard: undefined,
+    };
+  }
+  return {
+    html: [
+      `🧠 <b>What I remember</b> (${entries.length} of at most ${PROFILE_BUDGET.entries})`,
+      ...entries.map((e, i) => `${i + 1}. ${escapeHtml(e.fact)}`),
+    ].join("\n"),
+    keyboard: InlineKeyboard.from(
+      entries.map((e, i) => [
+        InlineKeyboard.text(
+          `🗑 ${i + 1}. ${truncate(e.fact, BUTTON_FACT_CHARS)}`,
+          `memory:del:${e.id}`,
+        ),
+      ]),
+    ),
+  };
+}
+
+const plural = (n: number, one: string) => `${n} ${one}${n === 1 ? "" : "s"}`;
+
+/**
+ * /memory shows the profile of the chat's recall scope with a button to delete each entry;
+ * `/forget <words>` removes the matching entries and offers to hide the matching messages from
+ * recall (src/recall/ does the work; this only speaks Telegram).
+ */
+export function memoryComposer(deps: MemoryCommandDeps): Composer<Context> {
+  const { profiles, forgetting, delivery } = deps;
+  const composer = new Composer<Context>();
+  const held = async (ctx: Context) => {
+    await deps.leaseOf?.(ctx.update.update_id)?.ensureHeld();
+  };
+  /** The scope of the chat a button was pressed in. */
+  const scopeOfButton = (ctx: Context) => {
+    const message = ctx.callbackQuery?.message;
+    return message ? scopeKeyOf(conversationKey(conversationOf(message))) : undefined;
+  };
+  const send = (
+    ctx: Context & { chat: { id: number } },
+    html: string,
+    keyboard?: InlineKeyboard,
+  ) => {
+    const threadId = threadOf(ctx);
+    return ctx.api.sendMessage(ctx.chat.id, html, {
+      parse_mode: "HTML",
+      link_preview_options: { is_disabled: true },
+      ...(keyboard ? { reply_markup: keyboard } : {}),
+      ...(threadId === undefined ? {} : { message_thread_id: threadId }),
+    });
+  };
+
+  composer.command("memory", async (ctx) => {
+    const view = profileView(await profiles.list(scopeKeyOf(conversationKeyOf(ctx.msg))));
+    await held(ctx);
+    await send(ctx, view.html, view.keyboard);
+  });
+
+  composer.callbackQuery(DELETE_DATA, async (ctx) => {
+    const scope = scopeOfButton(ctx);
+    if (scope === undefined) return;
+    await held(ctx);
+    const gone = await profiles.remove(scope, Number(ctx.match[1]));
+    await ctx.answerCallbackQuery({
+      text: gone ? `Forgotten: ${truncate(gone.fact, 150)}` : "That fact is gone already",
+    });
+    // Unchanged, the list would be refused as "message is not modified".
+    if (!gone) return;
+    const view = profileView(await profiles.list(scope));
+    await ctx.editMessageText(view.html, {
+      parse_mode: "HTML",
+      ...(view.keyboard ? { reply_markup: view.keyboard } : {}),
+    });
+  });
+
+  composer.command("forget", async (ctx) => {
+    const words = ctx.match.trim();
+    if (words === "") {
+      await delivery.sendHtml(
+        ctx.chat.id,
+        "Usage: /forget &lt;words&gt; removes the facts with all these words from what I remember (/memory), and offers to hide the messages that have them from my recall.",
+        threadOf(ctx),
+      );
+      return;
+    }
+    await held(ctx);
+    const asked = await forgetting.ask(scopeKeyOf(conversationKeyOf(ctx.msg)), words);
+    const quoted = `“${escapeHtml(words)}”`;
+    const lines =
+      asked.removed.length > 0
+        ? [
+            `🗑 Removed from what I remember: ${asked.removed.map((e) => escapeHtml(e.fact)).join("; ")}`,
+          ]
+        : [`No fact I remember has all of ${quoted}.`];
+    if (asked.requestId === undefined) {
+      lines.push(`No stored message has all of ${quoted} either.`);
+      await send(ctx, lines.join("\n"));
+      return;
+    }
+    lines.push(
+      `${plural(asked.matching, "stored message")} ${asked.matching === 1 ? "has" : "have"} all of ${quoted}. Hide ${asked.matching === 1 ? "it" : "them"} from my recall? They stay stored, marked as forgotten, and I will not find them again.`,
+    );
+    await send(
+      ctx,
+      lines.join("\n"),
+      InlineKeyboard.from([
+        [InlineKeyboard.text("🙈 Hide them from recall", `forget:yes:${asked.requestId}`)],
+      ]),
+    );
+  });
+
+  composer.callbackQuery(CONFIRM_DATA, async (ctx) => {
+    const scope = scopeOfButton(ctx);
+    if (scope === undefined) return;
+    await held(ctx);
+    const done = await forgetting.confirm(scope, Number(ctx.match[1]));
+    if (done.status === "unknown") {
+      await ctx.answerCallbackQuery({ text: "This request is not known here" });
+      return;
+    }
+    const html =
+      done.status === "hidden"
+        ? `🙈 Hid ${plural(done.events, "message")} with all of “${escapeHtml(done.words)}” from my recall.`
+        : `🙈 The messages with all of “${escapeHtml(done.words)}” were hidden before.`;
+    await ctx.answerCallbackQuery({ text: done.status === "hidden" ? "Hidden" : "Hidden before" });
+    await ctx.editMessageText(html, { parse_mode: "HTML" });
+  });
+
+  return composer;
+}

@@ -1,0 +1,173 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createEmbeddingQueue } from "../../src/recall/embedding-queue.js";
+import { CHUNK_CHARS, chunksOf, MAX_CHUNKS } from "../../src/recall/embedding-worker.js";
+import { fuseRanks } from "../../src/recall/recall.js";
+import { scopeOfKey } from "../../src/scope/recall-scope.js";
+import { fakeEmbedding } from "../fakes/gemini-embeddings.js";
+import { DATABASE_KINDS } from "../helpers/databases.js";
+import { said } from "../helpers/events.js";
+import { type Harness, startHarness } from "../helpers/harness.js";
+
+const USER = 8201;
+const GROUP = -1008201;
+const FACT = "my sister recommended Trattoria Lupa for dinner";
+const QUESTION = "Where did my sibling suggest we eat?";
+
+const dot = (a: Float32Array, b: Float32Array) => a.reduce((sum, v, i) => sum + v * (b[i] ?? 0), 0);
+
+describe("the fake embedder", () => {
+  it("points synonyms one way and unrelated words elsewhere", () => {
+    const sibling = fakeEmbedding("sibling", 256);
+    expect(dot(sibling, fakeEmbedding("sister", 256))).toBeCloseTo(1, 5);
+    expect(Math.abs(dot(sibling, fakeEmbedding("invoice", 256)))).toBeLessThan(0.3);
+    expect(dot(fakeEmbedding(QUESTION, 256), fakeEmbedding(FACT, 256))).toBeGreaterThan(0.6);
+  });
+});
+
+describe("recall pieces", () => {
+  it("fuses rankings so that what both find comes first", () => {
+    expect(
+      fuseRanks([
+        [1, 2, 3],
+        [3, 4],
+      ]),
+    ).toEqual([3, 1, 4, 2]);
+    expect(fuseRanks([[], [7, 5]])).toEqual([7, 5]);
+  });
+
+  it("cuts a long text into chunks between words, at most MAX_CHUNKS", () => {
+    const words = "lorem ipsum dolor ".repeat(1_000);
+    const chunks = chunksOf(words);
+    expect(chunks).toHaveLength(MAX_CHUNKS);
+    for (const chunk of chunks) {
+      expect(chunk.length).toBeLessThanOrEqual(CHUNK_CHARS);
+      expect(chunk).toMatch(/^lorem|^ipsum|^dolor/);
+    }
+    expect(chunksOf("  short \n text ")).toEqual(["short text"]);
+    expect(chunksOf("   ")).toEqual([]);
+  });
+});
+
+describe.each(DATABASE_KINDS)("recall by meaning on %s", (kind) => {
+  let h: Harness;
+  beforeEach(async () => {
+    h = await startHarness({ kind });
+  });
+  afterEach(async () => {
+    expect(h.fake.rejections).toEqual([]);
+    await h.close();
+  });
+
+  const asking = (chatId: string) => ({ chatId, scope: scopeOfKey(chatId) });
+  const snippets = async (chatId: string, query: string) =>
+    (await h.app.recall.search(asking(chatId), query, { limit: 5 })).map((hit) => hit.snippet);
+
+  it("finds a paraphrase by meaning that keyword search misses, in the scope only", async () => {
+    const { store } = h.app;
+    await store.append(`${USER}:1`, [{ event: said(FACT) }, { event: said("Enjoy!", "model") }]);
+    await store.append(`${USER}:1`, [
+      { event: said("the invoice for the boiler is due on Friday") },
+      { event: said("remind me to water the tomatoes") },
+    ]);
+    await store.append(String(GROUP), [
+      { event: said("our sister company suggested a lunch place") },
+    ]);
+    await h.app.embeddingWorker?.drain();
+    expect(h.fake.embeddings.length).toBeGreaterThan(0);
+    expect(h.fake.embeddings[0]).toMatchObject({
+      model: "gemini-embedding-001",
+      method: "batchEmbedContents",
+    });
+
+    const area = await h.app.recall.areaOf(asking(`${USER}:2`));
+    expect(await h.app.recall.keyword.search(area, QUESTION, { limit: 5 })).toEqual([]);
+    const found = await snippets(`${USER}:2`, QUESTION);
+    expect(found[0]).toBe(FACT);
+    expect(found).not.toContain("our sister company suggested a lunch place");
+    // The group finds its own, never the private fact.
+    const inGroup = await snippets(`${GROUP}:3`, QUESTION);
+    expect(inGroup).toEqual(["our sister company suggested a lunch place"]);
+    // Keyword matches still rank, with their time filters.
+    expect(await snippets(`${USER}:2`, "boiler invoice")).toContain(
+      "the invoice for the boiler is due on Friday",
+    );
+    expect(
+      await h.app.recall.search(asking(`${USER}:2`), "boiler invoice", {
+        limit: 5,
+        until: "2000-01-01T00:00:00.000Z",
+      }),
+    ).toEqual([]);
+  });
+
+  it("backfills history stored before, resumes after a restart, and forgets what /forget hid", async () => {
+    const { store } = h.app;
+    for (let i = 0; i < 70; i++) {
+      await store.append(`${USER}:${i % 3}`, [{ event: said(`note ${i} about the red car`) }]);
+    }
+    const worker = h.app.embeddingWorker;
+    if (!worker) throw new Error("recall by meaning is off");
+    // One batch (64 events), then the process "dies".
+    expect(await worker.runOnce()).toBe(64);
+    const embedded = async () =>
+      Number(
+        (
+          await h.app.database.db
+            .selectFrom("embeddings")
+            .select((eb) => eb.fn.countAll<number>().as("n"))
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
+    expect(await embedded()).toBe(64);
+    const again = await h.restart();
+    await again.embeddingWorker?.drain();
+    expect(await embedded()).toBe(70);
+    expect(await again.embeddingWorker?.runOnce()).toBe(0);
+
+    const found = await again.recall.search(asking(`${USER}:5`), "vehicle", { limit: 3 });
+    expect(found).toHaveLength(3);
+    const asked = await again.forgetting.ask(`private-${USER}`, "car");
+    await again.forgetting.confirm(`private-${USER}`, asked.requestId as number);
+    expect(await embedded()).toBe(0);
+    expect(await again.recall.search(asking(`${USER}:5`), "vehicle", { limit: 3 })).toEqual([]);
+  });
+
+  it("lets one worker's claim stand until its lease runs out, then another takes it", async () => {
+    const { db } = h.app.database;
+    await h.app.store.append(String(USER), [{ event: said("one") }, { event: said("two") }]);
+    let clock = 1_000_000;
+    const a = createEmbeddingQueue({ db, worker: "a", leaseMs: 60_000, now: () => clock });
+    const b = createEmbeddingQueue({ db, worker: "b", leaseMs: 60_000, now: () => clock });
+    await a.intake();
+    expect((await a.claim(10)).map((c) => c.attempts)).toEqual([1, 1]);
+    expect(await b.claim(10)).toEqual([]);
+    expect(await a.backlog()).toBe(2);
+    clock += 60_001;
+    const taken = await b.claim(10);
+    expect(taken.map((c) => c.attempts)).toEqual([2, 2]);
+    // The first worker's late result is not stored: the items are the second's now.
+    const vector = { scope: `private-${USER}`, model: "m", values: new Float32Array(256) };
+    const late = new Map(taken.map((c) => [c.messageId, [vector]]));
+    expect(await a.complete(late, [...late.keys()])).toBe(0);
+    expect(await b.complete(late, [...late.keys()])).toBe(2);
+    expect(await b.backlog()).toBe(0);
+  });
+});
+
+describe("recall by meaning turned off", () => {
+  it("searches by words only and embeds nothing with GEMINI_EMBEDDING_MODEL empty", async () => {
+    const h = await startHarness({ env: { GEMINI_EMBEDDING_MODEL: "" } });
+    try {
+      expect(h.app.embeddingWorker).toBeUndefined();
+      await h.app.store.append(`${USER}:1`, [{ event: said(FACT) }]);
+      const found = await h.app.recall.search(
+        { chatId: `${USER}:2`, scope: scopeOfKey(`${USER}:2`) },
+        QUESTION,
+        { limit: 5 },
+      );
+      expect(found).toEqual([]);
+      expect(h.fake.embeddings).toEqual([]);
+    } finally {
+      await h.close();
+    }
+  });
+});

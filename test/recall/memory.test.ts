@@ -1,0 +1,159 @@
+import type { Message } from "grammy/types";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { scopeOfKey } from "../../src/scope/recall-scope.js";
+import { call, type RecordedRequest, text } from "../fakes/gemini.js";
+import { buildTextUpdate, type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
+import { botOnHarness, buttonPress } from "../helpers/bot.js";
+import { DATABASE_KINDS } from "../helpers/databases.js";
+import { CHAT_MODEL, type Harness, SUMMARY_MODEL, startHarness } from "../helpers/harness.js";
+
+const USER = 8101;
+const GROUP = -1008101;
+
+const instructionOf = (r: RecordedRequest | undefined) =>
+  (r?.body.systemInstruction?.parts ?? []).map((p) => p.text ?? "").join("");
+
+describe.each(DATABASE_KINDS)("the profile, /memory and /forget on %s", (kind) => {
+  let h: Harness;
+  let telegram: FakeTelegram;
+  let bot: ReturnType<typeof botOnHarness>["bot"];
+  let updateId = 0;
+
+  beforeAll(async () => {
+    h = await startHarness({ kind });
+    telegram = await startFakeTelegram({ topicsInPrivateChats: true });
+    ({ bot } = botOnHarness(h, telegram, {
+      allowedUserIds: [USER],
+      settings: { model: CHAT_MODEL, maxEvents: 0, maxTokens: 0 },
+    }));
+  });
+  afterAll(async () => {
+    expect(h.fake.rejections).toEqual([]);
+    await telegram.close();
+    await h.close();
+  });
+
+  const say = (words: string, where: { chatId?: number; threadId?: number } = {}) => {
+    const id = ++updateId;
+    return bot.handleUpdate(
+      buildTextUpdate({ updateId: id, messageId: id, text: words, userId: USER, ...where }),
+    );
+  };
+  const press = (message: Message, data: string) => buttonPress(++updateId, USER, message, data);
+  const lastCall = (method: string) => telegram.calls.filter((c) => c.method === method).at(-1);
+  const lastRequest = () => h.fake.requests.filter((r) => r.model === CHAT_MODEL).at(-1);
+
+  it("keeps what the model remembers for the whole private scope, in the system instruction, never in a group", async () => {
+    h.fake.scriptFor(
+      CHAT_MODEL,
+      call("remember", { fact: "prefers metric units" }),
+      text("Noted."),
+      call("remember", { fact: "  Daughter Mia,   born 2019 " }),
+      text("Noted too."),
+    );
+    await say("I use metric, always", { threadId: 3 });
+    await say("my daughter Mia was born in 2019", { threadId: 3 });
+    const profile = await h.app.profiles.list(`private-${USER}`);
+    expect(profile.map((e) => e.fact)).toEqual(["prefers metric units", "Daughter Mia, born 2019"]);
+
+    h.fake.scriptFor(CHAT_MODEL, text("hello from topic 4"));
+    await say("hi", { threadId: 4 });
+    const instruction = instructionOf(lastRequest());
+    expect(instruction).toContain("- prefers metric units\n- Daughter Mia, born 2019");
+    // The profile is the instruction's end: a fixed prefix, then the same text while it holds.
+    h.fake.scriptFor(CHAT_MODEL, text("again"));
+    await say("hi again", { threadId: 4 });
+    expect(instructionOf(lastRequest())).toBe(instruction);
+
+    h.fake.scriptFor(CHAT_MODEL, text("group answer"));
+    await say("/start@koroku_test_bot", { chatId: GROUP });
+    await say(`@${telegram.bot.username} hello group`, { chatId: GROUP });
+    expect(instructionOf(lastRequest())).not.toContain("metric");
+  });
+
+  it("/memory lists the profile with a delete button per entry that works", async () => {
+    await say("/memory", { threadId: 4 });
+    const list = telegram.sent.at(-1);
+    expect(list?.body.message_thread_id).toBe(4);
+    expect(list?.plain_text).toBe(
+      "🧠 What I remember (2 of at most 40)\n1. prefers metric units\n2. Daughter Mia, born 2019",
+    );
+    const [metric, mia] = await h.app.profiles.list(`private-${USER}`);
+    expect(list?.message.reply_markup?.inline_keyboard).toEqual([
+      [{ text: "🗑 1. prefers metric units", callback_data: `memory:del:${metric?.id}` }],
+      [{ text: "🗑 2. Daughter Mia, born 2019", callback_data: `memory:del:${mia?.id}` }],
+    ]);
+    await bot.handleUpdate(press(list?.message as Message, `memory:del:${metric?.id}`));
+    expect(lastCall("answerCallbackQuery")?.body).toMatchObject({
+      text: "Forgotten: prefers metric units",
+    });
+    const edited = lastCall("editMessageText");
+    expect(edited?.body.text).toContain("1. Daughter Mia, born 2019");
+    expect(edited?.body.text).not.toContain("metric");
+    expect((await h.app.profiles.list(`private-${USER}`)).map((e) => e.fact)).toEqual([
+      "Daughter Mia, born 2019",
+    ]);
+    // A button pressed in a group cannot delete a private entry.
+    const inGroup = { ...(list?.message as Message), chat: { id: GROUP, type: "supergroup" } };
+    await bot.handleUpdate(press(inGroup as Message, `memory:del:${mia?.id}`));
+    expect(lastCall("answerCallbackQuery")?.body).toMatchObject({
+      text: "That fact is gone already",
+    });
+    expect(await h.app.profiles.list(`private-${USER}`)).toHaveLength(1);
+  });
+
+  it("/forget removes matching entries, and hides matching messages only once confirmed", async () => {
+    const scope = scopeOfKey(`${USER}:9`);
+    const asking = { chatId: `${USER}:9`, scope };
+    expect(await h.app.recall.search(asking, "Mia", { limit: 10 })).not.toEqual([]);
+    await say("/forget mia", { threadId: 5 });
+    const offer = telegram.sent.at(-1);
+    expect(offer?.plain_text).toMatch(
+      /^🗑 Removed from what I remember: Daughter Mia, born 2019\n\d+ stored messages have all of “mia”\. Hide them from my recall\?/,
+    );
+    expect(await h.app.profiles.list(`private-${USER}`)).toEqual([]);
+    // Not confirmed yet: still found.
+    expect(await h.app.recall.search(asking, "Mia", { limit: 10 })).not.toEqual([]);
+    const button = offer?.message.reply_markup?.inline_keyboard[0]?.[0];
+    const data = (button as { callback_data: string }).callback_data;
+    const rowsBefore = await h.app.database.db
+      .selectFrom("messages")
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .executeTakeFirstOrThrow();
+    await bot.handleUpdate(press(offer?.message as Message, data));
+    expect(lastCall("editMessageText")?.body.text).toMatch(
+      /^🙈 Hid \d+ messages with all of “mia” from my recall\.$/,
+    );
+    expect(await h.app.recall.search(asking, "Mia", { limit: 10 })).toEqual([]);
+    const rowsAfter = await h.app.database.db
+      .selectFrom("messages")
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .executeTakeFirstOrThrow();
+    expect(Number(rowsAfter.n)).toBe(Number(rowsBefore.n));
+    await bot.handleUpdate(press(offer?.message as Message, data));
+    expect(lastCall("editMessageText")?.body.text).toContain("were hidden before");
+    await say("/forget zanzibar", { threadId: 5 });
+    expect(telegram.sent.at(-1)?.plain_text).toBe(
+      "No fact I remember has all of “zanzibar”.\nNo stored message has all of “zanzibar” either.",
+    );
+  });
+
+  it("compaction consolidates the profile with the summary model", async () => {
+    await h.app.profiles.remember(`private-${USER}`, "lives in Lyon");
+    await h.app.profiles.remember(`private-${USER}`, "lives in Lyon, France");
+    h.fake.scriptFor(
+      SUMMARY_MODEL,
+      text("The user moved from Lyon to Porto."),
+      text("- lives in Porto, Portugal\n- likes trams"),
+    );
+    h.fake.setDefault(text("ok"));
+    for (let i = 0; i < 3; i++) await say(`message ${i}`, { threadId: 6 });
+    expect((await h.app.compactor.compact(`${USER}:6`)).status).toBe("compacted");
+    expect((await h.app.profiles.list(`private-${USER}`)).map((e) => e.fact)).toEqual([
+      "lives in Porto, Portugal",
+      "likes trams",
+    ]);
+    const consolidation = h.fake.requests.filter((r) => r.model === SUMMARY_MODEL).at(-1);
+    expect(JSON.stringify(consolidation?.body.contents)).toContain("lives in Lyon, France");
+  });
+});

@@ -1,0 +1,78 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
+import { migrateToLatest } from "../../src/db/migrate.js";
+import {
+  createProfiles,
+  factMatches,
+  PROFILE_BUDGET,
+  type Profiles,
+  profileInstruction,
+} from "../../src/recall/profile.js";
+import { createProfileTools } from "../../src/recall/profile-tools.js";
+import { createToolRegistry } from "../../src/tools/registry.js";
+import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../helpers/databases.js";
+import { captureLogger } from "../helpers/logs.js";
+import { toolContext } from "../helpers/tool-context.js";
+import { errorOf, outputOf } from "../tools/temp-dir.js";
+
+describe.each(DATABASE_KINDS)("profiles on %s", (kind) => {
+  let testDb: TestDatabase;
+  let handle: DatabaseHandle;
+  let profiles: Profiles;
+
+  beforeAll(async () => {
+    testDb = await createTestDatabase(kind);
+    handle = openDatabase(testDb.target);
+    await migrateToLatest(handle.db, captureLogger().logger);
+    profiles = createProfiles({ db: handle.db });
+  });
+  afterAll(async () => {
+    await handle.close();
+    await testDb.dispose();
+  });
+
+  it("keeps a fact once per scope and refuses past the budget, saying what to do", async () => {
+    const tools = createToolRegistry(createProfileTools({ profiles }));
+    const remember = (fact: string, chat = "9301") =>
+      tools.execute("remember", { fact }, toolContext(chat));
+    expect(outputOf(await remember("likes tea"))).toEqual({
+      remembered: "likes tea",
+      alreadyKnown: false,
+    });
+    expect(outputOf(await remember("Likes  TEA"))).toMatchObject({ alreadyKnown: true });
+    expect(outputOf(await remember("likes tea", "-9301"))).toMatchObject({ alreadyKnown: false });
+    for (let i = 1; i < PROFILE_BUDGET.entries; i++) await remember(`fact number ${i}`);
+    expect(await profiles.list("private-9301")).toHaveLength(PROFILE_BUDGET.entries);
+    expect(errorOf(await remember("one too many"))).toMatch(
+      /^the profile is full \(40 facts, .*forget an outdated/,
+    );
+    const forgotten = outputOf(
+      await tools.execute("forget", { fact: "tea" }, toolContext("9301:4")),
+    );
+    expect(forgotten).toEqual({ forgotten: ["likes tea"] });
+    expect((await profiles.list("group-9301")).map((e) => e.fact)).toEqual(["likes tea"]);
+    expect(errorOf(await remember("x".repeat(PROFILE_BUDGET.factChars + 1)))).toMatch(/^invalid/);
+  });
+
+  it("replaces the profile with a consolidation cut to the budget, never with nothing", async () => {
+    await profiles.remember("private-9302", "old fact");
+    expect((await profiles.replace("private-9302", ["", "  "])).map((e) => e.fact)).toEqual([
+      "old fact",
+    ]);
+    const many = Array.from({ length: 60 }, (_, i) => `new fact ${i}`);
+    const after = await profiles.replace("private-9302", ["new fact 0", ...many]);
+    expect(after).toHaveLength(PROFILE_BUDGET.entries);
+    expect(after[0]?.fact).toBe("new fact 0");
+    expect(after[1]?.fact).toBe("new fact 1");
+  });
+});
+
+describe("profile text", () => {
+  it("matches whole words in any case, and puts the profile in the instruction as a list", () => {
+    expect(factMatches("Daughter Mia, born 2019", "mia 2019")).toBe(true);
+    expect(factMatches("Daughter Mia, born 2019", "mi")).toBe(false);
+    expect(factMatches("anything", "  ")).toBe(false);
+    expect(profileInstruction([])).toBe("");
+    expect(profileInstruction([{ fact: "a" }, { fact: "b" }])).toMatch(/\n- a\n- b$/);
+  });
+});
