@@ -31,6 +31,7 @@ import {
   NOT_ALLOWED_REASON,
 } from "./telegram/scheduled-run.js";
 import { askerOfUpdate, createStopPermission } from "./telegram/stop-permission.js";
+import { checkVoiceAtStart } from "./voice/voices.js";
 
 const SHUTDOWN_WAIT_MS = 25_000;
 // Long enough for a service that is shutting down on the same SQLite file to finish.
@@ -202,6 +203,7 @@ export async function startService(
     usage: app.usage,
     richMessages: config.richMessages,
     courier,
+    voice: app.voice,
   });
   // grammY types its signals after the abort-controller polyfill; a standard one works the same.
   const apiSignal = signal as Parameters<typeof bot.init>[0];
@@ -215,6 +217,12 @@ export async function startService(
   } catch (error) {
     abandon(error);
   }
+  await checkVoiceAtStart({
+    apiKey: config.geminiApiKey,
+    baseUrl: config.geminiBaseUrl,
+    voice: config.geminiVoice,
+    logger,
+  }).catch(abandon);
 
   // Replicas on PostgreSQL time leases by the server's clock; SQLite's processes share one host's.
   if (app.database.kind === "postgres") {

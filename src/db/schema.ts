@@ -169,6 +169,15 @@ export interface GeminiFilesTable {
   created_at: string;
 }
 
+/** A conversation's `/voice` setting (see migrations/20261203064500_conversation_voice.ts). */
+export interface ConversationVoiceTable {
+  /** The conversation key. */
+  chat_id: string;
+  /** "auto", "always" or "off". */
+  mode: string;
+  updated_at: string;
+}
+
 export interface Database {
   messages: MessagesTable;
   inbox: InboxTable;
@@ -179,6 +188,7 @@ export interface Database {
   task_runs: TaskRunsTable;
   model_usage: ModelUsageTable;
   gemini_files: GeminiFilesTable;
+  conversation_voice: ConversationVoiceTable;
 }
 
 export type MessageRow = Selectable<MessagesTable>;

@@ -32,13 +32,16 @@ export interface ToolContext {
 }
 
 /**
- * What a tool returns when it also sent files to the chat: `output` is the model's answer, the
- * files are kept with the call (stored as attachments, shown by /history).
+ * What a tool returns with files (stored as attachments): `output` is the model's answer. Files it
+ * sent to the chat itself (send_file) are kept with the call, for /history. Files it `made`
+ * (generate_image) are kept in the conversation's context, where the model sees them like any
+ * picture, and go out with the answer, recorded as its messages are.
  */
 export class WithFiles {
   constructor(
     readonly output: unknown,
     readonly files: MediaPart[],
+    readonly made = false,
   ) {}
 }
 
@@ -56,7 +59,7 @@ export interface Tool<S extends z.ZodType = z.ZodType> {
 }
 
 export type ToolOutcome =
-  | { ok: true; response: { output: unknown }; files?: MediaPart[] }
+  | { ok: true; response: { output: unknown }; files?: MediaPart[]; made?: boolean }
   | { ok: false; response: { error: string } };
 
 export interface ToolRegistry {
@@ -221,7 +224,8 @@ export function createToolRegistry(tools: Tool[]): ToolRegistry {
       }
       const output = await tool.run(parsed.data, ctx);
       if (output instanceof WithFiles) {
-        return { ok: true, response: { output: toJsonValue(output.output) }, files: output.files };
+        const response = { output: toJsonValue(output.output) };
+        return { ok: true, response, files: output.files, ...(output.made ? { made: true } : {}) };
       }
       return { ok: true, response: { output: toJsonValue(output) } };
     } catch (error) {

@@ -41,6 +41,22 @@ export const PRICES: Readonly<Record<string, ModelPrice>> = {
       "ai.google.dev/gemini-api/docs/pricing, as quoted by factquire.com (accessed 2026-07-04)",
     checked: "2026-12-02",
   },
+  "gemini-3.8-flash-tts": {
+    input: 1,
+    cachedInput: 1,
+    output: 20,
+    source:
+      "Gemini 3.1 Flash TTS's rates ($1 text in, $20 audio out, 25 audio tokens a second), as Google's pricing page lists them per nemovideo.com and runware.ai; no rate for 3.8 Flash TTS was found, so this is an upper estimate (micdrop.dev says 3.8 TTS starts at $0.50 and $6); nothing is cached",
+    checked: "2026-12-03",
+  },
+  "gemini-3.1-flash-image": {
+    input: 0.5,
+    cachedInput: 0.5,
+    output: 60,
+    source:
+      "Gemini 3.1 Flash Image: $60 per million image tokens out (about 1,120 a 1K picture, $0.067), $0.50 text or image in, per therouter.ai, xairouter.com and getmaxim.ai quoting Google's page; its text out ($1.50–3) is billed here at the image rate, a slight overestimate; nothing is cached",
+    checked: "2026-12-03",
+  },
 };
 
 export function priceOf(model: string): ModelPrice | undefined {

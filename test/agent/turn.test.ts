@@ -62,6 +62,7 @@ describe("agent turn loop", () => {
       "schedule_task",
       "list_tasks",
       "cancel_task",
+      "generate_image",
     ]);
     const context = await h.app.store.loadContext("c1");
     expect(context.events.map((e) => e.event.role)).toEqual(["user", "model"]);

@@ -17,6 +17,14 @@ import type { Part } from "@google/genai";
 import { createImplicitCache, promptText, tokensOfText } from "./gemini-cache.js";
 import { FakeFiles, type FileProblem, type FilesOptions } from "./gemini-files.js";
 import {
+  imageStep,
+  isImageModel,
+  isSpeechModel,
+  outputProblem,
+  speechStep,
+  voiceList,
+} from "./gemini-media-models.js";
+import {
   type ErrorStep,
   type GenerateBody,
   type RecordedRequest,
@@ -30,6 +38,7 @@ import { type PartMatch, Unprocessable } from "./gemini-unprocessable.js";
 import { callKey, type IssuedCall, serverPartKey, validateRequest } from "./gemini-validation.js";
 
 export { type FakeFile, FakeFiles, FILE_LIFETIME_MS } from "./gemini-files.js";
+export * from "./gemini-media-models.js";
 export * from "./gemini-steps.js";
 export * from "./gemini-unprocessable.js";
 export { type IssuedCall, SKIP_SIGNATURE } from "./gemini-validation.js";
@@ -68,6 +77,8 @@ export interface FakeGemini {
   limitFor(ms: number, options?: { retryDelay?: string }): void;
   /** Calls answered 429 by limitFor, in order. */
   readonly limited: RecordedRequest[];
+  /** How many times the voice list (`GET /v1/voices`) was read. */
+  readonly voiceListReads: number;
   /**
    * From now on, refuses every request that holds a part `match` picks (gemini-unprocessable.ts:
    * `withBytes`, `withText`), inline or uploaded, with Gemini's 400 INVALID_ARGUMENT: `message`,
@@ -112,6 +123,7 @@ const STATUS_NAMES: Record<number, string> = {
 // SDK 3.x defaults to v1; v1beta/v1alpha are what `apiVersion` overrides select.
 const GENERATE_PATH =
   /^\/(v1|v1beta|v1alpha)\/models\/([^/]+):(generateContent|streamGenerateContent)$/;
+const VOICES_PATH = /^\/(v1|v1beta|v1alpha)\/voices$/;
 
 const estimateTokens = (value: unknown): number => Math.ceil(JSON.stringify(value).length / 4);
 
@@ -235,13 +247,19 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
   let limitedUntil = 0;
   let limitedHint: string | undefined;
   let baseUrl = "";
+  let voiceListReads = 0;
   const files = new FakeFiles(() => baseUrl, options.files);
   const implicitCache = createImplicitCache();
   const unprocessable = new Unprocessable((uri) => files.bytesOf(uri));
   const unprocessed: RecordedRequest[] = [];
 
+  // Speech and image models answer by themselves unless a step is scripted for them: the shared
+  // queue is the conversation model's.
   const nextStep = (model: string): Step =>
-    perModel.get(model)?.shift() ?? shared.shift() ?? fallback;
+    perModel.get(model)?.shift() ??
+    (isSpeechModel(model) ? speechStep : isImageModel(model) ? imageStep : undefined) ??
+    shared.shift() ??
+    fallback;
 
   const signPart = (part: Part, model: string): Part => {
     if (part.toolCall !== undefined) {
@@ -392,9 +410,16 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
       const denied = keyProblem(typeof apiKey === "string" ? apiKey : undefined, options.apiKey);
       return files.handle(req, res, url, denied, (problem) => refuseFile(res, problem));
     }
+    if (req.method === "GET" && VOICES_PATH.test(path)) {
+      const apiKey = req.headers["x-goog-api-key"];
+      const denied = keyProblem(typeof apiKey === "string" ? apiKey : undefined, options.apiKey);
+      if (denied) return refuse(res, denied);
+      voiceListReads++;
+      return sendJson(res, 200, voiceList());
+    }
     const match = req.method === "POST" ? GENERATE_PATH.exec(path) : null;
     if (!match?.[1] || !match[2]) {
-      const message = `The fake Gemini serves only POST /{v1,v1beta,v1alpha}/models/{model}:generateContent or :streamGenerateContent and the Files API (upload, get), not ${req.method} ${path}.`;
+      const message = `The fake Gemini serves only POST /{v1,v1beta,v1alpha}/models/{model}:generateContent or :streamGenerateContent, GET /{v1,v1beta,v1alpha}/voices and the Files API (upload, get), not ${req.method} ${path}.`;
       return refuse(res, { status: 404, message });
     }
     const stream = match[3] === "streamGenerateContent";
@@ -428,6 +453,8 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
       );
     if (typeof problem === "string") return refuse(res, { status: 400, message: problem, request });
     if (problem !== undefined) return refuse(res, { ...problem, request });
+    const output = outputProblem(request.model, request.body);
+    if (output !== undefined) return refuse(res, { status: 400, message: output, request });
     const missing = fileProblem(request.body);
     if (missing) return refuseFile(res, missing, request);
     const cannot = unprocessable.check(request.body);
@@ -477,6 +504,9 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
     },
     limited,
     unprocessed,
+    get voiceListReads() {
+      return voiceListReads;
+    },
     cannotProcess: (match, message) => unprocessable.add(match, message),
     limitFor: (ms, options = {}) => {
       limitedUntil = Date.now() + ms;
