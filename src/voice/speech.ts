@@ -1,6 +1,10 @@
+import { setImmediate } from "node:timers/promises";
 import type { AgentHooks } from "../agent/hooks.js";
 import type { ModelClient } from "../agent/model-client.js";
 import { type EncodedVoice, OggOpusEncoder, TTS_SAMPLE_RATE } from "./ogg-opus.js";
+
+/** A second of 16-bit PCM at 24 kHz. */
+const ENCODE_SLICE_BYTES = TTS_SAMPLE_RATE * 2;
 
 /** Gemini's speech came back without audio (a refusal, an empty answer): the reason, in words. */
 export class SpeechFailedError extends Error {
@@ -30,7 +34,7 @@ export type Speaker = {
  * Speech through the same client as every other Gemini call (its retries, its shared 429
  * limit), streamed: Gemini sends the PCM in pieces, and the client's deadline is per piece, so a
  * long part is not cut off while it keeps coming. Encoding waits for the whole part (23 ms of CPU
- * per second of speech, docs/decisions/0008-voice-encoder.md).
+ * per second of speech, docs/decisions/0008-voice-encoder.md), a second of it at a time.
  */
 export function createSpeaker(deps: {
   model: ModelClient;
@@ -64,7 +68,13 @@ export function createSpeaker(deps: {
               `audio as ${part.inlineData?.mimeType}, not 16-bit PCM at ${TTS_SAMPLE_RATE} Hz`,
             );
           }
-          encoder.write(Buffer.from(part.inlineData?.data ?? "", "base64"));
+          const pcm = Buffer.from(part.inlineData?.data ?? "", "base64");
+          // A second of speech at a time (about 23 ms of CPU), letting other chats' work in
+          // between: a minute-long part encoded at once would hold the event loop for 1.4 s.
+          for (let at = 0; at < pcm.byteLength; at += ENCODE_SLICE_BYTES) {
+            encoder.write(pcm.subarray(at, at + ENCODE_SLICE_BYTES));
+            await setImmediate();
+          }
         }
         return encoder.finish();
       } finally {

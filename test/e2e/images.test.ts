@@ -1,6 +1,6 @@
 import type { Message, Update } from "grammy/types";
 import { afterEach, describe, expect, it } from "vitest";
-import { call, text } from "../fakes/gemini.js";
+import { call, hang, text } from "../fakes/gemini.js";
 import { buildTextUpdate } from "../fakes/telegram-objects.js";
 import { DATABASE_KINDS } from "../helpers/databases.js";
 import { pngImage } from "../helpers/images.js";
@@ -115,6 +115,22 @@ describe.each(DATABASE_KINDS)("generate_image on %s", (kind) => {
     );
     expect(photosSent(w)).toHaveLength(2);
     expect(photosSent(w)[1]?.bytes.equals(drawnFirst)).toBe(false);
+  });
+
+  it("/stop ends the drawing, in a forum topic, and nothing is sent", async () => {
+    w = await startWorld({ kind, telegram: { topicsInPrivateChats: true } });
+    w.gemini.scriptFor("chat-model", call("generate_image", { prompt: "a slow cathedral" }));
+    w.gemini.scriptFor(IMAGE_MODEL, hang());
+    await w.say("draw a cathedral", { threadId: 5 });
+    // The live answer says what is going on while the picture is drawn.
+    await eventually(() => w.telegram.drafts.some((d) => d.plain_text.includes("🎨 drawing…")));
+    await w.say("/stop", { threadId: 5 });
+    const stopped = await eventually(() =>
+      w.telegram.sent.find((m) => m.plain_text === "(stopped)"),
+    );
+    expect(stopped.body.message_thread_id).toBe(5);
+    expect(photosSent(w)).toEqual([]);
+    expect(imageRequests(w)).toHaveLength(1);
   });
 
   it("tells a refusal in plain words and sends no picture", async () => {

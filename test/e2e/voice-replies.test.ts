@@ -2,7 +2,7 @@ import type { Message, Update } from "grammy/types";
 import { afterEach, describe, expect, it } from "vitest";
 import { OggOpusEncoder } from "../../src/voice/ogg-opus.js";
 import { MAX_PART_CHARS, speechParts, spokenText } from "../../src/voice/spoken-text.js";
-import { SECONDS_PER_CHAR, status, text } from "../fakes/gemini.js";
+import { hang, SECONDS_PER_CHAR, status, text } from "../fakes/gemini.js";
 import { checkOggOpus } from "../fakes/ogg-opus-check.js";
 import { buildTextUpdate } from "../fakes/telegram-objects.js";
 import { DATABASE_KINDS } from "../helpers/databases.js";
@@ -151,5 +151,22 @@ describe.each(DATABASE_KINDS)("voice replies on %s", (kind) => {
     expect(textsTo(w)).toContain("The answer in words.");
     expect(voicesTo(w)).toEqual([]);
     expect(textsTo(w).filter((t) => t.startsWith("🎙"))).toHaveLength(1);
+  });
+
+  it("/stop ends the speaking: no voice note, no notice, and the chat goes on", async () => {
+    w = await startWorld({ kind });
+    w.gemini.scriptFor("chat-model", text("Words first."));
+    w.gemini.scriptFor(TTS_MODEL, hang());
+    await sendVoiceNote(w);
+    await eventually(() => ttsRequests(w).length === 1);
+    expect(textsTo(w)).toContain("Words first.");
+    await w.say("/stop");
+    w.gemini.scriptFor("chat-model", text("still here"));
+    await w.say("/voice off");
+    await w.say("are you there?");
+    await eventually(() => textsTo(w).includes("still here"));
+    expect(voicesTo(w)).toEqual([]);
+    expect(textsTo(w).some((t) => t.startsWith("🎙"))).toBe(false);
+    expect(textsTo(w)).not.toContain("There is no answer being written to stop.");
   });
 });

@@ -119,9 +119,12 @@ function speechPcm(seconds: number): Buffer {
   return pcm;
 }
 
-/** The speech of the request's text: its PCM in pieces, one part each, streamed a piece a chunk. */
-export function speechStep(request: RecordedRequest): ReplyStep {
-  const seconds = textOf(request.body).length * SECONDS_PER_CHAR;
+/**
+ * The speech of the request's text: its PCM in pieces, one part each, streamed a piece a chunk;
+ * `secondsPerChar` of speech for each character of it.
+ */
+export function speechStep(request: RecordedRequest, secondsPerChar = SECONDS_PER_CHAR): ReplyStep {
+  const seconds = textOf(request.body).length * secondsPerChar;
   const pcm = speechPcm(seconds);
   const pieceBytes = PIECE_SECONDS * RATE * 2;
   const parts: Part[] = [];

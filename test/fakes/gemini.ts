@@ -100,6 +100,8 @@ export interface FakeGeminiOptions {
   stream?: Partial<StreamShape>;
   /** How long uploaded files live and how long videos are processed. */
   files?: FilesOptions;
+  /** Seconds of speech the TTS models make of each character (SECONDS_PER_CHAR unless set). */
+  speechSecondsPerChar?: number;
   /**
    * Reports the prefix a request shares with recent ones as cached, as Gemini's implicit caching
    * does (gemini-cache.ts). On unless turned off; a step's usage override wins.
@@ -257,7 +259,11 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
   // queue is the conversation model's.
   const nextStep = (model: string): Step =>
     perModel.get(model)?.shift() ??
-    (isSpeechModel(model) ? speechStep : isImageModel(model) ? imageStep : undefined) ??
+    (isSpeechModel(model)
+      ? (request: RecordedRequest) => speechStep(request, options.speechSecondsPerChar)
+      : isImageModel(model)
+        ? imageStep
+        : undefined) ??
     shared.shift() ??
     fallback;
 
