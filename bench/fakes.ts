@@ -45,8 +45,8 @@ export type Fakes = {
   close(): Promise<void>;
 };
 
-/** Bot API methods whose arrival is reported (the answer, and "ready"). */
-const REPORTED_METHODS: ReadonlySet<string> = new Set(["sendmessage", "setwebhook"]);
+/** Bot API methods whose arrival is reported (the answer, a voice note, and "ready"). */
+const REPORTED_METHODS: ReadonlySet<string> = new Set(["sendmessage", "sendvoice", "setwebhook"]);
 const BOT_API_PATH = /^\/bot[^/]+\/([A-Za-z]+)$/;
 const REQUEST_START = "http.server.request.start";
 const RESPONSE_FINISH = "http.server.response.finish";
@@ -77,8 +77,14 @@ function readBody(raw: string): { chatId: number | undefined; text: string | und
     const text = "text" in body && typeof body.text === "string" ? body.text : undefined;
     return { chatId: Number.isSafeInteger(chatId) ? chatId : undefined, text };
   } catch {
-    return { chatId: undefined, text: undefined };
+    return chatOfMultipart(raw);
   }
+}
+
+/** A multipart upload's (sendVoice's) chat_id field; it has no text. */
+function chatOfMultipart(raw: string): { chatId: number | undefined; text: undefined } {
+  const chatId = Number(/name="?chat_id"?\r\n(?:[^\r\n]*\r\n)*?\r\n(-?\d+)/.exec(raw)?.[1]);
+  return { chatId: Number.isSafeInteger(chatId) ? chatId : undefined, text: undefined };
 }
 
 const portOf = (baseUrl: string) => Number(new URL(baseUrl).port);

@@ -15,6 +15,7 @@ import { searchBenchmark } from "./search.js";
 import { startupBenchmark } from "./startup.js";
 import { storageBenchmark } from "./storage.js";
 import { streamingBenchmark } from "./streaming.js";
+import { voiceBenchmark } from "./voice.js";
 
 export type BenchRow = {
   benchmark: string;
@@ -56,6 +57,7 @@ const benchmarks: ReadonlyMap<string, Benchmark> = new Map([
   ["media-memory", () => mediaMemoryBenchmark({ databases, postgresUrl: POSTGRES_URL, progress })],
   ["startup", () => startupBenchmark({ databases, postgresUrl: POSTGRES_URL, progress })],
   ["kill", () => killUnderLoadBenchmark({ databases, postgresUrl: POSTGRES_URL, progress })],
+  ["voice", () => voiceBenchmark({ databases, postgresUrl: POSTGRES_URL, progress })],
 ]);
 
 // This file runs as dist/bench/run.js; the results live next to the sources, in bench/.

@@ -14,6 +14,7 @@ import type { Config } from "./config.js";
 import { type DatabaseHandle, openDatabase } from "./db/connect.js";
 import { migrateToLatest } from "./db/migrate.js";
 import { explainDatabaseFailure, openExplained } from "./db/open-failures.js";
+import { createGenerateImageTool } from "./images/generate-image.js";
 import type { Logger } from "./logger.js";
 import { instrumentAgent, instrumentModel, observeHooks } from "./metrics/instrument.js";
 import { createMetrics } from "./metrics/metrics.js";
@@ -36,6 +37,9 @@ import { createBuiltinTools } from "./tools/builtins.js";
 import { createToolRegistry } from "./tools/registry.js";
 import { recordUsage } from "./usage/recorder.js";
 import { createUsageStore } from "./usage/usage-store.js";
+import { createSpeaker } from "./voice/speech.js";
+import { createVoiceReplies } from "./voice/voice-reply.js";
+import { createVoiceSettings } from "./voice/voice-settings.js";
 
 export type App = Awaited<ReturnType<typeof createApp>>;
 
@@ -145,6 +149,14 @@ export async function createApp(
       extra: [
         ...createTaskTools({ tasks, timeZone: config.timeZone, now: Date.now }),
         ...createProfileTools({ profiles }),
+        createGenerateImageTool({
+          model,
+          hooks,
+          store,
+          read: readBytes,
+          saveFile: attachments.save,
+          settings: { model: config.geminiImageModel },
+        }),
       ],
     }),
   );
@@ -219,6 +231,15 @@ export async function createApp(
     metrics,
     tools.declarations().map((d) => d.name ?? ""),
   );
+  const speaker = createSpeaker({
+    model,
+    hooks,
+    settings: { model: config.geminiTtsModel, voice: config.geminiVoice },
+  });
+  const voice = {
+    replies: createVoiceReplies({ speaker, save: attachments.save, store, logger }),
+    settings: createVoiceSettings({ db: handle.db, fallback: config.voiceReplies }),
+  };
   const usage = createUsageStore(handle.db);
   const usageRecorder = recordUsage({ hooks, store: usage, logger });
   return {
@@ -243,5 +264,6 @@ export async function createApp(
     tasks,
     usage,
     usageRecorder,
+    voice,
   };
 }

@@ -8,6 +8,9 @@ export const THINKING_LEVELS = ["minimal", "low", "medium", "high"] as const;
 export const STREAMING_MODES = ["auto", "draft", "edit", "off"] as const;
 export type StreamingMode = (typeof STREAMING_MODES)[number];
 export type ThinkingLevel = (typeof THINKING_LEVELS)[number];
+/** When answers are spoken as voice notes (docs/voice-and-images.md); `/voice` overrides it. */
+export const VOICE_REPLY_MODES = ["auto", "always", "off"] as const;
+export type VoiceReplyMode = (typeof VOICE_REPLY_MODES)[number];
 export const BUILTIN_TOOLS = ["google_search", "url_context", "code_execution"] as const;
 export type BuiltinTool = (typeof BUILTIN_TOOLS)[number];
 const DEFAULT_BUILTIN_TOOLS = "google_search,url_context";
@@ -170,6 +173,16 @@ const envSchema = (requireTelegram: boolean) =>
     GEMINI_MODEL: text(DEFAULT_MODEL),
     // Summaries and transcripts read much and write little: Flash-Lite does them for less.
     GEMINI_COMPACTION_MODEL: text(DEFAULT_COMPACTION_MODEL),
+    GEMINI_TTS_MODEL: text("gemini-3.8-flash-tts"),
+    GEMINI_VOICE: text("Kore"),
+    GEMINI_IMAGE_MODEL: text("gemini-3.1-flash-image"),
+    VOICE_REPLIES: text("auto")
+      .transform((mode) => mode.toLowerCase())
+      .pipe(
+        z.enum(VOICE_REPLY_MODES, {
+          error: `VOICE_REPLIES must be one of ${VOICE_REPLY_MODES.join(", ")}`,
+        }),
+      ),
     GEMINI_BUILTIN_TOOLS: builtinTools,
     // Unset: the default; set but empty: recall by meaning is off.
     GEMINI_EMBEDDING_MODEL: z
@@ -252,6 +265,13 @@ const configSchema = (requireTelegram: boolean) =>
     geminiModel: e.GEMINI_MODEL,
     /** Summaries and voice transcripts. */
     geminiCompactionModel: e.GEMINI_COMPACTION_MODEL,
+    /** Speaks voice replies; GEMINI_VOICE is checked against Gemini's voice list at start. */
+    geminiTtsModel: e.GEMINI_TTS_MODEL,
+    geminiVoice: e.GEMINI_VOICE,
+    /** Draws and edits pictures (generate_image). */
+    geminiImageModel: e.GEMINI_IMAGE_MODEL,
+    /** Whether answers are spoken: to voice notes only (auto), always, or never; /voice overrides. */
+    voiceReplies: e.VOICE_REPLIES,
     /** Unset ⇒ the model's own default. */
     geminiThinkingLevel: e.GEMINI_THINKING_LEVEL,
     /** Gemini's server-side tools offered beside Koroku's own functions. */

@@ -33,6 +33,7 @@ import {
   NOT_ALLOWED_REASON,
 } from "./telegram/scheduled-run.js";
 import { askerOfUpdate, createStopPermission } from "./telegram/stop-permission.js";
+import { checkVoiceAtStart } from "./voice/voices.js";
 
 const SHUTDOWN_WAIT_MS = 25_000;
 // Long enough for a service that is shutting down on the same SQLite file to finish.
@@ -208,6 +209,7 @@ export async function startService(
     memory: { profiles: app.profiles, forgetting: app.forgetting },
     richMessages: config.richMessages,
     courier,
+    voice: app.voice,
   });
   // grammY types its signals after the abort-controller polyfill; a standard one works the same.
   const apiSignal = signal as Parameters<typeof bot.init>[0];
@@ -221,6 +223,12 @@ export async function startService(
   } catch (error) {
     abandon(error);
   }
+  await checkVoiceAtStart({
+    apiKey: config.geminiApiKey,
+    baseUrl: config.geminiBaseUrl,
+    voice: config.geminiVoice,
+    logger,
+  }).catch(abandon);
 
   // Replicas on PostgreSQL time leases by the server's clock; SQLite's processes share one host's.
   if (app.database.kind === "postgres") {

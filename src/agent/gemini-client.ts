@@ -1,13 +1,14 @@
-import type {
-  Content,
-  GenerateContentConfig,
-  GenerateContentParameters,
-  GenerateContentResponse,
-  GenerateContentResponseUsageMetadata,
-  GoogleGenAI,
-  GroundingMetadata,
-  Part,
-  UrlContextMetadata,
+import {
+  type Content,
+  type GenerateContentConfig,
+  type GenerateContentParameters,
+  type GenerateContentResponse,
+  type GenerateContentResponseUsageMetadata,
+  type GoogleGenAI,
+  type GroundingMetadata,
+  Modality,
+  type Part,
+  type UrlContextMetadata,
 } from "@google/genai";
 import type { Logger } from "pino";
 import {
@@ -105,6 +106,14 @@ function paramsFor(
   );
   const thinking = thinkingConfigFor(request.model, request.thinkingLevel);
   if (thinking) config.thinkingConfig = thinking;
+  if (request.output?.kind === "speech") {
+    config.responseModalities = [Modality.AUDIO];
+    config.speechConfig = {
+      voiceConfig: { prebuiltVoiceConfig: { voiceName: request.output.voice } },
+    };
+  } else if (request.output?.kind === "image") {
+    config.responseModalities = [Modality.TEXT, Modality.IMAGE];
+  }
   return { model: request.model, contents, config };
 }
 

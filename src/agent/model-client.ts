@@ -49,6 +49,11 @@ export type GenerateRequest = {
   builtinTools?: readonly BuiltinTool[];
   /** GEMINI_THINKING_LEVEL; the client turns it into what the model understands. */
   thinkingLevel?: ThinkingLevel;
+  /**
+   * What the model answers in besides text: speech in one of Gemini's prebuilt voices (a TTS
+   * model, which returns PCM audio), or pictures (an image model). Unset: text.
+   */
+  output?: { kind: "speech"; voice: string } | { kind: "image" };
   /** Streams the answer (generateContentStream) and reports it as it grows. */
   stream?: StreamObserver;
   /**

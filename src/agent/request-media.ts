@@ -58,7 +58,8 @@ export function routeMedia(context: ChatContext): Map<string, Route> {
   let inlineBytes = 0;
   for (const stored of context.events) {
     for (const part of stored.event.parts) {
-      if (part.kind !== "media") continue;
+      // A voice note of Koroku's own answer is never sent (events.ts, toContent).
+      if (part.kind !== "media" || part.spoken) continue;
       const known = routes.get(part.sha256);
       if (known !== undefined) {
         // Sent again where it appears again.
@@ -129,7 +130,7 @@ const GONE =
 
 const mediaPartsOf = (context: ChatContext): MediaPart[] =>
   context.events.flatMap((stored) =>
-    stored.event.parts.filter((part): part is MediaPart => part.kind === "media"),
+    stored.event.parts.filter((part): part is MediaPart => part.kind === "media" && !part.spoken),
   );
 
 export function createMediaSource(deps: MediaSourceDeps): MediaSource {

@@ -190,10 +190,16 @@ const TOO_LARGE_OUTPUT = `the tool's output was larger than the ${MAX_EVENT_BYTE
 
 export type Agent = ReturnType<typeof createAgent>;
 
-/** The files a model event shows the user: its media parts, thinking's images left out. */
+/**
+ * The files a turn shows the user with its answer: the media parts of the model's events and the
+ * pictures its tools made (generate_image, kept beside their calls' responses); thinking's images
+ * and the voice notes of the answer (sent by the voice reply, after its words) left out.
+ */
 const answerFilesOf = (event: SessionEvent): MediaPart[] =>
-  event.role === "model"
-    ? event.parts.filter((part): part is MediaPart => part.kind === "media" && !part.thought)
+  event.role === "model" || !isRealUserMessage(event)
+    ? event.parts.filter(
+        (part): part is MediaPart => part.kind === "media" && !part.thought && !part.spoken,
+      )
     : [];
 
 export function createAgent(deps: AgentDeps) {
@@ -480,7 +486,9 @@ export function createAgent(deps: AgentDeps) {
         toRun,
         (call) => call.name,
         (name) => tools.concurrencyOf(name),
-        async (call): Promise<Pick<ToolOutcome, "response"> & { files?: MediaPart[] }> => {
+        async (
+          call,
+        ): Promise<Pick<ToolOutcome, "response"> & { files?: MediaPart[]; made?: boolean }> => {
           if (input.stop?.aborted) return { response: { error: STOPPED_CALL } };
           const args = call.args ?? {};
           hooks.emit("toolCall", { chatId, name: call.name, args });
@@ -492,12 +500,14 @@ export function createAgent(deps: AgentDeps) {
       );
       const responses: Record<string, unknown>[] = [];
       const sent = new Map<number, MediaPart[]>();
+      const made: MediaPart[] = [];
       let ran = 0;
       for (const [i, step] of plan.entries()) {
         if (step.kind === "run") {
           const outcome = outcomes[ran++];
           responses.push(outcome?.response ?? {});
-          if (outcome?.files) sent.set(i, outcome.files);
+          if (outcome?.files && outcome.made) made.push(...outcome.files);
+          else if (outcome?.files) sent.set(i, outcome.files);
         } else if (step.kind === "budget") responses.push({ error: BUDGET_EXHAUSTED });
         else responses.push(repeatRefusal("index" in step ? responses[step.index] : step.earlier));
         if (step.kind === "repeat") log.warn({ tool: calls[i]?.name }, "refused a repeated call");
@@ -510,7 +520,11 @@ export function createAgent(deps: AgentDeps) {
             v: 1 as const,
             event_type: "session" as const,
             role: "user" as const,
-            parts: calls.map((call, i) => responsePart(call, outputs[i] ?? {}, sent.get(i))),
+            parts: [
+              ...calls.map((call, i) => responsePart(call, outputs[i] ?? {}, sent.get(i))),
+              // After the responses, as a user's pictures follow their words: Gemini sees them.
+              ...made,
+            ],
           },
           toolCalls: executed,
         },
@@ -522,6 +536,7 @@ export function createAgent(deps: AgentDeps) {
         return append(responsesEvent(responses.map(() => ({ error: TOO_LARGE_OUTPUT }))));
       });
       context = withAppended(context, stored);
+      files.push(...made);
       if (!offerTools && ++roundsWithoutTools > EXTRA_ROUNDS_AFTER_BUDGET) {
         log.warn("model kept calling tools after its budget was spent; ending the turn");
         const text = `I stopped after ${used} tool calls, my limit for one message. Tell me whether to continue.`;

@@ -228,6 +228,15 @@ export interface EmbeddingsTable {
   embedding: Buffer | number[];
 }
 
+/** A conversation's `/voice` setting (see migrations/20261203064500_conversation_voice.ts). */
+export interface ConversationVoiceTable {
+  /** The conversation key. */
+  chat_id: string;
+  /** "auto", "always" or "off". */
+  mode: string;
+  updated_at: string;
+}
+
 export interface Database {
   messages: MessagesTable;
   inbox: InboxTable;
@@ -243,6 +252,7 @@ export interface Database {
   embedding_queue: EmbeddingQueueTable;
   embedding_progress: EmbeddingProgressTable;
   embeddings: EmbeddingsTable;
+  conversation_voice: ConversationVoiceTable;
 }
 
 export type MessageRow = Selectable<MessagesTable>;

@@ -63,6 +63,11 @@ export const mediaPartSchema = z.object({
   /** An image the model made while thinking (not its answer): kept for Gemini, never shown. */
   thought: z.boolean().optional(),
   thoughtSignature: z.string().optional(),
+  /**
+   * A voice note Koroku spoke of its own answer (its transcript is the words it said): kept for
+   * the user and /history, never sent to Gemini, whose context has the answer's text already.
+   */
+  spoken: z.boolean().optional(),
 });
 
 export const functionResponsePartSchema = z.object({
@@ -391,6 +396,7 @@ export function toContent(event: SessionEvent, media: MediaToGemini = mediaNote)
     role: event.role,
     parts: event.parts
       .filter((p): p is Exclude<EventPart, GroundingPart> => p.kind !== "grounding")
+      .filter((p) => !(p.kind === "media" && p.spoken))
       .map((part) => partToGemini(part, media)),
   };
 }

@@ -2,6 +2,7 @@ import { truncate } from "./event-text.js";
 import {
   type EventPart,
   type ExecutableCodePart,
+  isRealUserMessage,
   type ServerToolCallPart,
   serverToolName,
   textOf,
@@ -82,8 +83,13 @@ export function historyLines(events: readonly StoredEvent[]): HistoryLine[] {
       continue;
     }
     const { event } = stored;
+    // Pictures a tool made (generate_image) are kept beside its responses: they are Koroku's.
     const kind =
-      event.role === "model" ? "assistant" : event.origin === "scheduled_task" ? "task" : "user";
+      event.role === "model" || !isRealUserMessage(event)
+        ? "assistant"
+        : event.origin === "scheduled_task"
+          ? "task"
+          : "user";
     let text = textOf(event.parts).trim();
     for (const part of event.parts) {
       if (part.kind !== "media") continue;

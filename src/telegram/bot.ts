@@ -13,7 +13,11 @@ import type { UsageStore } from "../usage/usage-store.js";
 import { senderOf } from "./access.js";
 import { chatMigrationComposer, type MoveConversation } from "./chat-migration.js";
 import { type CommandDeps, commandsComposer } from "./commands.js";
-import { type ConversationMedia, conversationComposer } from "./conversation.js";
+import {
+  type ConversationMedia,
+  type ConversationVoice,
+  conversationComposer,
+} from "./conversation.js";
 import type { Courier } from "./courier.js";
 import { createDelivery } from "./delivery.js";
 import { createFileDownloader } from "./files.js";
@@ -27,6 +31,7 @@ import { scrubOutgoing } from "./scrub-outgoing.js";
 import { tasksComposer } from "./tasks-command.js";
 
 import { usageComposer } from "./usage-command.js";
+import { voiceComposer } from "./voice-command.js";
 export type BotDeps = {
   token: string;
   apiRoot: string;
@@ -62,6 +67,8 @@ export type BotDeps = {
   answers?: RunningAnswers;
   /** Sends the messages and files of answers and records them off the main thread (courier.ts). */
   courier?: Courier;
+  /** Spoken replies and /voice; without them, answers are text only and /voice says so. */
+  voice?: ConversationVoice;
 };
 
 // 429s wait Telegram's retry_after, but not for long: a stalled send holds up its chat's inbox.
@@ -135,6 +142,7 @@ export function createBot(deps: BotDeps) {
   bot.use(tasksComposer({ tasks: deps.tasks, delivery, leaseOf: deps.leaseOf }));
   bot.use(usageComposer({ usage: deps.usage, delivery }));
   bot.use(memoryComposer({ ...deps.memory, delivery, leaseOf: deps.leaseOf }));
+  if (deps.voice) bot.use(voiceComposer({ settings: deps.voice.settings, delivery }));
   bot.use(topicNamingComposer({ pending: deps.pendingTopicNames, logger: deps.logger }));
   bot.use(
     conversationComposer({
@@ -147,6 +155,7 @@ export function createBot(deps: BotDeps) {
       livePacer,
       streaming: deps.streaming ?? "auto",
       answers: deps.answers ?? createRunningAnswers(),
+      ...(deps.voice ? { voice: deps.voice } : {}),
       media: {
         ...deps.media,
         download: createFileDownloader({

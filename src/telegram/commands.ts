@@ -40,6 +40,7 @@ export const COMMANDS = [
     command: "forget",
     description: "Forget facts and hide messages with these words: /forget words",
   },
+  { command: "voice", description: "Spoken replies here: /voice on, off or auto" },
 ] as const;
 
 const MAX_LINE_CHARS = 1_500;

@@ -15,6 +15,8 @@ import { scopeOfKey } from "../scope/recall-scope.js";
 import type { Workspaces } from "../scope/workspaces.js";
 import type { NewAttachment, StoredAttachment } from "../session/attachments.js";
 import type { MediaPart } from "../session/events.js";
+import type { VoiceReplies } from "../voice/voice-reply.js";
+import { speaksTo, type VoiceSettings } from "../voice/voice-settings.js";
 import { addressesBot, senderOf } from "./access.js";
 import { deliverAnswer, liveMessagesOf } from "./answer-delivery.js";
 import type { Delivery } from "./delivery.js";
@@ -25,6 +27,7 @@ import { modelText } from "./message-context.js";
 import type { RunningAnswers } from "./running-answers.js";
 import { toolFileSender } from "./tool-file-sender.js";
 import { conversationKeyOf, threadOf, threadOfMessage } from "./topics.js";
+import { deliverVoice } from "./voice-delivery.js";
 
 export type ConversationDeps = {
   agent: Agent;
@@ -39,7 +42,11 @@ export type ConversationDeps = {
   streaming: StreamingMode;
   answers: RunningAnswers;
   media: ConversationMedia;
+  /** Spoken replies (VOICE_REPLIES, /voice); none: text only. */
+  voice?: ConversationVoice;
 };
+
+export type ConversationVoice = { replies: VoiceReplies; settings: VoiceSettings };
 
 export const GAVE_UP =
   "Sorry, I could not answer your last message: something kept failing on my side. Please send it again in a minute.";
@@ -188,6 +195,23 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
       await deliverAnswer({ live, delivery, read: media.read, chatId, threadId, result, lease });
       // Unstreamed, the answer's first words show when its messages have gone out.
       nowVisible();
+      const voice = deps.voice;
+      const userSpoke = parts.some((part) => part.media === "voice");
+      if (voice && !result.stopped && speaksTo(await voice.settings.modeOf(session), userSpoke)) {
+        await lease?.ensureHeld();
+        await deliverVoice({
+          replies: voice.replies,
+          delivery,
+          conversation: session,
+          chatId,
+          threadId,
+          text: result.text,
+          resumed: result.resumed,
+          stop: running.signal,
+          lease,
+          logger: deps.logger,
+        });
+      }
       media
         .transcribe?.(session)
         .catch((error: unknown) =>

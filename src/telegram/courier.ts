@@ -19,8 +19,13 @@ export type { CourierRecord } from "./courier-worker.js";
 /** How long a Bot API call may take: grammY's default, which createBot keeps. */
 const TIMEOUT_SECONDS = 500;
 
-/** The calls that send what an answer is made of: a message, a rich message, a file. */
-export type CarriedMethod = "sendMessage" | "sendRichMessage" | "sendPhoto" | "sendDocument";
+/** The calls that send what an answer is made of: a message, a rich message, a file, a voice note. */
+export type CarriedMethod =
+  | "sendMessage"
+  | "sendRichMessage"
+  | "sendPhoto"
+  | "sendDocument"
+  | "sendVoice";
 
 type PayloadOf<M extends CarriedMethod> = Parameters<RawApi[M]>[0];
 type ResultOf<M extends CarriedMethod> = Awaited<ReturnType<RawApi[M]>>;

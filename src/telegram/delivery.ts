@@ -328,8 +328,38 @@ export function createDelivery(deps: DeliveryDeps) {
     }
   }
 
-  /** Shows "typing…" until the returned function is called. Failures only cost the indicator. */
-  function showTyping(chatId: number, threadId?: number): () => void {
+  /**
+   * Sends an Ogg Opus voice note; returns its message's id. With `record`, the courier runs it
+   * the moment Telegram accepts the note (see Carrier.send).
+   */
+  async function sendVoice(
+    chatId: number,
+    voice: { bytes: Buffer; seconds: number },
+    threadId?: number,
+    record?: CourierRecord,
+  ): Promise<Carried<number>> {
+    const { value, rows } = await carrier.send(
+      "sendVoice",
+      {
+        chat_id: chatId,
+        voice: new InputFile(voice.bytes, "voice.ogg"),
+        duration: Math.max(1, Math.round(voice.seconds)),
+        ...inThread(threadId),
+      },
+      record,
+    );
+    return { value: value.message_id, rows };
+  }
+
+  /**
+   * Shows "typing…" (or another chat action: "recording a voice message…") until the returned
+   * function is called. Failures only cost the indicator.
+   */
+  function showTyping(
+    chatId: number,
+    threadId?: number,
+    action: "typing" | "record_voice" | "upload_photo" = "typing",
+  ): () => void {
     const extra = inThread(threadId);
     // Ends the indicator's requests with the turn: while Telegram is unreachable, auto-retry
     // would otherwise keep each one trying long after, and they would pile up.
@@ -338,7 +368,7 @@ export function createDelivery(deps: DeliveryDeps) {
       api
         .sendChatAction(
           chatId,
-          "typing",
+          action,
           extra,
           // grammY types its signal with the abort-controller polyfill; Node's own is compatible.
           requests.signal as unknown as Parameters<Api["sendChatAction"]>[3],
@@ -363,6 +393,7 @@ export function createDelivery(deps: DeliveryDeps) {
     sendMarkdown,
     sendFile,
     sendFiles,
+    sendVoice,
     showTyping,
     sendChunk,
     editChunk,

@@ -36,18 +36,25 @@ export interface ToolContext {
 }
 
 /**
- * What a tool returns when it also sent files to the chat: `output` is the model's answer, the
- * files are kept with the call (stored as attachments, shown by /history).
+ * What a tool returns with files (stored as attachments): `output` is the model's answer. Files it
+ * sent to the chat itself (send_file) are kept with the call, for /history. Files it `made`
+ * (generate_image) are kept in the conversation's context, where the model sees them like any
+ * picture, and go out with the answer, recorded as its messages are.
  */
 export class WithFiles {
   constructor(
     readonly output: unknown,
     readonly files: MediaPart[],
+    readonly made = false,
   ) {}
 
   /** What the call answers, as it is stored and sent to the model. */
-  outcome(): { response: { output: unknown }; files: MediaPart[] } {
-    return { response: { output: toJsonValue(this.output) }, files: this.files };
+  outcome(): { response: { output: unknown }; files: MediaPart[]; made?: true } {
+    return {
+      response: { output: toJsonValue(this.output) },
+      files: this.files,
+      ...(this.made ? { made: true as const } : {}),
+    };
   }
 }
 
@@ -65,7 +72,7 @@ export interface Tool<S extends z.ZodType = z.ZodType> {
 }
 
 export type ToolOutcome =
-  | { ok: true; response: { output: unknown }; files?: MediaPart[] }
+  | { ok: true; response: { output: unknown }; files?: MediaPart[]; made?: boolean }
   | { ok: false; response: { error: string } };
 
 export interface ToolRegistry {

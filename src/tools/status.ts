@@ -24,6 +24,8 @@ export function toolStatus(name: string, args: Record<string, unknown>): string 
       return "Reading my notes…";
     case "search_history":
       return `Searching our history for ${clip(args.query)}…`;
+    case "generate_image":
+      return args.edit ? "🎨 changing the picture…" : "🎨 drawing…";
     case "get_current_time":
       return "Checking the time…";
     case "run_command":

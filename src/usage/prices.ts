@@ -97,6 +97,35 @@ export const PRICES: Readonly<Record<string, readonly ModelPrice[]>> = {
       checked: "2026-12-02",
     },
   ],
+  "gemini-3.8-flash-tts": [
+    {
+      input: 0.5,
+      cachedInput: 0.5,
+      output: 9,
+      source:
+        "Google's launch rates for 3.8 Flash TTS ($0.50 text in, $9.00 audio out until 2026-12-31), as LiteLLM's, Vercel's and micdrop.dev's price lists quote them; nothing is cached",
+      checked: "2026-12-03",
+    },
+    {
+      from: "2027-01-01",
+      input: 1,
+      cachedInput: 1,
+      output: 18,
+      source:
+        "the launch rates double from 2027-01-01, per the same price lists; nothing is cached",
+      checked: "2026-12-03",
+    },
+  ],
+  "gemini-3.1-flash-image": [
+    {
+      input: 0.5,
+      cachedInput: 0.5,
+      output: 60,
+      source:
+        "Gemini 3.1 Flash Image: $60 per million image tokens out (about 1,120 a 1K picture, $0.067), $0.50 text or image in, per therouter.ai, xairouter.com and getmaxim.ai quoting Google's page; its text out ($1.50–3) is billed here at the image rate, a slight overestimate; nothing is cached",
+      checked: "2026-12-03",
+    },
+  ],
 };
 
 /** The local midnight starting `day` (YYYY-MM-DD). */

@@ -64,6 +64,7 @@ describe("agent turn loop", () => {
       "cancel_task",
       "remember",
       "forget",
+      "generate_image",
     ]);
     const context = await h.app.store.loadContext("c1");
     expect(context.events.map((e) => e.event.role)).toEqual(["user", "model"]);

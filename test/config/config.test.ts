@@ -124,6 +124,19 @@ describe("config", () => {
     );
   });
 
+  it("speaks only to voice notes by default, and takes auto, always or off", () => {
+    const config = loadConfig(minimal);
+    expect(config.voiceReplies).toBe("auto");
+    expect(config.geminiTtsModel).toBe("gemini-3.8-flash-tts");
+    expect(config.geminiVoice).toBe("Kore");
+    expect(config.geminiImageModel).toBe("gemini-3.1-flash-image");
+    expect(loadConfig({ ...minimal, VOICE_REPLIES: " Always " }).voiceReplies).toBe("always");
+    expect(loadConfig({ ...minimal, VOICE_REPLIES: "off" }).voiceReplies).toBe("off");
+    expect(() => loadConfig({ ...minimal, VOICE_REPLIES: "on" })).toThrow(
+      /VOICE_REPLIES must be one of auto, always, off/,
+    );
+  });
+
   it("protects /metrics only when METRICS_TOKEN is set to something", () => {
     expect(loadConfig(minimal).metricsToken).toBeUndefined();
     expect(loadConfig({ ...minimal, METRICS_TOKEN: "  " }).metricsToken).toBeUndefined();

@@ -44,6 +44,7 @@ describe("Telegram service end to end (webhook mode, SQLite)", () => {
       "usage",
       "memory",
       "forget",
+      "voice",
     ]);
     expect(w.telegram.webhook).toMatchObject({
       url: "https://koroku.test/telegram/webhook",

@@ -18,6 +18,14 @@ import { createImplicitCache, promptText, tokensOfText } from "./gemini-cache.js
 import { answerEmbedding, EMBED_PATH } from "./gemini-embeddings.js";
 import { FakeFiles, type FileProblem, type FilesOptions } from "./gemini-files.js";
 import {
+  imageStep,
+  isImageModel,
+  isSpeechModel,
+  outputProblem,
+  speechStep,
+  voiceList,
+} from "./gemini-media-models.js";
+import {
   type ErrorStep,
   type GenerateBody,
   type RecordedRequest,
@@ -31,6 +39,7 @@ import { type PartMatch, Unprocessable } from "./gemini-unprocessable.js";
 import { callKey, type IssuedCall, serverPartKey, validateRequest } from "./gemini-validation.js";
 
 export { type FakeFile, FakeFiles, FILE_LIFETIME_MS } from "./gemini-files.js";
+export * from "./gemini-media-models.js";
 export * from "./gemini-steps.js";
 export * from "./gemini-unprocessable.js";
 export { type IssuedCall, SKIP_SIGNATURE } from "./gemini-validation.js";
@@ -73,6 +82,8 @@ export interface FakeGemini {
   limitFor(ms: number, options?: { retryDelay?: string }): void;
   /** Calls answered 429 by limitFor, in order. */
   readonly limited: RecordedRequest[];
+  /** How many times the voice list (`GET /v1/voices`) was read. */
+  readonly voiceListReads: number;
   /**
    * From now on, refuses every request that holds a part `match` picks (gemini-unprocessable.ts:
    * `withBytes`, `withText`), inline or uploaded, with Gemini's 400 INVALID_ARGUMENT: `message`,
@@ -94,6 +105,8 @@ export interface FakeGeminiOptions {
   stream?: Partial<StreamShape>;
   /** How long uploaded files live and how long videos are processed. */
   files?: FilesOptions;
+  /** Seconds of speech the TTS models make of each character (SECONDS_PER_CHAR unless set). */
+  speechSecondsPerChar?: number;
   /**
    * Reports the prefix a request shares with recent ones as cached, as Gemini's implicit caching
    * does (gemini-cache.ts). On unless turned off; a step's usage override wins.
@@ -117,6 +130,7 @@ const STATUS_NAMES: Record<number, string> = {
 // SDK 3.x defaults to v1; v1beta/v1alpha are what `apiVersion` overrides select.
 const GENERATE_PATH =
   /^\/(v1|v1beta|v1alpha)\/models\/([^/]+):(generateContent|streamGenerateContent)$/;
+const VOICES_PATH = /^\/(v1|v1beta|v1alpha)\/voices$/;
 
 const estimateTokens = (value: unknown): number => Math.ceil(JSON.stringify(value).length / 4);
 
@@ -241,13 +255,23 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
   let limitedUntil = 0;
   let limitedHint: string | undefined;
   let baseUrl = "";
+  let voiceListReads = 0;
   const files = new FakeFiles(() => baseUrl, options.files);
   const implicitCache = createImplicitCache();
   const unprocessable = new Unprocessable((uri) => files.bytesOf(uri));
   const unprocessed: RecordedRequest[] = [];
 
+  // Speech and image models answer by themselves unless a step is scripted for them: the shared
+  // queue is the conversation model's.
   const nextStep = (model: string): Step =>
-    perModel.get(model)?.shift() ?? shared.shift() ?? fallback;
+    perModel.get(model)?.shift() ??
+    (isSpeechModel(model)
+      ? (request: RecordedRequest) => speechStep(request, options.speechSecondsPerChar)
+      : isImageModel(model)
+        ? imageStep
+        : undefined) ??
+    shared.shift() ??
+    fallback;
 
   const signPart = (part: Part, model: string): Part => {
     if (part.toolCall !== undefined) {
@@ -414,9 +438,16 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
       embeddings.push({ model, method: embedding[3], body: parsed?.json });
       return sendJson(res, 200, answer.body);
     }
+    if (req.method === "GET" && VOICES_PATH.test(path)) {
+      const apiKey = req.headers["x-goog-api-key"];
+      const denied = keyProblem(typeof apiKey === "string" ? apiKey : undefined, options.apiKey);
+      if (denied) return refuse(res, denied);
+      voiceListReads++;
+      return sendJson(res, 200, voiceList());
+    }
     const match = req.method === "POST" ? GENERATE_PATH.exec(path) : null;
     if (!match?.[1] || !match[2]) {
-      const message = `The fake Gemini serves only POST /{v1,v1beta,v1alpha}/models/{model}:generateContent, :streamGenerateContent, :embedContent or :batchEmbedContents and the Files API (upload, get), not ${req.method} ${path}.`;
+      const message = `The fake Gemini serves only POST /{v1,v1beta,v1alpha}/models/{model}:generateContent, :streamGenerateContent, :embedContent or :batchEmbedContents, GET /{v1,v1beta,v1alpha}/voices and the Files API (upload, get), not ${req.method} ${path}.`;
       return refuse(res, { status: 404, message });
     }
     const stream = match[3] === "streamGenerateContent";
@@ -450,6 +481,8 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
       );
     if (typeof problem === "string") return refuse(res, { status: 400, message: problem, request });
     if (problem !== undefined) return refuse(res, { ...problem, request });
+    const output = outputProblem(request.model, request.body);
+    if (output !== undefined) return refuse(res, { status: 400, message: output, request });
     const missing = fileProblem(request.body);
     if (missing) return refuseFile(res, missing, request);
     const cannot = unprocessable.check(request.body);
@@ -500,6 +533,9 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
     },
     limited,
     unprocessed,
+    get voiceListReads() {
+      return voiceListReads;
+    },
     cannotProcess: (match, message) => unprocessable.add(match, message),
     limitFor: (ms, options = {}) => {
       limitedUntil = Date.now() + ms;

@@ -11,6 +11,7 @@ import type {
   UserFromGetMe,
   WebhookInfo,
 } from "grammy/types";
+import { checkOggOpus, type OggOpusInfo } from "./ogg-opus-check.js";
 import { validateTelegramHtml } from "./telegram-html.js";
 import {
   botAsUser,
@@ -45,6 +46,8 @@ export const DEFAULT_FAKE_TOKEN = "7000000001:AAFakeTelegramTokenForTestsOnly";
 
 const MAX_BODY_BYTES = 1024 * 1024;
 const DEFAULT_WAIT_MS = 30_000;
+/** The field of each file-sending method that holds the file. */
+const FILE_FIELDS = { sendPhoto: "photo", sendDocument: "document", sendVoice: "voice" } as const;
 const CHAT_ACTIONS = new Set([
   "typing",
   "upload_photo",
@@ -95,7 +98,7 @@ export interface SentMessage {
 }
 
 export interface SentFile {
-  readonly method: "sendPhoto" | "sendDocument";
+  readonly method: "sendPhoto" | "sendDocument" | "sendVoice";
   readonly chat_id: number;
   readonly message_thread_id: number | undefined;
   /** The file's name as uploaded. */
@@ -158,7 +161,7 @@ export interface FakeTelegram {
   readonly drafts: readonly DraftShown[];
   /** Successful editMessageText calls, in order (`sent` holds each message's latest text). */
   readonly edits: readonly SentMessage[];
-  /** Photos and documents the bot sent (sendPhoto, sendDocument), in order, with their bytes. */
+  /** Photos, documents and voice notes the bot sent (sendPhoto, sendDocument, sendVoice), in order, with their bytes. */
   readonly sentFiles: readonly SentFile[];
   /** Messages the bot deleted (deleteMessage). */
   readonly deleted: readonly { chat_id: number; message_id: number }[];
@@ -357,6 +360,7 @@ class FakeTelegramServer implements FakeTelegram {
       sendrichmessage: (params) => ok(this.sendRichMessage(params)),
       sendphoto: (params) => ok(this.sendFile("sendPhoto", params)),
       senddocument: (params) => ok(this.sendFile("sendDocument", params)),
+      sendvoice: (params) => ok(this.sendFile("sendVoice", params)),
       sendrichmessagedraft: (params) => ok(this.sendRichMessageDraft(params)),
       sendchataction: (params) => ok(this.sendChatAction(params)),
       answercallbackquery: (params) => ok(answerCallbackQuery(params)),
@@ -879,18 +883,26 @@ class FakeTelegramServer implements FakeTelegram {
   }
 
   /**
-   * sendPhoto and sendDocument with an uploaded file (multipart, `attach://<id>`) or the file_id
-   * of one Telegram holds; URLs are not modelled. A photo is checked as Telegram checks it.
+   * sendPhoto, sendDocument and sendVoice with an uploaded file (multipart, `attach://<id>`) or the
+   * file_id of one Telegram holds; URLs are not modelled. A photo is checked as Telegram checks
+   * it. A voice note must be an Ogg Opus stream, every page of it (Telegram would show anything
+   * else as a plain file, which no test wants to pass unnoticed).
    */
   private sendFile(method: SentFile["method"], params: Params): Message {
     const chatId = readChatId(params);
     const threadId = this.readThread(params, chatId);
-    const field = method === "sendPhoto" ? "photo" : "document";
+    const field = FILE_FIELDS[method];
     const file = this.inputFile(params, field);
+    let voice: OggOpusInfo | undefined;
     if (method === "sendPhoto") {
       const problem = photoProblem(file.bytes);
       if (problem) throw badRequest(problem);
-    } else if (file.bytes.byteLength > UPLOAD_MAX_BYTES) {
+    } else if (method === "sendVoice") {
+      const checked = checkOggOpus(file.bytes);
+      if ("problem" in checked) throw badRequest(`not an Ogg Opus voice note: ${checked.problem}`);
+      voice = checked;
+    }
+    if (method !== "sendPhoto" && file.bytes.byteLength > UPLOAD_MAX_BYTES) {
       throw new ApiError(413, "Request Entity Too Large");
     }
     const caption = typeof params.caption === "string" ? params.caption : undefined;
@@ -900,10 +912,20 @@ class FakeTelegramServer implements FakeTelegram {
       throw badRequest("message caption is too long");
     }
     const ref = this.addFile(file.bytes);
+    const duration =
+      typeof params.duration === "string" ? Number(params.duration) : params.duration;
     const media: Partial<Message> =
       method === "sendPhoto"
         ? { photo: [{ ...ref, ...photoDimensions(file.bytes) }] }
-        : { document: { ...ref, file_name: file.filename } };
+        : method === "sendVoice"
+          ? {
+              voice: {
+                ...ref,
+                duration: typeof duration === "number" ? duration : Math.round(voice?.seconds ?? 0),
+                mime_type: "audio/ogg",
+              },
+            }
+          : { document: { ...ref, file_name: file.filename } };
     const message = {
       message_id: this.nextMessageId++,
       from: botAsUser(this.bot),

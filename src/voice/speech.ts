@@ -1,0 +1,85 @@
+import { setImmediate } from "node:timers/promises";
+import type { AgentHooks } from "../agent/hooks.js";
+import type { ModelClient } from "../agent/model-client.js";
+import { type EncodedVoice, OggOpusEncoder, TTS_SAMPLE_RATE } from "./ogg-opus.js";
+
+/** A second of 16-bit PCM at 24 kHz. */
+const ENCODE_SLICE_BYTES = TTS_SAMPLE_RATE * 2;
+
+/** Gemini's speech came back without audio (a refusal, an empty answer): the reason, in words. */
+export class SpeechFailedError extends Error {
+  constructor(reason: string) {
+    super(`Gemini gave no speech (${reason})`);
+    this.name = "SpeechFailedError";
+  }
+}
+
+/** `audio/L16;codec=pcm;rate=24000` → 24000; undefined when it is not raw 16-bit PCM. */
+export function pcmRateOf(mimeType: string | undefined): number | undefined {
+  const [type, ...params] = (mimeType ?? "").split(";").map((s) => s.trim().toLowerCase());
+  if (type !== "audio/l16" && type !== "audio/pcm") return undefined;
+  const rate = params.find((p) => p.startsWith("rate="))?.slice(5);
+  return rate === undefined ? TTS_SAMPLE_RATE : Number(rate);
+}
+
+export type Speaker = {
+  /**
+   * `text` spoken by GEMINI_TTS_MODEL in GEMINI_VOICE, as an Ogg Opus voice note; undefined when
+   * `stop` ended it. The call is counted for `chatId`'s /usage.
+   */
+  speak(chatId: string, text: string, stop?: AbortSignal): Promise<EncodedVoice | undefined>;
+};
+
+/**
+ * Speech through the same client as every other Gemini call (its retries, its shared 429
+ * limit), streamed: Gemini sends the PCM in pieces, and the client's deadline is per piece, so a
+ * long part is not cut off while it keeps coming. Encoding waits for the whole part (23 ms of CPU
+ * per second of speech, docs/decisions/0008-voice-encoder.md), a second of it at a time.
+ */
+export function createSpeaker(deps: {
+  model: ModelClient;
+  hooks: AgentHooks;
+  settings: { model: string; voice: string };
+}): Speaker {
+  return {
+    async speak(chatId, text, stop) {
+      const result = await deps.model.generate({
+        model: deps.settings.model,
+        contents: [{ role: "user", parts: [{ text }] }],
+        output: { kind: "speech", voice: deps.settings.voice },
+        // Nothing is drafted from speech.
+        stream: { onText: () => {}, onRestart: () => {} },
+        ...(stop ? { stop } : {}),
+      });
+      deps.hooks.emit("modelCall", { chatId, model: deps.settings.model, usage: result.usage });
+      if (result.stopped) return undefined;
+      const audio = (result.content.parts ?? []).filter((part) => part.inlineData?.data);
+      if (audio.length === 0) {
+        throw new SpeechFailedError(
+          result.blockReason ?? result.finishReason ?? "an answer without audio",
+        );
+      }
+      const encoder = new OggOpusEncoder();
+      try {
+        for (const part of audio) {
+          const rate = pcmRateOf(part.inlineData?.mimeType);
+          if (rate !== TTS_SAMPLE_RATE) {
+            throw new SpeechFailedError(
+              `audio as ${part.inlineData?.mimeType}, not 16-bit PCM at ${TTS_SAMPLE_RATE} Hz`,
+            );
+          }
+          const pcm = Buffer.from(part.inlineData?.data ?? "", "base64");
+          // A second of speech at a time (about 23 ms of CPU), letting other chats' work in
+          // between: a minute-long part encoded at once would hold the event loop for 1.4 s.
+          for (let at = 0; at < pcm.byteLength; at += ENCODE_SLICE_BYTES) {
+            encoder.write(pcm.subarray(at, at + ENCODE_SLICE_BYTES));
+            await setImmediate();
+          }
+        }
+        return encoder.finish();
+      } finally {
+        encoder.discard();
+      }
+    },
+  };
+}

@@ -1,0 +1,43 @@
+import type { Kysely } from "kysely";
+import { VOICE_REPLY_MODES, type VoiceReplyMode } from "../config.js";
+import type { Database } from "../db/schema.js";
+
+export type VoiceSettings = {
+  /** The conversation's `/voice` setting, or VOICE_REPLIES when it has none. */
+  modeOf(chatId: string): Promise<VoiceReplyMode>;
+  set(chatId: string, mode: VoiceReplyMode): Promise<void>;
+};
+
+const isMode = (value: string): value is VoiceReplyMode =>
+  (VOICE_REPLY_MODES as readonly string[]).includes(value);
+
+/** Each conversation's `/voice`, stored (shared by replicas), VOICE_REPLIES where none was set. */
+export function createVoiceSettings(deps: {
+  db: Kysely<Database>;
+  fallback: VoiceReplyMode;
+  now?: () => Date;
+}): VoiceSettings {
+  const now = deps.now ?? (() => new Date());
+  return {
+    async modeOf(chatId) {
+      const row = await deps.db
+        .selectFrom("conversation_voice")
+        .select("mode")
+        .where("chat_id", "=", chatId)
+        .executeTakeFirst();
+      return row && isMode(row.mode) ? row.mode : deps.fallback;
+    },
+    async set(chatId, mode) {
+      const updated_at = now().toISOString();
+      await deps.db
+        .insertInto("conversation_voice")
+        .values({ chat_id: chatId, mode, updated_at })
+        .onConflict((oc) => oc.column("chat_id").doUpdateSet({ mode, updated_at }))
+        .execute();
+    },
+  };
+}
+
+/** Whether an answer is spoken: always, never, or (auto) when the user spoke to Koroku. */
+export const speaksTo = (mode: VoiceReplyMode, userSpoke: boolean): boolean =>
+  mode === "always" || (mode === "auto" && userSpoke);

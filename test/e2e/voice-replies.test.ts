@@ -1,0 +1,172 @@
+import type { Message, Update } from "grammy/types";
+import { afterEach, describe, expect, it } from "vitest";
+import { OggOpusEncoder } from "../../src/voice/ogg-opus.js";
+import { MAX_PART_CHARS, speechParts, spokenText } from "../../src/voice/spoken-text.js";
+import { hang, SECONDS_PER_CHAR, status, text } from "../fakes/gemini.js";
+import { checkOggOpus } from "../fakes/ogg-opus-check.js";
+import { buildTextUpdate } from "../fakes/telegram-objects.js";
+import { DATABASE_KINDS } from "../helpers/databases.js";
+import {
+  ALLOWED_USER,
+  eventually,
+  type ServiceWorld,
+  startWorld,
+} from "../helpers/service-process.js";
+
+const TTS_MODEL = "gemini-3.8-flash-tts";
+
+/** A second of a real Ogg Opus voice note, as Telegram would hold the user's. */
+function userVoiceBytes(): Buffer {
+  const encoder = new OggOpusEncoder();
+  encoder.write(Buffer.alloc(24_000 * 2, 1));
+  return encoder.finish().bytes;
+}
+
+/** A voice note from the allowed user, in their private chat (or one of its topics). */
+async function sendVoiceNote(w: ServiceWorld, threadId?: number): Promise<number> {
+  const id = w.nextUpdateId();
+  const file = w.telegram.addFile(userVoiceBytes());
+  const base = buildTextUpdate({ updateId: id, messageId: id, text: "", threadId });
+  const { text: _text, ...message } = base.message as Message & { text: string };
+  const update = {
+    update_id: id,
+    message: { ...message, voice: { ...file, duration: 1, mime_type: "audio/ogg" } },
+  } as Update;
+  const res = await w.post(update);
+  expect(res.status).toBe(200);
+  return id;
+}
+
+const voicesTo = (w: ServiceWorld) => w.telegram.sentFiles.filter((f) => f.method === "sendVoice");
+const textsTo = (w: ServiceWorld) =>
+  w.telegram.sent.filter((m) => m.chat_id === ALLOWED_USER).map((m) => m.plain_text);
+const ttsRequests = (w: ServiceWorld) => w.gemini.requests.filter((r) => r.model === TTS_MODEL);
+
+describe.each(DATABASE_KINDS)("voice replies on %s", (kind) => {
+  let w: ServiceWorld;
+  afterEach(async () => {
+    await w?.close();
+  });
+
+  it("answers a voice note with its text and a voice note of it, kept in /history", async () => {
+    w = await startWorld({ kind });
+    // The voice list was read at start, to check GEMINI_VOICE.
+    expect(w.gemini.voiceListReads).toBe(1);
+    w.gemini.scriptFor(
+      "chat-model",
+      text(
+        "Sure. Here is **the plan**: see [the docs](https://example.com/docs).\n\n```\nnpm ci\n```",
+      ),
+    );
+    await sendVoiceNote(w);
+    const [voice] = await eventually(() => voicesTo(w).length === 1 && voicesTo(w));
+    expect(textsTo(w)).toContain("Sure. Here is the plan: see the docs.\n\nnpm ci");
+    // What was spoken: the words, no code, the link by its words.
+    const spoken = ttsRequests(w)[0]?.body.contents[0]?.parts?.[0]?.text;
+    expect(spoken).toBe("Sure. Here is the plan: see the docs.\n\n(The code is in the message.)");
+    expect(ttsRequests(w)[0]?.body.generationConfig).toMatchObject({
+      responseModalities: ["AUDIO"],
+      speechConfig: { voiceConfig: { prebuiltVoiceConfig: { voiceName: "Kore" } } },
+    });
+    const info = checkOggOpus(voice?.bytes ?? Buffer.alloc(0));
+    expect(info).toMatchObject({ channels: 1, inputSampleRate: 24_000 });
+    const seconds = (spoken?.length ?? 0) * SECONDS_PER_CHAR;
+    expect("seconds" in info && info.seconds).toBeCloseTo(seconds, 1);
+    expect(voice?.message.voice?.duration).toBe(Math.max(1, Math.round(seconds)));
+    // Kept with the answer: /history shows the voice note with what it said.
+    await w.say("/history 1");
+    const history = await eventually(() => textsTo(w).find((t) => t.includes("Koroku:")));
+    expect(history).toContain("🎤");
+    expect(history).toContain("«Sure. Here is the plan: see the docs.");
+    // Never sent back to Gemini: the next request holds the answer's words, no audio of it.
+    w.gemini.scriptFor("chat-model", text("and then"));
+    await w.say("next?");
+    await eventually(() => textsTo(w).includes("and then"));
+    const last = w.gemini.requests.filter((r) => r.model === "chat-model").at(-1);
+    const audio = (last?.body.contents ?? [])
+      .filter((c) => c.role === "model")
+      .flatMap((c) => c.parts ?? [])
+      .filter((p) => p.inlineData);
+    expect(audio).toEqual([]);
+    // Text got text only.
+    expect(voicesTo(w)).toHaveLength(1);
+    expect(w.gemini.rejections).toEqual([]);
+  });
+
+  it("/voice off answers a voice note in text; /voice on speaks to text too", async () => {
+    w = await startWorld({ kind });
+    await w.say("/voice off");
+    await eventually(() => textsTo(w).some((t) => t.startsWith("Voice replies are off")));
+    w.gemini.scriptFor("chat-model", text("text only"));
+    await sendVoiceNote(w);
+    await eventually(() => textsTo(w).includes("text only"));
+    w.gemini.scriptFor("chat-model", text("now spoken"));
+    await w.say("/voice on");
+    await eventually(() => textsTo(w).some((t) => t.startsWith("Voice replies are on")));
+    await w.say("hello");
+    await eventually(() => voicesTo(w).length === 1);
+    expect(textsTo(w)).toContain("now spoken");
+    expect(ttsRequests(w)).toHaveLength(1);
+    expect(ttsRequests(w)[0]?.body.contents[0]?.parts?.[0]?.text).toBe("now spoken");
+  });
+
+  it("speaks a long answer in parts, in order, each as it is ready, in the topic", async () => {
+    w = await startWorld({
+      kind,
+      env: { VOICE_REPLIES: "always" },
+      telegram: { topicsInPrivateChats: true },
+    });
+    const paragraphs = Array.from(
+      { length: 5 },
+      (_, i) => `Paragraph ${i + 1}. ${"This sentence fills the paragraph. ".repeat(14).trim()}`,
+    );
+    w.gemini.scriptFor("chat-model", text(paragraphs.join("\n\n")));
+    await w.say("tell me a lot", { threadId: 77 });
+    const answer = paragraphs.join("\n\n");
+    const expected = speechParts(spokenText(answer)).length;
+    expect(expected).toBeGreaterThanOrEqual(3);
+    const voices = await eventually(() => voicesTo(w).length === expected && voicesTo(w), 20_000);
+    const spoken = ttsRequests(w).map((r) => r.body.contents[0]?.parts?.[0]?.text ?? "");
+    expect(spoken).toHaveLength(expected);
+    expect(spoken.every((s) => s.length <= MAX_PART_CHARS)).toBe(true);
+    const words = (s: string) => s.replace(/\s+/g, " ").trim();
+    expect(words(spoken.join(" "))).toBe(words(answer));
+    for (const [i, voice] of voices.entries()) {
+      expect(voice.message_thread_id).toBe(77);
+      const info = checkOggOpus(voice.bytes);
+      expect("seconds" in info && info.seconds).toBeCloseTo(
+        (spoken[i]?.length ?? 0) * SECONDS_PER_CHAR,
+        1,
+      );
+    }
+  });
+
+  it("a speech failure still gives the text, and says so once", async () => {
+    w = await startWorld({ kind });
+    w.gemini.scriptFor("chat-model", text("The answer in words."));
+    w.gemini.scriptFor(TTS_MODEL, status(400, "Voice synthesis is not available for this text."));
+    await sendVoiceNote(w);
+    const notice = await eventually(() => textsTo(w).find((t) => t.startsWith("🎙")));
+    expect(notice).toContain("could not record this answer as a voice note");
+    expect(textsTo(w)).toContain("The answer in words.");
+    expect(voicesTo(w)).toEqual([]);
+    expect(textsTo(w).filter((t) => t.startsWith("🎙"))).toHaveLength(1);
+  });
+
+  it("/stop ends the speaking: no voice note, no notice, and the chat goes on", async () => {
+    w = await startWorld({ kind });
+    w.gemini.scriptFor("chat-model", text("Words first."));
+    w.gemini.scriptFor(TTS_MODEL, hang());
+    await sendVoiceNote(w);
+    await eventually(() => ttsRequests(w).length === 1);
+    expect(textsTo(w)).toContain("Words first.");
+    await w.say("/stop");
+    w.gemini.scriptFor("chat-model", text("still here"));
+    await w.say("/voice off");
+    await w.say("are you there?");
+    await eventually(() => textsTo(w).includes("still here"));
+    expect(voicesTo(w)).toEqual([]);
+    expect(textsTo(w).some((t) => t.startsWith("🎙"))).toBe(false);
+    expect(textsTo(w)).not.toContain("There is no answer being written to stop.");
+  });
+});
