@@ -15,6 +15,7 @@ import { type DatabaseHandle, openDatabase } from "./db/connect.js";
 import { migrateToLatest } from "./db/migrate.js";
 import { explainDatabaseFailure, openExplained } from "./db/open-failures.js";
 import type { Logger } from "./logger.js";
+import { startMcpTools } from "./mcp/mcp-tools.js";
 import { instrumentAgent, instrumentModel, observeHooks } from "./metrics/instrument.js";
 import { createMetrics } from "./metrics/metrics.js";
 import { createSharedLimit } from "./retry/shared-limit.js";
@@ -26,7 +27,7 @@ import { createSessionStore } from "./session/store.js";
 import { createTaskStore, DEFAULT_RUNS_PER_HOUR } from "./tasks/store.js";
 import { createTaskTools } from "./tasks/tools.js";
 import { createBuiltinTools } from "./tools/builtins.js";
-import { createToolRegistry } from "./tools/registry.js";
+import { combineRegistries, createToolRegistry } from "./tools/registry.js";
 import { recordUsage } from "./usage/recorder.js";
 import { createUsageStore } from "./usage/usage-store.js";
 
@@ -107,7 +108,13 @@ export async function createApp(
         "a conversation's scheduled runs reached their hourly limit; its other due tasks wait",
       ),
   });
-  const tools = createToolRegistry(
+  // Started before the first turn, not awaited: a slow or broken server must not hold start-up
+  // up; its tools are offered once it answers.
+  const mcp =
+    config.mcp.servers.length > 0
+      ? startMcpTools(config.mcp, { logger, saveFile: attachments.save })
+      : undefined;
+  const builtins = createToolRegistry(
     createBuiltinTools({
       workspaces,
       memoryDir: config.memoryDir,
@@ -118,6 +125,7 @@ export async function createApp(
       extra: createTaskTools({ tasks, timeZone: config.timeZone, now: Date.now }),
     }),
   );
+  const tools = mcp ? combineRegistries([builtins, mcp]) : builtins;
   const media = createMediaSource({
     readAttachments: readBytes,
     store: {
@@ -195,6 +203,7 @@ export async function createApp(
     attachments,
     workspaces,
     tools,
+    mcp,
     metrics,
     tasks,
     usage,

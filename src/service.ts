@@ -379,6 +379,7 @@ export async function startService(
       await pruner.stop();
       await stopListener?.close();
       await app.usageRecorder.flush();
+      await app.mcp?.close();
       clock?.stop();
       // Turns still running may yet send their answers: the lock then goes only with the process,
       // so that a service waiting for it cannot run them a second time meanwhile.

@@ -446,7 +446,11 @@ export function createAgent(deps: AgentDeps) {
         toRun,
         (call) => call.name,
         (name) => tools.concurrencyOf(name),
-        async (call): Promise<Pick<ToolOutcome, "response"> & { files?: MediaPart[] }> => {
+        async (
+          call,
+        ): Promise<
+          Pick<ToolOutcome, "response"> & { files?: MediaPart[]; media?: MediaPart[] }
+        > => {
           if (input.stop?.aborted) return { response: { error: STOPPED_CALL } };
           const args = call.args ?? {};
           hooks.emit("toolCall", { chatId, name: call.name, args });
@@ -458,12 +462,15 @@ export function createAgent(deps: AgentDeps) {
       );
       const responses: Record<string, unknown>[] = [];
       const sent = new Map<number, MediaPart[]>();
+      // Files of results the model sees: after the responses, in the same turn.
+      const seen: MediaPart[] = [];
       let ran = 0;
       for (const [i, step] of plan.entries()) {
         if (step.kind === "run") {
           const outcome = outcomes[ran++];
           responses.push(outcome?.response ?? {});
           if (outcome?.files) sent.set(i, outcome.files);
+          if (outcome?.media) seen.push(...outcome.media);
         } else if (step.kind === "budget") responses.push({ error: BUDGET_EXHAUSTED });
         else responses.push(repeatRefusal("index" in step ? responses[step.index] : step.earlier));
         if (step.kind === "repeat") log.warn({ tool: calls[i]?.name }, "refused a repeated call");
@@ -476,7 +483,10 @@ export function createAgent(deps: AgentDeps) {
             v: 1 as const,
             event_type: "session" as const,
             role: "user" as const,
-            parts: calls.map((call, i) => responsePart(call, outputs[i] ?? {}, sent.get(i))),
+            parts: [
+              ...calls.map((call, i) => responsePart(call, outputs[i] ?? {}, sent.get(i))),
+              ...(outputs === responses ? seen : []),
+            ],
           },
           toolCalls: executed,
         },
