@@ -10,6 +10,8 @@ import type { ModelClient } from "./agent/model-client.js";
 import { createMediaSource } from "./agent/request-media.js";
 import { createTranscriber } from "./agent/transcription.js";
 import { createAgent } from "./agent/turn.js";
+import { createApprovals } from "./approvals/approvals.js";
+import { createPolicies } from "./approvals/policy.js";
 import type { Config } from "./config.js";
 import { type DatabaseHandle, openDatabase } from "./db/connect.js";
 import { migrateToLatest } from "./db/migrate.js";
@@ -163,6 +165,12 @@ export async function createApp(
       memoryDir: config.memoryDir,
     },
   });
+  const approvals = createApprovals({
+    db: handle.db,
+    policyOf: createPolicies(config.mcp),
+    timeoutMs: config.approvalTimeoutMs,
+    logger,
+  });
   const agent = instrumentAgent(
     createAgent({
       store,
@@ -173,6 +181,7 @@ export async function createApp(
       hooks,
       logger,
       compactor,
+      approvals: approvals.gate,
       settings: {
         model: config.geminiModel,
         maxToolCallsPerTurn: config.maxToolCallsPerTurn,
@@ -204,6 +213,7 @@ export async function createApp(
     workspaces,
     tools,
     mcp,
+    approvals,
     metrics,
     tasks,
     usage,

@@ -11,6 +11,11 @@ import type { SessionStore } from "../session/store.js";
 import type { TaskStore } from "../tasks/store.js";
 import type { UsageStore } from "../usage/usage-store.js";
 import { senderOf } from "./access.js";
+import {
+  type ApprovalsComposerDeps,
+  approvalsComposer,
+  sendApprovalRequests,
+} from "./approvals-composer.js";
 import { chatMigrationComposer, type MoveConversation } from "./chat-migration.js";
 import { type CommandDeps, commandsComposer } from "./commands.js";
 import { type ConversationMedia, conversationComposer } from "./conversation.js";
@@ -23,6 +28,7 @@ import { logNetworkFailures } from "./network-failures.js";
 import { type PendingTopicNames, topicNamingComposer } from "./new-topics.js";
 import { createRunningAnswers, type RunningAnswers } from "./running-answers.js";
 import { scrubOutgoing } from "./scrub-outgoing.js";
+import { createStopPermission } from "./stop-permission.js";
 import { tasksComposer } from "./tasks-command.js";
 
 import { usageComposer } from "./usage-command.js";
@@ -59,6 +65,8 @@ export type BotDeps = {
   answers?: RunningAnswers;
   /** Sends the messages and files of answers and records them off the main thread (courier.ts). */
   courier?: Courier;
+  /** Tool approvals' buttons and /tools (who may answer is asked of Telegram). */
+  approvals?: Omit<ApprovalsComposerDeps, "mayAnswer" | "leaseOf">;
 };
 
 // 429s wait Telegram's retry_after, but not for long: a stalled send holds up its chat's inbox.
@@ -131,6 +139,16 @@ export function createBot(deps: BotDeps) {
   );
   bot.use(tasksComposer({ tasks: deps.tasks, delivery, leaseOf: deps.leaseOf }));
   bot.use(usageComposer({ usage: deps.usage, delivery }));
+  const approvals = deps.approvals;
+  if (approvals) {
+    bot.use(
+      approvalsComposer({
+        ...approvals,
+        mayAnswer: createStopPermission(bot.api),
+        leaseOf: deps.leaseOf,
+      }),
+    );
+  }
   bot.use(topicNamingComposer({ pending: deps.pendingTopicNames, logger: deps.logger }));
   bot.use(
     conversationComposer({
@@ -143,6 +161,11 @@ export function createBot(deps: BotDeps) {
       livePacer,
       streaming: deps.streaming ?? "auto",
       answers: deps.answers ?? createRunningAnswers(),
+      ...(approvals
+        ? {
+            sendRequests: (pending) => sendApprovalRequests(bot.api, approvals.approvals, pending),
+          }
+        : {}),
       media: {
         ...deps.media,
         download: createFileDownloader({

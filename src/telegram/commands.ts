@@ -33,6 +33,7 @@ export const COMMANDS = [
   { command: "stop", description: "Stop the answer being written" },
   { command: "tasks", description: "Scheduled tasks and reminders, to cancel one" },
   { command: "usage", description: "Tokens and estimated cost, today and this month" },
+  { command: "tools", description: "MCP servers, their tools, and tools always allowed here" },
 ] as const;
 
 const MAX_LINE_CHARS = 1_500;
