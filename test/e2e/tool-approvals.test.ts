@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NOT_ANSWERED, RAN_BEFORE_CRASH, USER_DECLINED } from "../../src/approvals/gate.js";
 import { call, text } from "../fakes/gemini.js";
 import type { RecordedRequest } from "../fakes/gemini-steps.js";
-import { INJECTION } from "../fakes/mcp-server.js";
+import { type HttpMcpServer, INJECTION, startHttpMcpServer } from "../fakes/mcp-server.js";
 import type { SentMessage } from "../fakes/telegram.js";
 import { DATABASE_KINDS } from "../helpers/databases.js";
 import { eventually, type ServiceWorld, startWorld } from "../helpers/service-process.js";
@@ -15,12 +15,19 @@ const FAKE_SERVER = fileURLToPath(new URL("../fakes/mcp-server.ts", import.meta.
 const USERS = Array.from({ length: 14 }, (_, i) => 700_001 + i);
 const GROUP = -4_000_777;
 
-function mcpEnv(): Record<string, string> {
+const WEB_TOKEN = "web-bearer-token-0042";
+
+function mcpEnv(webUrl?: string): Record<string, string> {
+  const web = webUrl && {
+    web: { url: webUrl, headers: { Authorization: `Bearer $${"{"}WEB_TOKEN}` }, policy: "allow" },
+  };
   return {
     ALLOWED_USER_IDS: USERS.join(","),
     ENABLE_SHELL_TOOL: "true",
+    WEB_TOKEN,
     MCP_CONFIG: mcpConfigFile({
       mcpServers: {
+        ...web,
         fake: {
           command: process.execPath,
           args: [FAKE_SERVER],
@@ -78,19 +85,34 @@ async function press(
 const current = (w: ServiceWorld, chat: number, id: number) =>
   w.telegram.sent.find((m) => m.chat_id === chat && m.message_id === id);
 
-/** Waits until the MCP server answers (it starts beside the service, not before it). */
-const serverReady = (w: ServiceWorld) =>
-  eventually(() => w.service.logs.some((l) => l.msg === "MCP server's tools offered"), 30_000);
+/** Waits until the MCP servers answer (they start beside the service, not before it). */
+const serversReady = (w: ServiceWorld, count: number) =>
+  eventually(
+    () => w.service.logs.filter((l) => l.msg === "MCP server's tools offered").length >= count,
+    30_000,
+  );
 
 describe.each(DATABASE_KINDS)("tool approvals through the running service on %s", (kind) => {
   let w: ServiceWorld;
+  let web: HttpMcpServer;
   beforeAll(async () => {
-    w = await startWorld({ kind, env: mcpEnv() });
-    await serverReady(w);
+    web = await startHttpMcpServer(WEB_TOKEN);
+    w = await startWorld({ kind, env: mcpEnv(web.url) });
+    await serversReady(w, 2);
   });
   afterAll(async () => {
     expect(w.gemini.rejections).toEqual([]);
     await w.close();
+    await web.close();
+  });
+
+  it("runs a Streamable HTTP server's tool with the bearer token from the environment", async () => {
+    const chat = USERS[0] as number;
+    w.gemini.script(call("web__echo", { text: "over http" }), text("echoed over http"));
+    await w.say("echo over http", { chatId: chat, userId: chat });
+    await eventually(() => textsTo(w, chat).includes("echoed over http"));
+    expect(lastResponses(w)[0]?.response).toEqual({ output: "echo: over http" });
+    expect(JSON.stringify(w.service.logs)).not.toContain(WEB_TOKEN);
   });
 
   it("runs an allowed MCP tool without asking", async () => {
@@ -284,7 +306,7 @@ describe.each(DATABASE_KINDS)("tool approvals through the running service on %s"
     w.service.proc.kill("SIGKILL");
     await w.service.exited;
     w.service = await w.start();
-    await serverReady(w);
+    await serversReady(w, 2);
     await press(w, chat, prompt, "once");
     await eventually(() => textsTo(w, chat).includes("after the restart"), 30_000);
     expect(lastResponses(w)[0]?.response).toEqual({
@@ -298,7 +320,7 @@ describe.each(DATABASE_KINDS)("an approval nobody answers on %s", (kind) => {
   it("expires as a denial after APPROVAL_TIMEOUT, and the model carries on", async () => {
     const w = await startWorld({ kind, env: { ...mcpEnv(), APPROVAL_TIMEOUT: "2s" } });
     try {
-      await serverReady(w);
+      await serversReady(w, 1);
       const chat = USERS[12] as number;
       w.gemini.script(call("fake__note"), text("you did not answer"));
       await w.say("read it", { chatId: chat, userId: chat });
