@@ -42,6 +42,7 @@ describe("Telegram service end to end (webhook mode, SQLite)", () => {
       "stop",
       "tasks",
       "usage",
+      "tools",
     ]);
     expect(w.telegram.webhook).toMatchObject({
       url: "https://koroku.test/telegram/webhook",
