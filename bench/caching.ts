@@ -18,8 +18,8 @@ import type { BenchRow } from "./run.js";
 import { round } from "./stats.js";
 
 const TURNS = 300;
-/** The default GEMINI_MODEL, whose price and cache minimum (4,096 tokens) apply. */
-const MODEL = "gemini-3.6-flash";
+/** The default GEMINI_MODEL, whose price and cache minimum (4,096 tokens) apply to the turns. */
+const MODEL = "gemini-3.8-flash";
 
 /** Deterministic numbers in [0, 1), so every run holds the same conversation. */
 function seeded(seed: number): () => number {
@@ -71,7 +71,8 @@ function conversation(random: () => number) {
   };
 }
 
-type Call = { summary: boolean; usage: Usage };
+/** Summaries go to the compaction model (its default), priced at its own rates. */
+type Call = { summary: boolean; model: string; usage: Usage };
 
 /** The 300 turns through the real agent, store and compactor, against the caching fake. */
 async function converse(): Promise<Call[]> {
@@ -97,6 +98,7 @@ async function converse(): Promise<Call[]> {
         const result = await gemini.generate(request);
         calls.push({
           summary: request.systemInstruction === SUMMARY_INSTRUCTION,
+          model: request.model,
           usage: result.usage,
         });
         return result;
@@ -148,8 +150,19 @@ export async function cachingBenchmark(options: {
 }): Promise<BenchRow[]> {
   options.progress?.(`caching: ${TURNS}-turn conversation, compaction at its defaults`);
   const calls = await converse();
-  const price = priceOf(MODEL);
-  if (!price) throw new Error(`no price for ${MODEL} in src/usage/prices.ts`);
+  const now = new Date();
+  const priceFor = (model: string) => {
+    const price = priceOf(model, now);
+    if (!price) throw new Error(`no price for ${model} in src/usage/prices.ts`);
+    return price;
+  };
+  const price = priceFor(MODEL);
+  const costPerTurn = (cached: boolean) =>
+    calls.reduce(
+      (dollars, c) =>
+        dollars + costOf(cached ? c.usage : { ...c.usage, cachedTokens: 0 }, priceFor(c.model)),
+      0,
+    ) / TURNS;
   const all = sum(calls);
   const turns = sum(calls.filter((c) => !c.summary));
   const label = `${TURNS} turns, compaction at defaults (30 events / 200k tokens)`;
@@ -176,13 +189,13 @@ export async function cachingBenchmark(options: {
     value: Math.round(all.promptTokens / TURNS),
     unit: "tokens",
   });
-  const withCache = costOf(all, price) / TURNS;
-  const without = costOf({ ...all, cachedTokens: 0 }, price) / TURNS;
+  const withCache = costPerTurn(true);
+  const without = costPerTurn(false);
   row({
     metric: "cost per turn with caching",
     value: round(withCache * 1_000, 3),
     unit: "$ per 1,000 turns",
-    note: `${MODEL} at $${price.input}/$${price.cachedInput}/$${price.output} per 1M input/cached/output tokens`,
+    note: `turns on ${MODEL} at $${price.input}/$${price.cachedInput}/$${price.output} per 1M input/cached/output tokens, summaries at their model's rates`,
   });
   row({
     metric: "cost per turn without caching",

@@ -12,6 +12,9 @@ export type ThinkingLevel = (typeof THINKING_LEVELS)[number];
 export const BUILTIN_TOOLS = ["google_search", "url_context", "code_execution"] as const;
 export type BuiltinTool = (typeof BUILTIN_TOOLS)[number];
 const DEFAULT_BUILTIN_TOOLS = "google_search,url_context";
+/** docs/models.md says why these two. */
+export const DEFAULT_MODEL = "gemini-3.8-flash";
+export const DEFAULT_COMPACTION_MODEL = "gemini-3.5-flash-lite";
 
 /** Unset ⇒ the default; set but empty ⇒ none (unlike other settings, where empty means default). */
 const builtinTools = z
@@ -68,23 +71,42 @@ const count = (name: string, fallback: number, min: number) =>
       return n;
     });
 
-const optionalUrl = (name: string, protocols: readonly string[]) =>
+/** A URL as typed, with any "user:password@" shown as "***@": an error quotes it. */
+const maskUserinfo = (value: string): string => value.replace(/\/\/[^/?#]*@/, "//***@");
+
+/**
+ * An http(s) address. `refuseCredentials`: the address is named in logs and error messages (a
+ * Gemini or Telegram call that fails), where a password in it would be printed.
+ */
+const optionalUrl = (
+  name: string,
+  protocols: readonly string[],
+  options: { refuseCredentials?: boolean } = {},
+) =>
   z
     .string()
     .optional()
     .transform((value, ctx) => {
       if (value === undefined || value.trim() === "") return undefined;
+      let url: URL;
       try {
-        const url = new URL(value.trim());
+        url = new URL(value.trim());
         if (!protocols.includes(url.protocol)) throw new Error("protocol");
-        return url.toString().replace(/\/$/, "");
       } catch {
         ctx.addIssue({
           code: "custom",
-          message: `${name} must be a ${protocols.join(" or ")} URL, got "${value}"`,
+          message: `${name} must be a ${protocols.join(" or ")} URL, got "${maskUserinfo(value)}"`,
         });
         return z.NEVER;
       }
+      if (options.refuseCredentials && (url.username !== "" || url.password !== "")) {
+        ctx.addIssue({
+          code: "custom",
+          message: `${name} must not hold a user name or password ("${maskUserinfo(url.href)}"): Koroku names this address in logs and error messages; remove the "user:password@" part`,
+        });
+        return z.NEVER;
+      }
+      return url.toString().replace(/\/$/, "");
     });
 
 const userIds = z
@@ -163,8 +185,9 @@ const envSchema = (requireTelegram: boolean) =>
       "create a key at https://aistudio.google.com/apikey and set it",
     ),
     ALLOWED_USER_IDS: userIds,
-    GEMINI_MODEL: text("gemini-3.6-flash"),
-    GEMINI_COMPACTION_MODEL: z.string().trim().optional(),
+    GEMINI_MODEL: text(DEFAULT_MODEL),
+    // Summaries and transcripts read much and write little: Flash-Lite does them for less.
+    GEMINI_COMPACTION_MODEL: text(DEFAULT_COMPACTION_MODEL),
     GEMINI_BUILTIN_TOOLS: builtinTools,
     GEMINI_THINKING_LEVEL: z
       .string()
@@ -177,8 +200,12 @@ const envSchema = (requireTelegram: boolean) =>
           })
           .optional(),
       ),
-    GEMINI_BASE_URL: optionalUrl("GEMINI_BASE_URL", ["http:", "https:"]),
-    TELEGRAM_API_ROOT: optionalUrl("TELEGRAM_API_ROOT", ["http:", "https:"]),
+    GEMINI_BASE_URL: optionalUrl("GEMINI_BASE_URL", ["http:", "https:"], {
+      refuseCredentials: true,
+    }),
+    TELEGRAM_API_ROOT: optionalUrl("TELEGRAM_API_ROOT", ["http:", "https:"], {
+      refuseCredentials: true,
+    }),
     DATABASE_URL: text(DEFAULT_DATABASE_URL).transform((url, ctx) => {
       try {
         return parseDatabaseUrl(url);
@@ -241,7 +268,8 @@ const configSchema = (requireTelegram: boolean, env: Record<string, string | und
     geminiApiKey: e.GEMINI_API_KEY,
     allowedUserIds: Object.freeze([...e.ALLOWED_USER_IDS]),
     geminiModel: e.GEMINI_MODEL,
-    geminiCompactionModel: e.GEMINI_COMPACTION_MODEL || e.GEMINI_MODEL,
+    /** Summaries and voice transcripts. */
+    geminiCompactionModel: e.GEMINI_COMPACTION_MODEL,
     /** Unset ⇒ the model's own default. */
     geminiThinkingLevel: e.GEMINI_THINKING_LEVEL,
     /** Gemini's server-side tools offered beside Koroku's own functions. */

@@ -8,6 +8,7 @@ import { startApprovalExpiry } from "./approvals/expiry.js";
 import { configuredSecrets, type DatabaseTarget } from "./config.js";
 import { type DatabaseClock, readPostgresTime, startDatabaseClock } from "./db/clock.js";
 import { lockSqliteService, type ServiceLock, ServiceLockError } from "./db/service-lock.js";
+import { createReadiness } from "./http/readiness.js";
 import { createHttpServer } from "./http/server.js";
 import { createScrubber, type Logger } from "./logger.js";
 import { Dispatcher } from "./queue/dispatcher.js";
@@ -109,8 +110,11 @@ export async function startService(
   signal?.throwIfAborted();
   if (!config.telegramBotToken) throw new StartupError("TELEGRAM_BOT_TOKEN is not set.");
   let ingest: Ingest | undefined;
+  // /healthz says 503 until every step below is done, so that nothing routes updates here before
+  // they are taken.
+  const readiness = createReadiness({ logger });
   const server = createHttpServer({
-    ping: () => app.database.ping(),
+    health: () => readiness.check(),
     logger,
     metrics: {
       token: config.metricsToken,
@@ -145,8 +149,7 @@ export async function startService(
   const checkStop = () => {
     if (signal?.aborted) abandon(signal.reason);
   };
-  // Taken once listening: an orchestrator that waits for /healthz before stopping the old process
-  // (a rolling restart) must not wait on this one in turn.
+  // Taken once listening, so that a busy port is said at once rather than after the wait.
   if (config.database.kind === "sqlite" && config.database.path !== ":memory:") {
     lock = await lockSqliteService(config.database.path, {
       waitMs: LOCK_WAIT_MS,
@@ -396,6 +399,9 @@ export async function startService(
       "ALLOWED_USER_IDS is empty, so nobody may use the bot yet: message it, and it answers with your user id to add",
     );
   }
+  // The probe writes as the webhook's store does: a database that answers reads but cannot store
+  // an update (a full disk) is not ready.
+  readiness.ready(() => inbox.probeWrite());
   const mode = config.webhook ? "webhook" : "polling";
   logger.info(
     { mode, host: address.address, port: address.port, bot: bot.botInfo.username },
@@ -406,6 +412,7 @@ export async function startService(
     address,
     mode,
     async stop() {
+      readiness.stopping();
       logger.info("shutting down: no new updates, waiting for running turns");
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();

@@ -8,6 +8,7 @@ import {
   type SessionEvent,
 } from "../session/events.js";
 import type { StoredSession } from "../session/store.js";
+import type { SentToolFile } from "./tool-files.js";
 
 export const BUDGET_EXHAUSTED = "tool-call budget exhausted";
 /** How often one call (same name, same arguments) may run in a turn before it is refused. */
@@ -144,21 +145,30 @@ export function danglingCalls(events: readonly StoredSession[]): StoredSession |
 
 /**
  * A model turn whose function calls never got responses (the process died mid-tool) would make
- * Gemini reject every later request; answer those calls with an error the model can read.
+ * Gemini reject every later request; answer those calls with an error the model can read. A call
+ * whose file reached Telegram (`sent`, recorded as Telegram took it) is answered with what it did,
+ * so that the model does not send the file again.
  */
 export function repairDanglingCalls(
   events: readonly StoredSession[],
+  sent: readonly SentToolFile[] = [],
 ): { event: SessionEvent; toolCalls: number } | undefined {
   const last = events.at(-1);
   if (last?.event.role !== "model") return undefined;
   const calls = functionCallsOf(last.event);
   if (calls.length === 0) return undefined;
+  const done = new Map(sent.filter((s) => s.event === last.id).map((s) => [s.call, s]));
   return {
     event: {
       v: 1,
       event_type: "session",
       role: "user",
-      parts: calls.map((call) => responsePart(call, { error: INTERRUPTED })),
+      parts: calls.map((call, i) => {
+        const record = done.get(i);
+        return record
+          ? responsePart(call, record.response, record.files)
+          : responsePart(call, { error: INTERRUPTED });
+      }),
     },
     // They may have run: count them, so a crash can never let a turn exceed its budget.
     toolCalls: calls.length,

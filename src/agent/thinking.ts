@@ -6,6 +6,11 @@ import type { ThinkingLevel } from "../config.js";
 const BUDGETS: Record<ThinkingLevel, number> = { minimal: 0, low: 1024, medium: 8192, high: 24576 };
 const PRO_MIN_BUDGET = 128;
 
+// The Gemini 3 models that offer MINIMAL: 3 Flash (preview), 3.5 and 3.6 Flash, 3.1 and 3.5
+// Flash-Lite. The Pro models, 3.7 and 3.8 Flash and Gemini 4 refuse it with a 400, and so may any
+// newer model, so for every other id MINIMAL becomes LOW, the lowest level all of them accept.
+const OFFERS_MINIMAL = /^gemini-3(\.[156])?-flash(-lite)?(-preview)?$/;
+
 /**
  * The thinking config GEMINI_THINKING_LEVEL asks for, in the form the model understands: a level
  * for Gemini 3 and later (and ids this code does not know, which are newer), a budget for 2.5,
@@ -23,7 +28,6 @@ export function thinkingConfigFor(
     const budget = BUDGETS[level];
     return { thinkingBudget: pro ? Math.max(PRO_MIN_BUDGET, budget) : budget };
   }
-  // Gemini 3 Pro models offer no MINIMAL level; LOW is the nearest they accept.
-  const effective = pro && level === "minimal" ? "low" : level;
+  const effective = level === "minimal" && !OFFERS_MINIMAL.test(id) ? "low" : level;
   return { thinkingLevel: effective.toUpperCase() as ThinkingConfig["thinkingLevel"] };
 }

@@ -6,6 +6,7 @@ import { type ChatType, chatTypeOfKey, scopeOf } from "../scope/recall-scope.js"
 import type { NewAttachment, StoredAttachment } from "../session/attachments.js";
 import {
   type EventPart,
+  type FunctionCallPart,
   fromContent,
   functionCallsOf,
   type GroundingPart,
@@ -26,7 +27,13 @@ import {
   type StoredSession,
   withAppended,
 } from "../session/store.js";
-import type { ToolContext, ToolOutcome, ToolRegistry } from "../tools/registry.js";
+import type {
+  FileToSend,
+  SentAs,
+  ToolContext,
+  ToolOutcome,
+  ToolRegistry,
+} from "../tools/registry.js";
 import { storeAnswerFiles } from "./answer-files.js";
 import type { CompactionOutcome } from "./compaction.js";
 import { contentsFor } from "./contents.js";
@@ -62,6 +69,7 @@ import {
 import { type MediaSource, retryingLostFiles } from "./request-media.js";
 import { sourcesBlock, sourcesOf } from "./sources.js";
 import { runInOrder } from "./tool-batch.js";
+import type { SentToolFile } from "./tool-files.js";
 
 export interface Compactor {
   /**
@@ -119,8 +127,16 @@ export type TurnInput = {
    * starts, and what was written so far is stored as the answer, marked as stopped.
    */
   stop?: AbortSignal;
-  /** Sends a file to the conversation's chat and topic (send_file); absent in the terminal. */
-  sendFile?: ToolContext["sendFile"];
+  /**
+   * Sends a file to the conversation's chat and topic (send_file); absent in the terminal. `sent`
+   * is the record of the call once the file went out as `sentAs`, to keep as Telegram takes it.
+   */
+  sendFile?: (file: FileToSend, sent: (sentAs: SentAs) => SentToolFile) => Promise<SentAs>;
+  /**
+   * The files tools sent in earlier runs of this update, as `sendFile` recorded them: a call a
+   * crash cut off is answered with what it did.
+   */
+  sentToolFiles?: readonly SentToolFile[];
   /**
    * The chat's type, which with the key decides the recall scope the tools work in; absent, the
    * key tells it (a scheduled run knows its conversation by the key alone).
@@ -302,7 +318,7 @@ export function createAgent(deps: AgentDeps) {
       dangling !== undefined &&
       deps.approvals !== undefined &&
       (await deps.approvals.hasRequests(chatId, dangling.id));
-    const repair = asked ? undefined : repairDanglingCalls(context.events);
+    const repair = asked ? undefined : repairDanglingCalls(context.events, input.sentToolFiles);
     if (repair) {
       log.warn({ calls: repair.toolCalls }, "completing function calls interrupted by a restart");
       context = withAppended(
@@ -336,7 +352,6 @@ export function createAgent(deps: AgentDeps) {
     const toolContext: ToolContext = {
       chatId,
       scope,
-      ...(input.sendFile ? { sendFile: input.sendFile } : {}),
       ...(input.stop ? { signal: input.stop } : {}),
       ...(input.origin ? { origin: input.origin } : {}),
       ...(input.askedBy === undefined ? {} : { askedBy: input.askedBy }),
@@ -391,6 +406,21 @@ export function createAgent(deps: AgentDeps) {
           await deps.approvals.markStarted(approved);
         }
       }
+      /** The context of one call: a file it sends is recorded with the call (see SentToolFile). */
+      const contextOf = (call: FunctionCallPart): ToolContext => {
+        const send = input.sendFile;
+        if (!send) return toolContext;
+        const index = calls.indexOf(call);
+        return {
+          ...toolContext,
+          sendFile: (file, outcome) =>
+            send(file, (sentAs) => ({
+              event: stored.id,
+              call: index,
+              ...outcome(sentAs).outcome(),
+            })),
+        };
+      };
       const refusalOf = (index: number) => {
         const decision = decisions.get(index);
         return decision?.kind === "refuse" ? decision.error : undefined;
@@ -409,7 +439,7 @@ export function createAgent(deps: AgentDeps) {
           const args = call.args ?? {};
           hooks.emit("toolCall", { chatId, name: call.name, args });
           progress?.tool(call.name, args);
-          const outcome = await tools.execute(call.name, args, toolContext);
+          const outcome = await tools.execute(call.name, args, contextOf(call));
           hooks.emit("toolResult", { chatId, name: call.name, args, ...outcome });
           return outcome;
         },
@@ -566,19 +596,17 @@ export function createAgent(deps: AgentDeps) {
       }
 
       const event = await modelEvent(chatId, result, input.guard);
-      context = withAppended(
-        context,
-        // No prompt has 0 tokens: 0 means Gemini sent no count, and the store must not take it
-        // for a measurement of the context (it would hide the context from the token budget).
-        await append([{ event, promptTokens: result.usage.promptTokens || undefined }]).catch(
-          (error: unknown) => {
-            if (error instanceof EventTooLargeError) {
-              throw new GeminiAnswerTooLargeError("Gemini's answer as an event", MAX_EVENT_BYTES);
-            }
-            throw error;
-          },
-        ),
-      );
+      // No prompt has 0 tokens: 0 means Gemini sent no count, and the store must not take it
+      // for a measurement of the context (it would hide the context from the token budget).
+      const storedAnswer = await append([
+        { event, promptTokens: result.usage.promptTokens || undefined },
+      ]).catch((error: unknown) => {
+        if (error instanceof EventTooLargeError) {
+          throw new GeminiAnswerTooLargeError("Gemini's answer as an event", MAX_EVENT_BYTES);
+        }
+        throw error;
+      });
+      context = withAppended(context, storedAnswer);
       hooks.emit("modelResponse", { chatId, event, usage: { ...usage } });
       files.push(...answerFilesOf(event));
       for (const part of event.parts) {

@@ -1,7 +1,7 @@
 import type { Logger } from "../logger.js";
+import { parseConversationKey } from "../scope/conversation-key.js";
 import { type RecallScope, scopeName } from "../scope/recall-scope.js";
 import type { FunctionCallPart } from "../session/events.js";
-import { parseConversationKey } from "../telegram/conversation-key.js";
 import type { PolicyOf } from "./policy.js";
 import type { Approval, ApprovalStore } from "./store.js";
 

@@ -14,7 +14,6 @@ import {
   SqliteDialect,
   type SqliteDialectConfig,
   SqliteDriver,
-  sql,
 } from "kysely";
 import { LRUCache } from "lru-cache";
 import type Pg from "pg";
@@ -33,8 +32,6 @@ export type DatabaseKind = DatabaseTarget["kind"];
 export type DatabaseHandle = {
   db: Kysely<Database>;
   kind: DatabaseKind;
-  /** True when the database answers a trivial query (for /healthz). */
-  ping(): Promise<boolean>;
   close(): Promise<void>;
 };
 
@@ -205,14 +202,6 @@ function handle(
   return {
     db,
     kind,
-    async ping() {
-      try {
-        await sql`select 1`.execute(db);
-        return true;
-      } catch {
-        return false;
-      }
-    },
     async close() {
       await checkpointer?.stop();
       await db.destroy();

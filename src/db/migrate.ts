@@ -28,25 +28,50 @@ export async function createMigrator(
   db: Kysely<Database>,
   list: Record<string, Migration> = migrations,
 ): Promise<Migrator> {
+  return migratorIn(db, await postgresSchema(db), list);
+}
+
+function migratorIn(
+  db: Kysely<Database>,
+  schema: string | undefined,
+  list: Record<string, Migration> = migrations,
+): Migrator {
   return new Migrator({
     db,
     provider: { getMigrations: async () => list },
-    migrationTableSchema: await postgresSchema(db),
+    migrationTableSchema: schema,
   });
 }
 
 const isBusy = (error: unknown) => error instanceof Error && SQLITE_BUSY.test(error.message);
 
 /**
+ * Whether the migration failed because another schema of the database was dropped while Kysely
+ * listed every schema's tables (PostgreSQL's invalid_schema_name for a schema not ours): another
+ * deployment or test run cleaning up. Looking again finds it gone.
+ */
+export const lostOtherSchema = (error: unknown, ours: string | undefined) =>
+  ours !== undefined &&
+  (error as { code?: unknown } | undefined)?.code === "3F000" &&
+  error instanceof Error &&
+  !error.message.includes(`"${ours}"`);
+
+/**
  * Brings the schema to the latest migration, in one transaction on both databases. On PostgreSQL,
  * Kysely's migrator holds an advisory lock, so replicas starting together take turns. On SQLite a
  * second process waits for the first's write lock, or hits SQLITE_BUSY while Kysely creates its own
- * tables; it retries, then finds nothing left to do.
+ * tables; it retries, then finds nothing left to do. On PostgreSQL it also retries when another
+ * schema vanished under Kysely's look at every schema's tables.
  */
 export async function migrateToLatest(db: Kysely<Database>, logger: Logger): Promise<void> {
-  const migrator = await createMigrator(db);
+  const schema = await postgresSchema(db);
+  const migrator = migratorIn(db, schema);
   let result: MigrationResultSet = await migrator.migrateToLatest();
-  for (let attempt = 1; attempt < 20 && isBusy(result.error); attempt++) {
+  for (
+    let attempt = 1;
+    attempt < 20 && (isBusy(result.error) || lostOtherSchema(result.error, schema));
+    attempt++
+  ) {
     await pause(backoffDelay(attempt, BUSY_BACKOFF, Math.random));
     result = await migrator.migrateToLatest();
   }

@@ -67,6 +67,12 @@ export interface InboxTable {
    * run after a crash edits them instead of sending the answer again; null when none.
    */
   live_messages: ColumnType<string | null, string | null | undefined, string | null>;
+  /**
+   * JSON array of the files tools sent while the update ran (src/agent/tool-files.ts), each with
+   * its call and what the call answered, so that a run after a crash does not send them again;
+   * null when none.
+   */
+  tool_files: ColumnType<string | null, string | null | undefined, string | null>;
   /** 1 once a stop reached another replica than the one running the update (see replica-stops). */
   stop_requested: ColumnType<number, number | undefined, number>;
 }

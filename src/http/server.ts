@@ -2,13 +2,15 @@ import { timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Logger } from "../logger.js";
 import { checkUpdate, type Ingest } from "../telegram/ingest.js";
+import type { Health } from "./readiness.js";
 
 export const WEBHOOK_PATH = "/telegram/webhook";
 // Telegram's updates are a few KB; anything this large is not from Telegram.
 export const MAX_BODY_BYTES = 1024 * 1024;
 
 export type HttpServerDeps = {
-  ping(): Promise<boolean>;
+  /** What GET /healthz answers (see readiness.ts). */
+  health(): Promise<Health>;
   logger: Logger;
   /** Present in webhook mode only. */
   webhook?: { secret: string; ingest: Ingest };
@@ -152,8 +154,8 @@ export function createHttpServer(deps: HttpServerDeps): Server {
     const path = (req.url ?? "/").split("?")[0];
     const route = async () => {
       if (path === "/healthz" && (req.method === "GET" || req.method === "HEAD")) {
-        const ok = await deps.ping();
-        send(res, ok ? 200 : 503, { status: ok ? "ok" : "database unavailable" });
+        const health = await deps.health();
+        send(res, health.ready ? 200 : 503, { status: health.status });
       } else if (path === "/metrics" && (req.method === "GET" || req.method === "HEAD")) {
         await handleMetrics(req, res, deps.metrics);
       } else if (path === WEBHOOK_PATH && deps.webhook) {

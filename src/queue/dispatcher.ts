@@ -1,6 +1,7 @@
 import type { Logger } from "../logger.js";
 import { type Backoff, backoffDelay, createBackoff, pause, type Random } from "../retry/backoff.js";
 import type { Inbox, InboxItem, Lease } from "./inbox.js";
+import { WakePolicy } from "./wake-policy.js";
 
 export type DispatcherDeps = {
   inbox: Inbox;
@@ -47,17 +48,9 @@ export class Dispatcher {
   private running = false;
   private wakeUp: (() => void) | undefined;
   private loop: Promise<void> | undefined;
-  // Why to ask the inbox for work. Each question is a database write, so the dispatcher asks only
-  // when something may be claimable: an update arrived here, a chat that held updates back
-  // finished one, or the poll interval passed (work from other replicas, expired leases, retries).
-  private arrivals = 0;
-  private heldBack = false;
-  private recheck = false;
-  private pollDue = true;
+  private readonly wakePolicy = new WakePolicy();
   /** When the next poll is due, whatever wakes the loop meanwhile. */
   private nextPoll = 0;
-  /** Finished updates so far: a claim that overlapped a finish may have missed what it freed. */
-  private finished = 0;
   /** Announcements due later (see announceAfter). */
   private readonly later = new Set<NodeJS.Timeout>();
 
@@ -82,7 +75,7 @@ export class Dispatcher {
 
   /** An update was stored in the inbox by this process. */
   announce(): void {
-    this.arrivals++;
+    this.wakePolicy.announced();
     this.wake();
   }
 
@@ -124,20 +117,11 @@ export class Dispatcher {
   private async run(): Promise<void> {
     this.nextPoll = Date.now() + this.deps.pollMs;
     while (this.running) {
-      const reason = this.arrivals > 0 || this.recheck || this.pollDue;
-      if (this.active.size >= this.deps.concurrency || !reason) {
+      if (this.active.size >= this.deps.concurrency || !this.wakePolicy.claimDue) {
         await this.sleep(this.nextPoll - Date.now());
         continue;
       }
-      const announced = this.arrivals > 0;
-      const afterFinish = this.recheck;
-      const polled = !announced && !afterFinish;
-      const finishedBefore = this.finished;
-      this.arrivals = Math.max(0, this.arrivals - 1);
-      // Announced before this claim, so committed before it: what it does not find is held back.
-      const seenArrivals = this.arrivals;
-      this.recheck = false;
-      this.pollDue = false;
+      const round = this.wakePolicy.beginClaim();
       const limit = Math.min(CLAIM_BATCH, this.deps.concurrency - this.active.size);
       let items: InboxItem[];
       try {
@@ -153,31 +137,14 @@ export class Dispatcher {
         continue;
       }
       for (const item of items) this.launch(item);
-      if (items.length < limit) {
-        // Everything that could run was taken. Announced updates that cannot run yet wait for
-        // their chat's running update to finish; if one finished while this claim ran, the
-        // claim may not have seen it: look again.
-        if (announced) this.heldBack = true;
-        if (this.finished !== finishedBefore) this.recheck = true;
-        // Updates announced while the claim ran may have come too late for it: they stay.
-        this.arrivals -= Math.min(this.arrivals, seenArrivals);
-      } else if (polled) {
-        // Work found by a poll (nobody announced it) may not come alone: claim until none is left.
-        this.pollDue = true;
-      }
-      // A chat that held updates back may hold more: look again when the next one finishes.
-      if (afterFinish && items.length > 0) this.heldBack = true;
+      this.wakePolicy.endClaim(round, items.length, limit);
     }
   }
 
   private launch(item: InboxItem): void {
     const task = this.execute(item).finally(() => {
       this.active.delete(task);
-      this.finished++;
-      if (this.heldBack) {
-        this.heldBack = false;
-        this.recheck = true;
-      }
+      this.wakePolicy.finishedOne();
       this.wake();
     });
     this.active.add(task);
@@ -309,7 +276,7 @@ export class Dispatcher {
       const timer = setTimeout(
         () => {
           this.wakeUp = undefined;
-          this.pollDue = true;
+          this.wakePolicy.pollElapsed();
           this.nextPoll = Date.now() + this.deps.pollMs;
           resolve();
         },

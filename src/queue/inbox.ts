@@ -31,6 +31,8 @@ export type InboxItem = {
   delivered: number;
   /** Messages earlier runs showed the answer in while it was written (edit mode), in order. */
   liveMessages: readonly number[];
+  /** Files tools sent in earlier runs (what the caller recorded: see Lease.recordToolFiles). */
+  toolFiles: readonly unknown[];
 };
 
 /** What fences a worker's writes to an update: its claim, told apart from any later one. */
@@ -93,6 +95,16 @@ export type Lease = {
    * whose id the courier puts in place (as JSON, into parameter `sentIds.parameter`).
    */
   liveMessagesStatement(ids: readonly (number | null)[]): LiveMessagesStatement;
+  /** Files tools sent in earlier runs of this update, as recordToolFiles was given them. */
+  readonly toolFiles: readonly unknown[];
+  /**
+   * Records the files tools sent in this update (all of them, in order; each as JSON), so that a
+   * run after a crash knows which calls got their file to Telegram; throws LeaseLostError when
+   * the update is no longer this worker's. `rows`: as recordDelivered's, for toolFilesStatement.
+   */
+  recordToolFiles(files: readonly unknown[], rows?: number): Promise<void>;
+  /** What recordToolFiles(files) runs, for the courier to run the moment Telegram accepts. */
+  toolFilesStatement(files: readonly unknown[]): CompiledQuery;
   /**
    * The updates of this update's album (`mediaGroupId`) that its turn answers, this one included,
    * oldest first. The first call takes in the album's other items that are still waiting and
@@ -127,6 +139,23 @@ function parseLiveMessages(json: string | null): number[] {
   }
 }
 
+/**
+ * The update_id of probeWrite's row: below every Telegram update_id (they are positive) and every
+ * scheduled run's (from -2^52 up, src/tasks/store.ts).
+ */
+const PROBE_UPDATE_ID = Number.MIN_SAFE_INTEGER;
+
+/** The stored files of tools; anything but a JSON array (a hand-edited row) is none. */
+function parseToolFiles(json: string | null): unknown[] {
+  if (json === null) return [];
+  try {
+    const files: unknown = JSON.parse(json);
+    return Array.isArray(files) ? files : [];
+  } catch {
+    return [];
+  }
+}
+
 /** Leases one renewal statement extends at most: a bounded list of parameters. */
 const RENEW_BATCH = 500;
 
@@ -151,12 +180,12 @@ export function createInbox(deps: {
    * Takes secrets out of the errors kept in `inbox.error` (a Telegram error may echo the bot
    * token): the logger's scrubber, so that a row never holds what a log line would not show.
    */
-  scrub?: (text: string) => string;
+  scrub: (text: string) => string;
 }) {
   const { db, workerId, leaseMs } = deps;
   const now = deps.now ?? Date.now;
   const albumSettleMs = deps.albumSettleMs ?? ALBUM_SETTLE_MS;
-  const scrub = deps.scrub ?? ((text: string) => text);
+  const { scrub } = deps;
 
   /**
    * Stores an update; false when this update_id was already stored (a retry or an overlap). The
@@ -251,7 +280,15 @@ export function createInbox(deps: {
           .limit(limit)
           .$if(deps.kind === "postgres", (q) => q.forUpdate().skipLocked()),
       )
-      .returning(["update_id", "chat_id", "update_json", "attempts", "delivered", "live_messages"]);
+      .returning([
+        "update_id",
+        "chat_id",
+        "update_json",
+        "attempts",
+        "delivered",
+        "live_messages",
+        "tool_files",
+      ]);
 
   /**
    * Takes up to `limit` updates that may run now, at most one per chat, oldest first; none when
@@ -273,6 +310,7 @@ export function createInbox(deps: {
       leaseUntil,
       delivered: row.delivered,
       liveMessages: parseLiveMessages(row.live_messages),
+      toolFiles: parseToolFiles(row.tool_files),
     }));
   }
 
@@ -409,6 +447,19 @@ export function createInbox(deps: {
     };
   }
 
+  const toolFilesJson = (files: readonly unknown[]) =>
+    files.length === 0 ? null : JSON.stringify(files);
+
+  /** Records the files tools sent in a claim's update; false when the claim was lost. */
+  function recordToolFiles(claim: Claim, files: readonly unknown[]): Promise<boolean> {
+    return updateHeld(claim, { tool_files: toolFilesJson(files) });
+  }
+
+  /** What recordToolFiles runs, compiled, for the courier's connection. */
+  function toolFilesStatement(claim: Claim, files: readonly unknown[]): CompiledQuery {
+    return held(db.updateTable("inbox").set({ tool_files: toolFilesJson(files) }), claim).compile();
+  }
+
   /** Records how a claimed update ended; false when the claim was lost (another worker runs it). */
   async function finish(claim: Claim, outcome: { error?: string } = {}): Promise<boolean> {
     return updateHeld(claim, {
@@ -537,6 +588,17 @@ export function createInbox(deps: {
       if (renewed === undefined) lost = true;
       else until = Math.max(until, renewed);
     };
+    /**
+     * A record of the holder: `rows` are what the courier's run of it changed, else it runs here;
+     * a record that changed nothing means the claim is lost.
+     */
+    const recordHeld = async (rows: number | undefined, run: () => Promise<boolean>) => {
+      const recorded = rows === undefined ? await run() : rows > 0;
+      if (!recorded) {
+        lost = true;
+        throw new LeaseLostError(item.updateId);
+      }
+    };
     const lease: Lease = {
       renew: renewLease,
       async ensureHeld() {
@@ -546,23 +608,14 @@ export function createInbox(deps: {
       },
       remainingMs: () => until - now(),
       delivered: item.delivered,
-      async recordDelivered(count, rows) {
-        const recorded = rows === undefined ? await recordDelivered(item, count) : rows > 0;
-        if (!recorded) {
-          lost = true;
-          throw new LeaseLostError(item.updateId);
-        }
-      },
+      recordDelivered: (count, rows) => recordHeld(rows, () => recordDelivered(item, count)),
       deliveredStatement: (count) => deliveredStatement(item, count),
       liveMessages: item.liveMessages,
       liveMessagesStatement: (ids) => liveMessagesStatement(item, ids),
-      async recordLiveMessages(ids, rows) {
-        const recorded = rows === undefined ? await recordLiveMessages(item, ids) : rows > 0;
-        if (!recorded) {
-          lost = true;
-          throw new LeaseLostError(item.updateId);
-        }
-      },
+      recordLiveMessages: (ids, rows) => recordHeld(rows, () => recordLiveMessages(item, ids)),
+      toolFiles: item.toolFiles,
+      toolFilesStatement: (files) => toolFilesStatement(item, files),
+      recordToolFiles: (files, rows) => recordHeld(rows, () => recordToolFiles(item, files)),
       async takeAlbum(mediaGroupId) {
         const updates = await takeAlbum(item, mediaGroupId);
         if (updates === undefined) {
@@ -625,6 +678,31 @@ export function createInbox(deps: {
     }
   }
 
+  /**
+   * Stores a row as add() does and deletes it in the same transaction, for /healthz: it fails
+   * where the database answers reads but cannot store an update (a full disk, a read-only file).
+   * Committed, not rolled back: SQLite writes nothing to disk for a transaction it rolls back.
+   * Other workers never see the row, and its update_id is none that Telegram or a scheduled run
+   * uses.
+   */
+  async function probeWrite(): Promise<void> {
+    await db.transaction().execute(async (trx) => {
+      const at = new Date(now()).toISOString();
+      await trx
+        .insertInto("inbox")
+        .values({
+          update_id: PROBE_UPDATE_ID,
+          chat_id: null,
+          update_json: "{}",
+          status: "done",
+          received_at: at,
+          finished_at: at,
+        })
+        .execute();
+      await trx.deleteFrom("inbox").where("update_id", "=", PROBE_UPDATE_ID).execute();
+    });
+  }
+
   /** Unfinished updates (waiting or running) and the age of the oldest, for /metrics. */
   async function backlog(): Promise<{ pending: number; oldestPendingAgeSeconds: number }> {
     const row = await db
@@ -657,5 +735,6 @@ export function createInbox(deps: {
     release,
     recoverAfterCrash,
     prune,
+    probeWrite,
   };
 }

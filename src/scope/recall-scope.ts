@@ -1,4 +1,4 @@
-import { parseConversationKey } from "../telegram/conversation-key.js";
+import { parseConversationKey } from "./conversation-key.js";
 
 /** Telegram's chat types, and the terminal chat's. */
 export type ChatType = "private" | "group" | "supergroup" | "channel" | "terminal";

@@ -11,7 +11,7 @@ export const SCHEMA_VERSION = 1;
 
 // Arguments and responses are checked to be objects but not rebuilt: a rebuilt object would
 // drop keys such as "__proto__" that JSON can carry, and copying them costs time on every load.
-const jsonObject = z.custom<Record<string, unknown>>(
+export const jsonObject = z.custom<Record<string, unknown>>(
   (value) => typeof value === "object" && value !== null && !Array.isArray(value),
   { message: "expected a JSON object" },
 );

@@ -3,7 +3,7 @@ import path from "node:path";
 
 /**
  * Per-conversation memory files: MEMORY_DIR/<conversation key>/dd-mm-yyyy.md, one file per local
- * day (see src/telegram/conversation-key.ts).
+ * day (see src/scope/conversation-key.ts).
  *
  * Entry format: `[HH:MM]: <text>` followed by a blank line. Paragraphs inside the text stay on
  * their own lines, but blank lines inside it are removed, so every entry is one contiguous block

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { parseConversationKey } from "../telegram/conversation-key.js";
+import { parseConversationKey } from "../scope/conversation-key.js";
 import { defineTool, type Tool } from "../tools/registry.js";
 import {
   describeRecurrence,

@@ -1,8 +1,7 @@
 import type { Message, Update } from "grammy/types";
+import { escapeHtml } from "../render/markdown-html.js";
 import { COMMANDS } from "./commands.js";
-import { conversationKeyOf } from "./conversation-key.js";
-import { escapeHtml } from "./render.js";
-import { threadOfMessage } from "./topics.js";
+import { conversationKeyOf, threadOfMessage } from "./topics.js";
 
 export type BotIdentity = { id: number; username: string };
 

@@ -7,13 +7,13 @@ import type { Continuation } from "../approvals/continuation.js";
 import type { Approval } from "../approvals/store.js";
 import type { Logger } from "../logger.js";
 import type { InboxItem, Lease } from "../queue/inbox.js";
+import { escapeHtml } from "../render/markdown-html.js";
+import { parseConversationKey } from "../scope/conversation-key.js";
 import { deliverAnswer, liveMessagesOf } from "./answer-delivery.js";
 import { sendApprovalRequests, showEnding } from "./approvals-composer.js";
 import { geminiFailureText } from "./conversation.js";
-import { parseConversationKey } from "./conversation-key.js";
 import type { Delivery } from "./delivery.js";
 import { type LiveAnswer, type LiveAnswerDeps, startLiveAnswer } from "./live-answer.js";
-import { escapeHtml } from "./render.js";
 import type { RunningAnswers } from "./running-answers.js";
 
 /**

@@ -3,12 +3,11 @@ import type { Approvals } from "../approvals/approvals.js";
 import type { Approval, Decision } from "../approvals/store.js";
 import type { ServerStatus } from "../mcp/server-connection.js";
 import type { Lease } from "../queue/inbox.js";
+import { escapeHtml } from "../render/markdown-html.js";
 import { scopeName, scopeOf } from "../scope/recall-scope.js";
 import { truncate } from "../session/event-text.js";
-import { conversationKeyOf, conversationOf } from "./conversation-key.js";
-import { escapeHtml } from "./render.js";
 import type { MayStop } from "./stop-permission.js";
-import { threadOf } from "./topics.js";
+import { conversationKeyOf, conversationOf, threadOf } from "./topics.js";
 
 const ANSWER_DATA = /^approval:(\d+):(once|always|deny)$/;
 const REVOKE_DATA = /^tools:revoke:(\d+)$/;

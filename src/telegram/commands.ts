@@ -2,6 +2,8 @@ import { Composer, type Context } from "grammy";
 import { type CompactionOutcome, compactionNotice } from "../agent/compaction.js";
 import type { Logger } from "../logger.js";
 import type { Lease } from "../queue/inbox.js";
+import { escapeHtml } from "../render/markdown-html.js";
+import { conversationKey } from "../scope/conversation-key.js";
 import type { CompactionLimits } from "../session/compaction-plan.js";
 import { truncate } from "../session/event-text.js";
 import {
@@ -12,12 +14,10 @@ import {
 } from "../session/history-view.js";
 import type { ChatStats, SessionStore } from "../session/store.js";
 import type { TaskStore } from "../tasks/store.js";
-import { conversationKey, conversationKeyOf } from "./conversation-key.js";
 import type { Delivery } from "./delivery.js";
 import { NOTHING_TO_STOP } from "./ingest.js";
 import { NEW_TOPIC_NAME, openTopic, type PendingTopicNames } from "./new-topics.js";
-import { escapeHtml } from "./render.js";
-import { threadOf } from "./topics.js";
+import { conversationKeyOf, threadOf } from "./topics.js";
 
 export const COMMANDS = [
   { command: "start", description: "What Koroku is and what it can do" },

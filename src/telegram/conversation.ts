@@ -11,6 +11,7 @@ import type { Logger } from "../logger.js";
 import { sniff } from "../media/sniff.js";
 import { saveToWorkspace } from "../media/workspace-inbox.js";
 import type { InboxItem, Lease } from "../queue/inbox.js";
+import { escapeHtml } from "../render/markdown-html.js";
 import { scopeOfKey } from "../scope/recall-scope.js";
 import type { Workspaces } from "../scope/workspaces.js";
 import type { NewAttachment, StoredAttachment } from "../session/attachments.js";
@@ -18,15 +19,14 @@ import type { MediaPart } from "../session/events.js";
 import { addressesBot, senderOf } from "./access.js";
 import { liveMessagesOf } from "./answer-delivery.js";
 import { deliverTurnResult } from "./approval-run.js";
-import { conversationKeyOf } from "./conversation-key.js";
 import type { Delivery } from "./delivery.js";
 import { type DownloadFile, FileTooBigError, FileUnavailableError, tooBigText } from "./files.js";
 import { inboundOf, type WantedFile } from "./inbound.js";
 import { type LivePacer, startLiveAnswer } from "./live-answer.js";
 import { modelText } from "./message-context.js";
-import { escapeHtml } from "./render.js";
 import type { RunningAnswers } from "./running-answers.js";
-import { threadOf, threadOfMessage } from "./topics.js";
+import { toolFileSender } from "./tool-file-sender.js";
+import { conversationKeyOf, threadOf, threadOfMessage } from "./topics.js";
 
 export type ConversationDeps = {
   agent: Agent;
@@ -184,11 +184,7 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
         progress,
         stop: running.signal,
         askedBy,
-        // send_file: to this chat and topic, by the holder of the update only.
-        sendFile: async (file) => {
-          await lease?.ensureHeld();
-          return (await delivery.sendFile(chatId, file, threadId)).value;
-        },
+        ...toolFileSender({ delivery, logger: deps.logger, chatId, threadId, lease }),
       });
       await Promise.all(notices);
       await lease?.ensureHeld();

@@ -1,6 +1,10 @@
 import { type Api, GrammyError, InputFile } from "grammy";
 import type { Logger } from "../logger.js";
 import { LeaseLostError } from "../queue/inbox.js";
+import { htmlToPlainText, splitMessage } from "../render/chunk.js";
+import { renderMarkdown } from "../render/markdown-html.js";
+import { type RichChunk, renderRichMessages } from "../render/rich/render.js";
+import type { SentAs } from "../tools/registry.js";
 import { type Carried, type Courier, type CourierRecord, noCourier } from "./courier.js";
 import {
   FileTooLargeError,
@@ -9,8 +13,6 @@ import {
   TELEGRAM_UPLOAD_MAX_BYTES,
   uploadName,
 } from "./outgoing-files.js";
-import { htmlToPlainText, renderMarkdown, splitMessage } from "./render.js";
-import { type RichChunk, renderRichMessages } from "./rich/render.js";
 
 const CANT_PARSE = /can't parse entities/i;
 const NOT_MODIFIED = /message is not modified/i;
@@ -268,15 +270,15 @@ export function createDelivery(deps: DeliveryDeps) {
 
   /**
    * Sends a file as a photo when Telegram shows it as one, else as a document; a photo Telegram
-   * cannot process after all goes again as a document, which then carries `record`. Throws
-   * FileTooLargeError past 50 MB.
+   * cannot process after all goes again as a document. The call that goes carries `record` of
+   * what it sends as. Throws FileTooLargeError past 50 MB.
    */
   async function sendFile(
     chatId: number,
     file: OutgoingFile,
     threadId?: number,
-    record?: CourierRecord,
-  ): Promise<Carried<"photo" | "document">> {
+    record?: (sentAs: SentAs) => CourierRecord,
+  ): Promise<Carried<SentAs>> {
     if (file.bytes.byteLength > TELEGRAM_UPLOAD_MAX_BYTES) {
       throw new FileTooLargeError(file.name, file.bytes.byteLength);
     }
@@ -288,14 +290,22 @@ export function createDelivery(deps: DeliveryDeps) {
     };
     if (sendsAsPhoto(file)) {
       try {
-        const { rows } = await carrier.send("sendPhoto", { ...extra, photo: input() }, record);
+        const { rows } = await carrier.send(
+          "sendPhoto",
+          { ...extra, photo: input() },
+          record?.("photo"),
+        );
         return { value: "photo", rows };
       } catch (error) {
         if (!(error instanceof GrammyError && error.error_code === 400)) throw error;
         deps.logger.warn({ err: error }, "Telegram refused a photo; sending it as a document");
       }
     }
-    const { rows } = await carrier.send("sendDocument", { ...extra, document: input() }, record);
+    const { rows } = await carrier.send(
+      "sendDocument",
+      { ...extra, document: input() },
+      record?.("document"),
+    );
     return { value: "document", rows };
   }
 
@@ -308,7 +318,12 @@ export function createDelivery(deps: DeliveryDeps) {
   ): Promise<void> {
     for (let i = progress?.alreadySent ?? 0; i < files.length; i++) {
       const statement = progress?.statement?.(i + 1);
-      const { rows } = await sendFile(chatId, files[i] as OutgoingFile, threadId, statement);
+      const { rows } = await sendFile(
+        chatId,
+        files[i] as OutgoingFile,
+        threadId,
+        statement && (() => statement),
+      );
       if (progress) await record(progress, i + 1, chatId, rows);
     }
   }

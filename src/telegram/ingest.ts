@@ -2,6 +2,7 @@ import type { Message, Update } from "grammy/types";
 import { z } from "zod";
 import type { Logger } from "../logger.js";
 import type { Inbox, StopTarget } from "../queue/inbox.js";
+import { escapeHtml } from "../render/markdown-html.js";
 import {
   type BotIdentity,
   isStopCommand,
@@ -11,7 +12,6 @@ import {
   senderOf,
 } from "./access.js";
 import type { Delivery } from "./delivery.js";
-import { escapeHtml } from "./render.js";
 import type { RunningAnswers } from "./running-answers.js";
 import type { MayStop } from "./stop-permission.js";
 import { threadOfMessage } from "./topics.js";

@@ -3,11 +3,11 @@ import type { TurnProgress } from "../agent/turn.js";
 import type { StreamingMode } from "../config.js";
 import type { Logger } from "../logger.js";
 import { LeaseLostError } from "../queue/inbox.js";
+import { escapeHtml, renderMarkdown } from "../render/markdown-html.js";
+import { renderRichMessages, richDraftHtml } from "../render/rich/render.js";
 import { toolStatus } from "../tools/status.js";
 import type { Carried, CourierRecord } from "./courier.js";
 import { type Delivery, type DeliveryProgress, htmlChunks } from "./delivery.js";
-import { escapeHtml, renderMarkdown } from "./render.js";
-import { renderRichMessages, richDraftHtml } from "./rich/render.js";
 
 /**
  * Between two drafts of one chat: four a second, under the five Telegram allows, so that a draft

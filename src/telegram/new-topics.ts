@@ -3,7 +3,7 @@ import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.js";
 import type { Logger } from "../logger.js";
 import { truncate } from "../session/event-text.js";
-import { conversationKeyOf } from "./conversation-key.js";
+import { conversationKeyOf } from "./topics.js";
 
 /** What a topic /new opens is called until its first message names it. */
 export const NEW_TOPIC_NAME = "New conversation";

@@ -5,6 +5,7 @@ import type { Agent } from "../agent/turn.js";
 import type { Approval } from "../approvals/store.js";
 import type { Logger } from "../logger.js";
 import type { InboxItem, Lease } from "../queue/inbox.js";
+import { escapeHtml } from "../render/markdown-html.js";
 import { dueText } from "../tasks/schedule.js";
 import type { ScheduledRun, Task, TaskStore } from "../tasks/store.js";
 import { liveMessagesOf } from "./answer-delivery.js";
@@ -12,8 +13,8 @@ import { deliverTurnResult } from "./approval-run.js";
 import { geminiFailureText } from "./conversation.js";
 import type { Delivery } from "./delivery.js";
 import { type LiveAnswerDeps, startLiveAnswer } from "./live-answer.js";
-import { escapeHtml } from "./render.js";
 import type { RunningAnswers } from "./running-answers.js";
+import { toolFileSender } from "./tool-file-sender.js";
 
 /** A run that starts this long after its due time says so: the service was down or busy. */
 export const LATE_AFTER_MS = 2 * 60_000;
@@ -127,10 +128,13 @@ export function createScheduledRunner(deps: {
         answer: task.mode === "remind" ? reminderText(task, due, late) : undefined,
         progress: live.progress,
         stop: running.signal,
-        sendFile: async (file) => {
-          await guard();
-          return (await deps.delivery.sendFile(task.chatId, file, task.threadId)).value;
-        },
+        ...toolFileSender({
+          delivery: deps.delivery,
+          logger: deps.logger,
+          chatId: task.chatId,
+          threadId: task.threadId,
+          lease,
+        }),
       });
       await guard();
       await deliverTurnResult({

@@ -1,12 +1,12 @@
 import { Composer, type Context, InlineKeyboard } from "grammy";
 import type { Lease } from "../queue/inbox.js";
+import { escapeHtml } from "../render/markdown-html.js";
+import { conversationKey } from "../scope/conversation-key.js";
 import { truncate } from "../session/event-text.js";
 import { describeRecurrence, formatInZone } from "../tasks/schedule.js";
 import type { Task, TaskStore } from "../tasks/store.js";
-import { conversationKey, conversationKeyOf, conversationOf } from "./conversation-key.js";
 import type { Delivery } from "./delivery.js";
-import { escapeHtml } from "./render.js";
-import { threadOf } from "./topics.js";
+import { conversationKeyOf, conversationOf, threadOf } from "./topics.js";
 
 const CANCEL_DATA = /^tasks:cancel:(\d+)$/;
 const MAX_INSTRUCTION_CHARS = 120;

@@ -1,5 +1,6 @@
 import type { Context } from "grammy";
 import type { Message } from "grammy/types";
+import { type ConversationRef, conversationKey } from "../scope/conversation-key.js";
 
 /**
  * The topic a message was written in (of a forum or of a private chat with topics), for the
@@ -14,4 +15,17 @@ export function threadOfMessage(
 
 export function threadOf(ctx: Context): number | undefined {
   return threadOfMessage(ctx.msg);
+}
+
+/** The conversation a message belongs to: its chat, and its topic where it has one. */
+export function conversationOf(
+  message: Pick<Message, "chat" | "is_topic_message" | "message_thread_id">,
+): ConversationRef {
+  return { chatId: message.chat.id, threadId: threadOfMessage(message) };
+}
+
+export function conversationKeyOf(
+  message: Pick<Message, "chat" | "is_topic_message" | "message_thread_id">,
+): string {
+  return conversationKey(conversationOf(message));
 }

@@ -1,10 +1,9 @@
 import { Composer, type Context } from "grammy";
+import { escapeHtml } from "../render/markdown-html.js";
 import { periodStarts, usageReport } from "../usage/report.js";
 import type { UsageStore } from "../usage/usage-store.js";
-import { conversationKeyOf } from "./conversation-key.js";
 import type { Delivery } from "./delivery.js";
-import { escapeHtml } from "./render.js";
-import { threadOf } from "./topics.js";
+import { conversationKeyOf, threadOf } from "./topics.js";
 
 /** /usage: this conversation's tokens today and this month, and what they cost. No model call. */
 export function usageComposer(deps: {
@@ -21,7 +20,7 @@ export function usageComposer(deps: {
       deps.usage.since(key, starts.today),
       deps.usage.since(key, starts.month),
     ]);
-    const [title, ...lines] = usageReport(today, month);
+    const [title, ...lines] = usageReport(today, month, starts);
     await deps.delivery.sendHtml(
       ctx.chat.id,
       [`<b>${escapeHtml(title ?? "")}</b>`, ...lines.map(escapeHtml)].join("\n"),

@@ -176,8 +176,14 @@ export async function runTerminalChat(deps: TerminalChatDeps): Promise<void> {
   // Given the output, readline edits lines and echoes only when it is a terminal; a pipe gets
   // nothing but the conversation.
   const lines = createInterface({ input, output, prompt: "> ", terminal });
+  // A second Ctrl-C closes readline while a stopped answer is still being written; Node 22+
+  // throws when a closed interface is asked to prompt.
+  let closed = false;
+  lines.once("close", () => {
+    closed = true;
+  });
   const prompt = () => {
-    if (lines.terminal) lines.prompt(true);
+    if (lines.terminal && !closed) lines.prompt(true);
   };
   let running: AbortController | undefined;
   onInterrupt(lines, () => running);

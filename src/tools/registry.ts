@@ -11,15 +11,19 @@ export type FileToSend = {
   caption?: string;
 };
 
+export type SentAs = "photo" | "document";
+
 export interface ToolContext {
   chatId: string;
   /** The conversation's recall scope: the file tools work in its folder of the workspace only. */
   scope: RecallScope;
   /**
    * Sends a file to the conversation the turn belongs to (its chat and topic), as a photo or a
-   * document; absent where there is no chat to send to (the terminal).
+   * document; absent where there is no chat to send to (the terminal). `outcome` is what the call
+   * returns once the file went out as `sentAs`: it is recorded the moment Telegram takes the
+   * file, so that a run after a crash answers the call with it instead of sending the file again.
    */
-  sendFile?(file: FileToSend): Promise<"photo" | "document">;
+  sendFile?(file: FileToSend, outcome: (sentAs: SentAs) => WithFiles): Promise<SentAs>;
   /** Aborted when the user stops the answer: a tool that runs long (a command) ends there. */
   signal?: AbortSignal;
   /** The turn is a scheduled task's run, which nobody typed now. */
@@ -40,6 +44,11 @@ export class WithFiles {
     readonly output: unknown,
     readonly files: MediaPart[],
   ) {}
+
+  /** What the call answers, as it is stored and sent to the model. */
+  outcome(): { response: { output: unknown }; files: MediaPart[] } {
+    return { response: { output: toJsonValue(this.output) }, files: this.files };
+  }
 }
 
 export interface Tool<S extends z.ZodType = z.ZodType> {
@@ -229,9 +238,7 @@ export function createToolRegistry(tools: Tool[]): ToolRegistry {
         return failure(`invalid arguments for ${name}: ${issues}`);
       }
       const output = await tool.run(parsed.data, ctx);
-      if (output instanceof WithFiles) {
-        return { ok: true, response: { output: toJsonValue(output.output) }, files: output.files };
-      }
+      if (output instanceof WithFiles) return { ok: true, ...output.outcome() };
       return { ok: true, response: { output: toJsonValue(output) } };
     } catch (error) {
       return failure(errorMessage(error));

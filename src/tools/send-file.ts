@@ -10,7 +10,7 @@ import {
   TELEGRAM_UPLOAD_MAX_BYTES,
 } from "../telegram/outgoing-files.js";
 import { readCapped } from "./read-capped.js";
-import { defineTool, WithFiles } from "./registry.js";
+import { defineTool, type SentAs, WithFiles } from "./registry.js";
 import { describeFsError, resolveInWorkspace } from "./workspace-path.js";
 
 const schema = z.object({
@@ -72,14 +72,12 @@ export function createSendFileTool(deps: {
       const mimeType = mimeTypeOf(bytes, name);
       // Stored before it is sent: a file in the chat is always one the history holds.
       const stored = await deps.saveFile(ctx.chatId, { bytes, mimeType, fileName: name });
-      const sentAs = await ctx.sendFile({
-        bytes,
-        name,
-        mimeType,
-        ...(args.caption ? { caption: args.caption } : {}),
-      });
-      const part: MediaPart = { kind: "media", media: sentAs, ...stored, name };
-      return new WithFiles({ sent: sentAs, path: args.path, size: bytes.byteLength }, [part]);
+      const outcome = (sentAs: SentAs) => {
+        const part: MediaPart = { kind: "media", media: sentAs, ...stored, name };
+        return new WithFiles({ sent: sentAs, path: args.path, size: bytes.byteLength }, [part]);
+      };
+      const toSend = { bytes, name, mimeType, ...(args.caption ? { caption: args.caption } : {}) };
+      return outcome(await ctx.sendFile(toSend, outcome));
     },
   });
 }

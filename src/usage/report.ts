@@ -17,12 +17,12 @@ function dollars(value: number): string {
 }
 
 /** One period's line: tokens by kind and the estimated cost of what the price table knows. */
-function periodLine(label: string, byModel: UsageByModel): string {
+function periodLine(label: string, byModel: UsageByModel, start: Date): string {
   const total = totalOf(byModel);
   let cost = 0;
   const unpriced: string[] = [];
   for (const { model, usage } of byModel) {
-    const price = priceOf(model);
+    const price = priceOf(model, start);
     if (price) cost += costOf(usage, price);
     else unpriced.push(model);
   }
@@ -31,12 +31,19 @@ function periodLine(label: string, byModel: UsageByModel): string {
   return `${label}: ${tokens}, ${estimate}`;
 }
 
-/** What /usage says, as plain text lines (the caller escapes them). */
-export function usageReport(today: UsageByModel, month: UsageByModel): string[] {
+/**
+ * What /usage says, as plain text lines (the caller escapes them). Each period is priced at the
+ * rates in effect when it began: Google's announced price changes fall on the first of a month.
+ */
+export function usageReport(
+  today: UsageByModel,
+  month: UsageByModel,
+  starts: { today: Date; month: Date },
+): string[] {
   return [
     "Usage of this conversation",
-    periodLine("Today", today),
-    periodLine("This month", month),
+    periodLine("Today", today, starts.today),
+    periodLine("This month", month, starts.month),
     "Estimated at list prices; cached prompt tokens are billed at a fraction. Gemini's bill is the authority.",
   ];
 }

@@ -140,6 +140,10 @@ describe("createGeminiClient against the fake Gemini", () => {
 
   it.each([
     ["gemini-3.6-flash", "minimal", { thinkingLevel: "MINIMAL" }],
+    ["gemini-3.5-flash-lite", "minimal", { thinkingLevel: "MINIMAL" }],
+    ["gemini-3.8-flash", "minimal", { thinkingLevel: "LOW" }],
+    ["gemini-3.8-flash", "medium", { thinkingLevel: "MEDIUM" }],
+    ["gemini-4-argon", "minimal", { thinkingLevel: "LOW" }],
     ["gemini-3-flash-preview", "high", { thinkingLevel: "HIGH" }],
     ["gemini-3.1-pro-preview", "minimal", { thinkingLevel: "LOW" }],
     ["gemini-2.5-flash", "minimal", { thinkingBudget: 0 }],
@@ -167,9 +171,11 @@ describe("createGeminiClient against the fake Gemini", () => {
       });
     expect((await raw("gemini-2.5-flash", { thinkingLevel: "LOW" })).status).toBe(400);
     expect((await raw("gemini-3-pro-preview", { thinkingLevel: "MINIMAL" })).status).toBe(400);
+    expect((await raw("gemini-3.8-flash", { thinkingLevel: "MINIMAL" })).status).toBe(400);
     expect((await raw(MODEL, { thinkingLevel: "LOW", thinkingBudget: 10 })).status).toBe(400);
     expect(fake.rejections.map((r) => r.message)).toEqual([
       "Thinking level is not supported for this model.",
+      "Thinking level MINIMAL is not supported for this model.",
       "Thinking level MINIMAL is not supported for this model.",
       "You can only set one of thinking budget and thinking level.",
     ]);

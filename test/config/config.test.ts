@@ -17,8 +17,8 @@ describe("config", () => {
     const config = loadConfig(minimal);
     expect(config).toMatchObject({
       allowedUserIds: [],
-      geminiModel: "gemini-3.6-flash",
-      geminiCompactionModel: "gemini-3.6-flash",
+      geminiModel: "gemini-3.8-flash",
+      geminiCompactionModel: "gemini-3.5-flash-lite",
       geminiBaseUrl: undefined,
       telegramApiRoot: "https://api.telegram.org",
       database: { kind: "sqlite", path: "./data/agent.db" },
@@ -200,6 +200,37 @@ describe("config", () => {
     expect(problems).not.toThrow(/hunter2/);
   });
 
+  it.each(["GEMINI_BASE_URL", "TELEGRAM_API_ROOT"])(
+    "refuses a user and password in %s in one line, without echoing the password",
+    (name) => {
+      const error = (() => {
+        try {
+          loadConfig({ ...minimal, [name]: "https://koroku:hunter2@proxy.example/" });
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as ConfigError).problems).toEqual([
+        `${name} must not hold a user name or password ("https://***@proxy.example/"): Koroku names this address in logs and error messages; remove the "user:password@" part`,
+      ]);
+      expect((error as Error).message).not.toMatch(/hunter2|koroku:/);
+      // A user name alone is refused too: it is often a token.
+      expect(() => loadConfig({ ...minimal, [name]: "https://hunter2@proxy.example/" })).toThrow(
+        /must not hold a user name or password \("https:\/\/\*\*\*@proxy.example\/"\)/,
+      );
+    },
+  );
+
+  it("quotes a URL it cannot take without the password in it", () => {
+    const problems = () =>
+      loadConfig({ ...minimal, GEMINI_BASE_URL: "ftp://koroku:hunter2@proxy.example/" });
+    expect(problems).toThrow(
+      /GEMINI_BASE_URL must be a http: or https: URL, got "ftp:\/\/\*\*\*@proxy.example\/"/,
+    );
+    expect(problems).not.toThrow(/hunter2/);
+  });
+
   it("refuses an http: WEBHOOK_URL, which Telegram would refuse", () => {
     expect(() =>
       loadConfig({ ...minimal, WEBHOOK_URL: "http://bot.example.com/hook", WEBHOOK_SECRET: "s" }),
@@ -210,6 +241,7 @@ describe("config", () => {
     const config = loadConfig({
       ...minimal,
       GEMINI_MODEL: " ",
+      GEMINI_COMPACTION_MODEL: "",
       DATABASE_URL: "",
       HOST: "",
       MEMORY_DIR: "",
@@ -221,7 +253,8 @@ describe("config", () => {
       LOG_LEVEL: "",
     });
     expect(config).toMatchObject({
-      geminiModel: "gemini-3.6-flash",
+      geminiModel: "gemini-3.8-flash",
+      geminiCompactionModel: "gemini-3.5-flash-lite",
       database: { kind: "sqlite", path: "./data/agent.db" },
       host: "0.0.0.0",
       memoryDir: "./data/memory",

@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { readPostgresTime, startDatabaseClock } from "../../src/db/clock.js";
 import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
 import { migrateToLatest } from "../../src/db/migrate.js";
+import { createScrubber } from "../../src/logger.js";
 import { createInbox } from "../../src/queue/inbox.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/databases.js";
 import { captureLogger } from "../helpers/logs.js";
@@ -131,7 +132,14 @@ describe("leases between replicas whose clocks disagree, on PostgreSQL", () => {
     const SLOW_MS = 10 * 60 * 1000;
     const slowHost = () => Date.now() - SLOW_MS;
     const inboxOn = (workerId: string, now: () => number) =>
-      createInbox({ db: handle.db, kind: "postgres", workerId, leaseMs: 30_000, now });
+      createInbox({
+        db: handle.db,
+        kind: "postgres",
+        workerId,
+        leaseMs: 30_000,
+        now,
+        scrub: createScrubber([]),
+      });
 
     // By its own clock, the slow replica writes a lease that ended ten minutes ago.
     await inboxOn("slow", slowHost).add(1, "chat-1", { update_id: 1 });

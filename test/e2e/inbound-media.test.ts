@@ -7,6 +7,7 @@ import { chatFor } from "../fakes/telegram-objects.js";
 import {
   ALLOWED_USER,
   eventually,
+  photoUpdate,
   type RunningService,
   type ServiceWorld,
   startWorld,
@@ -68,20 +69,6 @@ function albumUpdates(
     } as Message;
     return { update_id: id, message } as Update;
   });
-}
-
-/** A photo message from the user in their private chat. */
-function photoUpdate(w: ServiceWorld, chatId: number, file: FileRef, caption: string): Update {
-  const id = w.nextUpdateId();
-  const message = {
-    message_id: id,
-    date: Math.floor(Date.now() / 1000),
-    chat: chatFor(chatId),
-    from: { id: chatId, is_bot: false, first_name: "T" },
-    photo: [{ ...file, width: 800, height: 600 }],
-    caption,
-  } as Message;
-  return { update_id: id, message } as Update;
 }
 
 const FLOOD = 50;

@@ -1,13 +1,12 @@
 import { mkdirSync, readFileSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import type { FunctionResponse } from "@google/genai";
-import type { Message, Update } from "grammy/types";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type CallSpec, calls, type RecordedRequest, text } from "../fakes/gemini.js";
-import { chatFor } from "../fakes/telegram-objects.js";
 import {
   ALLOWED_USER,
   eventually,
+  privateMessageUpdate,
   type ServiceWorld,
   startWorld,
 } from "../helpers/service-process.js";
@@ -63,15 +62,9 @@ describe("a workspace per recall scope, end to end", () => {
     // Alice sends a document in her private chat: the intake saves it in her scope's inbox/.
     w.gemini.script(text("Got your document."));
     const file = w.telegram.addFile(Buffer.from(`${SECRET}\n`));
-    const id = w.nextUpdateId();
-    const message = {
-      message_id: id,
-      date: Math.floor(Date.now() / 1000),
-      chat: chatFor(ALICE),
-      from: { id: ALICE, is_bot: false, first_name: "Alice" },
-      document: { ...file, file_name: "salary.txt", mime_type: "text/plain" },
-    } as Message;
-    expect((await w.post({ update_id: id, message } as Update)).status).toBe(200);
+    const document = { ...file, file_name: "salary.txt", mime_type: "text/plain" };
+    const update = privateMessageUpdate(w, ALICE, { document }, "Alice");
+    expect((await w.post(update)).status).toBe(200);
     await waitForText(ALICE, "Got your document.");
   });
 

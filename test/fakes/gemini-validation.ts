@@ -445,7 +445,8 @@ const checkLastRole = (contents: WireContent[]): string | undefined =>
     : undefined;
 
 /**
- * Gemini 3 takes a thinking level, 2.5 a budget, never both; Gemini 3 Pro has no MINIMAL level.
+ * Gemini 3 takes a thinking level, 2.5 a budget, never both; the Pro models, 3.7 and 3.8 Flash
+ * and Gemini 4 have no MINIMAL level.
  * Model ids the fake does not know (tests' own) are taken for Gemini 3.
  */
 function checkThinking(generationConfig: unknown, model: string): string | undefined {
@@ -460,7 +461,7 @@ function checkThinking(generationConfig: unknown, model: string): string | undef
   if (!["MINIMAL", "LOW", "MEDIUM", "HIGH"].includes(String(level))) {
     return `Invalid value at 'generation_config.thinking_config.thinking_level' (type.googleapis.com/google.ai.generativelanguage.v1beta.ThinkingConfig.ThinkingLevel), "${String(level)}"`;
   }
-  if (/-pro\b/.test(model) && level === "MINIMAL") {
+  if (/-pro\b|^gemini-3\.[78]-flash$|^gemini-4-/.test(model) && level === "MINIMAL") {
     return "Thinking level MINIMAL is not supported for this model.";
   }
   return undefined;

@@ -489,7 +489,8 @@ describe("fake Gemini through the real SDK", () => {
     const impatient = new GoogleGenAI({
       apiKey: "k",
       vertexai: false,
-      httpOptions: { baseUrl: fake.baseUrl, timeout: 50 },
+      // Long enough for a busy host's fake to read the request before the client gives up.
+      httpOptions: { baseUrl: fake.baseUrl, timeout: 1_000 },
     });
     await expect(
       impatient.models.generateContent({ model: MODEL, contents: [ask("a")] }),

@@ -1,9 +1,11 @@
 import { type Bot, BotError } from "grammy";
 import type { Message, Update } from "grammy/types";
+import { afterAll, afterEach, beforeAll, expect } from "vitest";
 import { type BotDeps, createBot } from "../../src/telegram/bot.js";
 import { createPendingTopicNames } from "../../src/telegram/new-topics.js";
-import type { FakeTelegram } from "../fakes/telegram.js";
-import type { Harness } from "./harness.js";
+import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
+import type { DatabaseKindName } from "./databases.js";
+import { CHAT_MODEL, type Harness, startHarness } from "./harness.js";
 
 /** The real bot on a harness's app and a fake Telegram; `deps` replaces what a test needs to. */
 export function botOnHarness(
@@ -56,4 +58,65 @@ export async function runPrivateMessage(
   await bot.handleUpdate(update).catch((error: unknown) => {
     throw error instanceof BotError ? error.error : error;
   });
+}
+
+/** A harness, a fake Telegram and the real bot on them (see botPerFile). */
+export type BotWorld = {
+  readonly h: Harness;
+  readonly telegram: FakeTelegram;
+  /** The bot with the block's own deps. */
+  readonly bot: Bot;
+  /** Another bot on the same fake Telegram and on `h` (by default the block's), with `deps`. */
+  botWith(deps?: Partial<BotDeps>, h?: Harness): Bot;
+};
+
+/**
+ * The harness, a fake Telegram and the real bot on them for the tests of the calling describe
+ * block, answering `user` with compaction off: started before its first test, closed after its
+ * last; each test also checks that the fake Gemini refused nothing the app sent.
+ */
+export function botPerFile(options: {
+  kind: DatabaseKindName;
+  user: number;
+  harness?: Omit<NonNullable<Parameters<typeof startHarness>[0]>, "kind">;
+  /** What the block's bot has besides the defaults (e.g. its media limits). */
+  deps?: (h: Harness) => Partial<BotDeps>;
+}): BotWorld {
+  let started: { h: Harness; telegram: FakeTelegram; bot: Bot } | undefined;
+  const world = () => {
+    if (!started) throw new Error("botPerFile: used outside the tests of its describe block");
+    return started;
+  };
+  const withDefaults = (h: Harness, telegram: FakeTelegram, deps: Partial<BotDeps>) =>
+    botOnHarness(h, telegram, {
+      allowedUserIds: [options.user],
+      settings: { model: CHAT_MODEL, maxEvents: 0, maxTokens: 0 },
+      ...deps,
+    }).bot;
+  const botWith = (deps: Partial<BotDeps> = {}, h = world().h) =>
+    withDefaults(h, world().telegram, deps);
+  beforeAll(async () => {
+    const h = await startHarness({ ...options.harness, kind: options.kind });
+    const telegram = await startFakeTelegram();
+    started = { h, telegram, bot: withDefaults(h, telegram, options.deps?.(h) ?? {}) };
+  });
+  afterEach(() => {
+    expect(world().h.fake.rejections).toEqual([]);
+  });
+  afterAll(async () => {
+    await started?.telegram.close();
+    await started?.h.close();
+  });
+  return {
+    get h() {
+      return world().h;
+    },
+    get telegram() {
+      return world().telegram;
+    },
+    get bot() {
+      return world().bot;
+    },
+    botWith,
+  };
 }

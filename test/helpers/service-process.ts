@@ -2,13 +2,16 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Message, Update } from "grammy/types";
 import { type FakeGemini, startFakeGemini } from "../fakes/gemini.js";
 import {
   buildTextUpdate,
   type FakeTelegram,
   type FakeTelegramOptions,
+  type FileRef,
   startFakeTelegram,
 } from "../fakes/telegram.js";
+import { chatFor } from "../fakes/telegram-objects.js";
 import { createTestDatabase, type DatabaseKindName, type TestDatabase } from "./databases.js";
 
 export const MAIN = join(import.meta.dirname, "../../dist/src/main.js");
@@ -40,7 +43,7 @@ export type ServiceWorld = {
   ): Promise<RunningService>;
   post(
     update: unknown,
-    options?: { secret?: string | null; raw?: string; service?: RunningService },
+    options?: { secret?: string | null; raw?: string; service?: Pick<RunningService, "baseUrl"> },
   ): Promise<Response>;
   nextUpdateId(): number;
   /** Posts a text message from the allowed user through the webhook. */
@@ -224,3 +227,25 @@ export async function startStoppedWorld(): Promise<ServiceWorld> {
   await world.service.exited;
   return world;
 }
+
+/** A message from the user in their private chat with `content`, as Telegram sends it. */
+export function privateMessageUpdate(
+  w: ServiceWorld,
+  chatId: number,
+  content: Partial<Message>,
+  firstName = "T",
+): Update {
+  const id = w.nextUpdateId();
+  const message = {
+    message_id: id,
+    date: Math.floor(Date.now() / 1000),
+    chat: chatFor(chatId),
+    from: { id: chatId, is_bot: false, first_name: firstName },
+    ...content,
+  } as Message;
+  return { update_id: id, message } as Update;
+}
+
+/** A photo message from the user in their private chat. */
+export const photoUpdate = (w: ServiceWorld, chatId: number, file: FileRef, caption: string) =>
+  privateMessageUpdate(w, chatId, { photo: [{ ...file, width: 800, height: 600 }], caption });

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
 import { migrateToLatest } from "../../src/db/migrate.js";
+import { createScrubber } from "../../src/logger.js";
 import { Dispatcher, type DispatcherDeps } from "../../src/queue/dispatcher.js";
 import { createInbox, type InboxItem, type Lease } from "../../src/queue/inbox.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/databases.js";
@@ -12,7 +13,14 @@ describe("dispatcher", () => {
   let handle: DatabaseHandle;
   let clock = 1_000_000;
   const inboxFor = (workerId: string) =>
-    createInbox({ db: handle.db, kind: "sqlite", workerId, leaseMs: 30_000, now: () => clock });
+    createInbox({
+      db: handle.db,
+      kind: "sqlite",
+      workerId,
+      leaseMs: 30_000,
+      now: () => clock,
+      scrub: createScrubber([]),
+    });
 
   beforeAll(async () => {
     testDb = await createTestDatabase("sqlite");

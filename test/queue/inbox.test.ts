@@ -2,6 +2,7 @@ import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
 import { migrateToLatest } from "../../src/db/migrate.js";
+import { createScrubber } from "../../src/logger.js";
 import {
   ALBUM_SETTLE_MS,
   createInbox,
@@ -11,6 +12,7 @@ import {
   LeaseLostError,
 } from "../../src/queue/inbox.js";
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../helpers/databases.js";
+import { fillDiskForInbox } from "../helpers/disk-full.js";
 import { captureLogger } from "../helpers/logs.js";
 
 describe.each(DATABASE_KINDS)("inbox on %s", (kind) => {
@@ -31,6 +33,7 @@ describe.each(DATABASE_KINDS)("inbox on %s", (kind) => {
       leaseMs: 30_000,
       now: () => clock,
       onStopRequested,
+      scrub: createScrubber([]),
     });
 
   beforeAll(async () => {
@@ -71,6 +74,7 @@ describe.each(DATABASE_KINDS)("inbox on %s", (kind) => {
       leaseUntil: clock + 30_000,
       delivered: 0,
       liveMessages: [],
+      toolFiles: [],
     });
     expect(await inbox.finish(item)).toBe(true);
     expect(await inbox.claim()).toBeUndefined();
@@ -520,5 +524,58 @@ describe.each(DATABASE_KINDS)("inbox on %s", (kind) => {
       await single.close();
       await own.dispose();
     }
+  });
+
+  it("stores the errors it keeps scrubbed, and cannot be built without its scrubber", async () => {
+    const token = "123456789:AAH-secret-bot-token-0123456789";
+    const inbox = createInbox({
+      db: handle.db,
+      kind,
+      workerId: "a",
+      leaseMs: 30_000,
+      now: () => clock,
+      scrub: createScrubber(["gemini-key-hunter2"]),
+    });
+    const [failed, released] = [nextId++, nextId++];
+    await inbox.add(failed, `scrub-${failed}`, {});
+    await inbox.add(released, `scrub-${released}`, {});
+    const [first, second] = await inbox.claimMany(2);
+    await inbox.finish(first as InboxItem, {
+      error: `Call to 'sendMessage' failed! (https://api.telegram.org/bot${token}/sendMessage)`,
+    });
+    await inbox.release(second as InboxItem, "Gemini refused key gemini-key-hunter2", 1_000);
+    const rows = await handle.db
+      .selectFrom("inbox")
+      .select("error")
+      .where("update_id", "in", [failed, released])
+      .orderBy("update_id")
+      .execute();
+    expect(rows.map((row) => row.error)).toEqual([
+      "Call to 'sendMessage' failed! (https://api.telegram.org/bot[REDACTED]/sendMessage)",
+      "Gemini refused key [REDACTED]",
+    ]);
+    // @ts-expect-error without a scrubber a Telegram error would keep the bot token in its row
+    void (() => createInbox({ db: handle.db, kind, workerId: "a", leaseMs: 30_000 }));
+  });
+
+  it("probes a write for /healthz, leaving nothing behind for any worker", async () => {
+    const inbox = inboxFor("a");
+    const before = await handle.db.selectFrom("inbox").select("update_id").execute();
+    await Promise.all([inbox.probeWrite(), inboxFor("b").probeWrite(), inbox.probeWrite()]);
+    expect(await handle.db.selectFrom("inbox").select("update_id").execute()).toEqual(before);
+  });
+
+  it("fails its write probe while the database cannot store an update, and passes again after", async () => {
+    const inbox = inboxFor("a");
+    const undo = await fillDiskForInbox(handle.db, kind);
+    try {
+      await expect(inbox.probeWrite()).rejects.toThrow(/disk is full|No space left/);
+      await expect(inbox.add(nextId++, "full", {})).rejects.toThrow(/disk is full|No space left/);
+      // Reads still answer: a plain "select 1" would call this database healthy.
+      expect(await inbox.backlog()).toMatchObject({ pending: expect.any(Number) });
+    } finally {
+      await undo();
+    }
+    await inbox.probeWrite();
   });
 });

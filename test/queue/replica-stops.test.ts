@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
 import { migrateToLatest } from "../../src/db/migrate.js";
 import { listenPostgres, type PostgresListener } from "../../src/db/postgres-listener.js";
+import { createScrubber } from "../../src/logger.js";
 import { createInbox, type InboxItem } from "../../src/queue/inbox.js";
 import { listenForStops, replicaStopper } from "../../src/queue/replica-stops.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/databases.js";
@@ -18,7 +19,13 @@ describe("stops across PostgreSQL replicas", () => {
   const { logger } = captureLogger();
   let nextId = 1;
   const inboxFor = (workerId: string) =>
-    createInbox({ db: handle.db, kind: "postgres", workerId, leaseMs: 30_000 });
+    createInbox({
+      db: handle.db,
+      kind: "postgres",
+      workerId,
+      leaseMs: 30_000,
+      scrub: createScrubber([]),
+    });
 
   beforeAll(async () => {
     testDb = await createTestDatabase("postgres");

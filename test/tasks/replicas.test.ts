@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
 import { migrateToLatest } from "../../src/db/migrate.js";
+import { createScrubber } from "../../src/logger.js";
 import { createInbox, type InboxItem } from "../../src/queue/inbox.js";
 import { createTaskStore } from "../../src/tasks/store.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/databases.js";
@@ -58,7 +59,13 @@ describe("two replicas on PostgreSQL racing for the same due tasks", () => {
 
     // Both replicas' dispatchers claim what is queued, as fast as they can.
     const inboxes = replicas.map((r, i) =>
-      createInbox({ db: r.db, kind: r.kind, workerId: `replica-${i}`, leaseMs: 30_000 }),
+      createInbox({
+        db: r.db,
+        kind: r.kind,
+        workerId: `replica-${i}`,
+        leaseMs: 30_000,
+        scrub: createScrubber([]),
+      }),
     );
     const claimed: InboxItem[] = [];
     await Promise.all(

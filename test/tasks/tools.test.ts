@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
 import { migrateToLatest } from "../../src/db/migrate.js";
+import { createScrubber } from "../../src/logger.js";
 import { createInbox } from "../../src/queue/inbox.js";
 import { isoInZone } from "../../src/tasks/schedule.js";
 import {
@@ -33,6 +34,16 @@ describe.each(DATABASE_KINDS)("scheduled task tools on %s", (kind) => {
   let conversation = 0;
   /** A conversation of its own for each test: the tests share one database. */
   let ctx: ToolContext = toolContext("local");
+  /** The inbox the scheduler queues runs into, on the test's clock. */
+  const inboxAtClock = () =>
+    createInbox({
+      db: handle.db,
+      kind,
+      workerId: "w",
+      leaseMs: 30_000,
+      now: () => clock,
+      scrub: createScrubber([]),
+    });
 
   beforeAll(async () => {
     testDb = await createTestDatabase(kind);
@@ -64,6 +75,7 @@ describe.each(DATABASE_KINDS)("scheduled task tools on %s", (kind) => {
     ctx = toolContext(`-100${conversation}:7`);
   });
 
+  /** The inbox the scheduler queues runs into, on the test's clock. */
   const call = (name: string, args: unknown) => registry.execute(name, args, ctx);
   async function output(name: string, args: unknown): Promise<Record<string, unknown>> {
     const outcome = await call(name, args);
@@ -265,13 +277,7 @@ describe.each(DATABASE_KINDS)("scheduled task tools on %s", (kind) => {
     // An hour after the first runs, the rest run, late, for the time they were due.
     clock = START + HOUR / 2 + HOUR + 1_000;
     expect(await limited.queueDue(clock)).toBe(2);
-    const inbox = createInbox({
-      db: handle.db,
-      kind,
-      workerId: "w",
-      leaseMs: 30_000,
-      now: () => clock,
-    });
+    const inbox = inboxAtClock();
     const dues: number[] = [];
     for (let item = await inbox.claim(); item; item = await inbox.claim()) {
       dues.push(scheduledRunOf(item.update)?.scheduled_task.due_at ?? 0);
@@ -325,13 +331,7 @@ describe.each(DATABASE_KINDS)("scheduled task tools on %s", (kind) => {
     const [task] = await tasks.listActive(ctx.chatId);
     expect(task?.nextRunAt).toBe(Date.parse("2026-12-03T00:00:00Z"));
     expect(task?.runs).toBe(1);
-    const inbox = createInbox({
-      db: handle.db,
-      kind,
-      workerId: "w",
-      leaseMs: 30_000,
-      now: () => clock,
-    });
+    const inbox = inboxAtClock();
     const item = await inbox.claim();
     expect(item?.chatId).toBe(`-100${conversation}:7`);
     expect(item?.updateId).toBeLessThan(SCHEDULED_UPDATE_BASE + 1_000_000);
@@ -348,13 +348,7 @@ describe.each(DATABASE_KINDS)("scheduled task tools on %s", (kind) => {
     clock = START + 2 * HOUR;
     expect(await tasks.queueDue(clock)).toBe(1);
     expect(await tasks.listActive(ctx.chatId)).toEqual([]);
-    const inbox = createInbox({
-      db: handle.db,
-      kind,
-      workerId: "w",
-      leaseMs: 30_000,
-      now: () => clock,
-    });
+    const inbox = inboxAtClock();
     const item = await inbox.claim();
     if (item) await inbox.finish(item);
   });
@@ -362,13 +356,7 @@ describe.each(DATABASE_KINDS)("scheduled task tools on %s", (kind) => {
   it("queues a daily 9:00 run at 9:00 local time on both sides of the spring DST change", async () => {
     clock = Date.parse("2026-03-27T07:00:00Z");
     await output("schedule_task", { when: "09:00", repeat: "daily", instruction: "x" });
-    const inbox = createInbox({
-      db: handle.db,
-      kind,
-      workerId: "w",
-      leaseMs: 30_000,
-      now: () => clock,
-    });
+    const inbox = inboxAtClock();
     const dues: string[] = [];
     for (const at of ["2026-03-27T08:00:05Z", "2026-03-28T08:00:05Z", "2026-03-29T07:00:05Z"]) {
       clock = Date.parse(at);

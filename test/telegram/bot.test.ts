@@ -1,5 +1,6 @@
 import { BotError } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createScrubber } from "../../src/logger.js";
 import { createInbox, type Lease, LeaseLostError } from "../../src/queue/inbox.js";
 import { text } from "../fakes/gemini.js";
 import { buildTextUpdate, type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
@@ -55,6 +56,7 @@ describe("commands that write, run by a process that lost its update", () => {
         workerId,
         leaseMs: LEASE_MS,
         now: () => clock,
+        scrub: createScrubber([]),
       });
     const stalled = inboxOf("stalled");
     await stalled.add(id, CHAT, {});

@@ -6,13 +6,17 @@ import { Api, GrammyError, HttpError } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
 import { migrateToLatest } from "../../src/db/migrate.js";
+import { createScrubber } from "../../src/logger.js";
 import { createInbox, type Inbox, type Lease, LeaseLostError } from "../../src/queue/inbox.js";
+import { sha256Hex } from "../../src/session/attachments.js";
 import { liveMessagesOf } from "../../src/telegram/answer-delivery.js";
 import { type Courier, startCourier } from "../../src/telegram/courier.js";
 import { createDelivery, type DeliveryProgress } from "../../src/telegram/delivery.js";
 import { startLiveAnswer } from "../../src/telegram/live-answer.js";
 import { networkCause } from "../../src/telegram/network-failures.js";
 import { scrubOutgoing } from "../../src/telegram/scrub-outgoing.js";
+import { toolFileSender } from "../../src/telegram/tool-file-sender.js";
+import type { SentAs } from "../../src/tools/registry.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../helpers/databases.js";
 import { pngImage } from "../helpers/images.js";
@@ -50,7 +54,13 @@ describe.each(DATABASE_KINDS)("courier on %s", (kind) => {
       database: testDb.target,
       logger,
     });
-    inbox = createInbox({ db: handle.db, kind: handle.kind, workerId: "w", leaseMs: 30_000 });
+    inbox = createInbox({
+      db: handle.db,
+      kind: handle.kind,
+      workerId: "w",
+      leaseMs: 30_000,
+      scrub: createScrubber([]),
+    });
   });
   afterAll(async () => {
     await courier?.stop();
@@ -167,6 +177,69 @@ describe.each(DATABASE_KINDS)("courier on %s", (kind) => {
     expect(telegram.sentFiles.at(-1)?.bytes.equals(photo)).toBe(true);
     expect(rows).toEqual([1]);
     expect(await deliveredOf(updateId)).toBe(1);
+    await inbox.finish(await lastClaim(updateId));
+  });
+
+  it("records each file send_file sends with its call, as what Telegram took it as, on its own connection", async () => {
+    const { updateId, lease } = await claimedLease();
+    const rows: (number | undefined)[] = [];
+    const { sendFile } = toolFileSender({
+      delivery: deliveryVia(),
+      logger,
+      chatId: CHAT,
+      threadId: undefined,
+      lease: {
+        ...lease,
+        recordToolFiles: (files, changed) => {
+          rows.push(changed);
+          return lease.recordToolFiles(files, changed);
+        },
+      },
+    });
+    const photo = pngImage(64, 48, 500);
+    const table = Buffer.from("a,b\n1,2\n");
+    const callOf =
+      (call: number, file: Buffer, mimeType: string, name: string) => (sentAs: SentAs) => ({
+        event: 7,
+        call,
+        response: { output: { sent: sentAs, path: name } },
+        files: [
+          {
+            kind: "media" as const,
+            media: sentAs,
+            sha256: sha256Hex(file),
+            mimeType,
+            size: file.length,
+            name,
+          },
+        ],
+      });
+    telegram.failNext("sendPhoto", {
+      error_code: 400,
+      description: "Bad Request: IMAGE_PROCESS_FAILED",
+    });
+    const sentAs = [
+      await sendFile?.(
+        { bytes: photo, name: "drawn.png", mimeType: "image/png" },
+        callOf(0, photo, "image/png", "drawn.png"),
+      ),
+      await sendFile?.(
+        { bytes: table, name: "table.csv", mimeType: "text/csv" },
+        callOf(1, table, "text/csv", "table.csv"),
+      ),
+    ];
+    expect(sentAs).toEqual(["document", "document"]);
+    // Both records ran on the courier's connection, each with every file sent so far.
+    expect(rows).toEqual([1, 1]);
+    const row = await handle.db
+      .selectFrom("inbox")
+      .select("tool_files")
+      .where("update_id", "=", updateId)
+      .executeTakeFirstOrThrow();
+    expect(JSON.parse(row.tool_files ?? "null")).toEqual([
+      callOf(0, photo, "image/png", "drawn.png")("document"),
+      callOf(1, table, "text/csv", "table.csv")("document"),
+    ]);
     await inbox.finish(await lastClaim(updateId));
   });
 
@@ -356,7 +429,13 @@ describe("courier while the service's event loop is blocked", () => {
     });
     try {
       await migrateToLatest(handle.db, logger);
-      const inbox = createInbox({ db: handle.db, kind: "sqlite", workerId: "w", leaseMs: 30_000 });
+      const inbox = createInbox({
+        db: handle.db,
+        kind: "sqlite",
+        workerId: "w",
+        leaseMs: 30_000,
+        scrub: createScrubber([]),
+      });
       await inbox.add(1, String(CHAT), { update_id: 1 });
       const item = await inbox.claim();
       if (!item) throw new Error("expected an update to claim");

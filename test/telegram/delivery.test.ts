@@ -118,6 +118,7 @@ describe("delivery to a fake Telegram", () => {
         leaseUntil: 0,
         delivered: 0,
         liveMessages: [],
+        toolFiles: [],
       };
     }
 

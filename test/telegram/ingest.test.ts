@@ -2,7 +2,7 @@ import { Api } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
 import { migrateToLatest } from "../../src/db/migrate.js";
-import type { Logger } from "../../src/logger.js";
+import { createScrubber, type Logger } from "../../src/logger.js";
 import { createInbox, type StopTarget } from "../../src/queue/inbox.js";
 import { createDelivery } from "../../src/telegram/delivery.js";
 import {
@@ -27,7 +27,13 @@ function ingestFor(
   more: Partial<Parameters<typeof createIngest>[0]>,
 ): Ingest {
   return createIngest({
-    inbox: createInbox({ db: handle.db, kind: "sqlite", workerId: "w", leaseMs: 30_000 }),
+    inbox: createInbox({
+      db: handle.db,
+      kind: "sqlite",
+      workerId: "w",
+      leaseMs: 30_000,
+      scrub: createScrubber([]),
+    }),
     delivery: createDelivery({
       api: new Api(telegram.token, { apiRoot: telegram.apiRoot }),
       logger,

@@ -1,5 +1,6 @@
 import { Api } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { renderMarkdown } from "../../src/render/markdown-html.js";
 import { createDelivery, type Delivery } from "../../src/telegram/delivery.js";
 import {
   createLivePacer,
@@ -7,7 +8,6 @@ import {
   type LiveAnswerDeps,
   startLiveAnswer,
 } from "../../src/telegram/live-answer.js";
-import { renderMarkdown } from "../../src/telegram/render.js";
 import {
   type FakeTelegram,
   MESSAGE_NOT_MODIFIED,

@@ -2,15 +2,14 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Message } from "grammy/types";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_TRANSCRIPT_CHARS } from "../../src/agent/transcription.js";
 import { sha256Hex } from "../../src/session/attachments.js";
 import { historyLines } from "../../src/session/history-view.js";
 import { type RecordedRequest, status, text } from "../fakes/gemini.js";
-import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
-import { botOnHarness, runPrivateMessage } from "../helpers/bot.js";
+import { botPerFile, runPrivateMessage } from "../helpers/bot.js";
 import { DATABASE_KINDS } from "../helpers/databases.js";
-import { CHAT_MODEL, type Harness, SUMMARY_MODEL, startHarness } from "../helpers/harness.js";
+import { CHAT_MODEL, SUMMARY_MODEL } from "../helpers/harness.js";
 import { isoMedia, oggAudio } from "../helpers/media-bytes.js";
 import { wordsOf } from "../helpers/stamps.js";
 import { toolContext } from "../helpers/tool-context.js";
@@ -39,66 +38,58 @@ const inlineOf = (r: RecordedRequest | undefined) =>
 const lastWords = (r: RecordedRequest | undefined) => wordsOf(r?.body.contents.at(-1)?.parts);
 
 describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
-  let h: Harness;
-  let telegram: FakeTelegram;
-  let updateId = 0;
-  let local: string;
-  let bot: ReturnType<typeof botOnHarness>["bot"];
-
-  beforeAll(async () => {
-    h = await startHarness({ kind });
-    telegram = await startFakeTelegram();
-    local = mkdtempSync(join(tmpdir(), "koroku-local-bot-api-"));
-    bot = botOnHarness(h, telegram, {
-      allowedUserIds: [USER],
-      settings: { model: CHAT_MODEL, maxEvents: 0, maxTokens: 0 },
+  const w = botPerFile({
+    kind,
+    user: USER,
+    deps: (h) => ({
       media: {
         save: h.app.attachments.save,
         read: h.app.attachments.read,
         maxBytes: MAX_BYTES,
         workspaces: h.app.workspaces,
       },
-    }).bot;
+    }),
   });
-  afterEach(() => {
-    expect(h.fake.rejections).toEqual([]);
+  let updateId = 0;
+  let local: string;
+
+  beforeAll(() => {
+    local = mkdtempSync(join(tmpdir(), "koroku-local-bot-api-"));
   });
-  afterAll(async () => {
-    await telegram.close();
-    await h.close();
+  afterAll(() => {
     rmSync(local, { recursive: true, force: true });
   });
 
   /** Runs a message from the user in their private chat `chat` and returns what was sent back. */
-  async function send(chat: number, content: Partial<Message>, via = bot): Promise<string[]> {
-    const before = telegram.sent.length;
+  async function send(chat: number, content: Partial<Message>, via = w.bot): Promise<string[]> {
+    const before = w.telegram.sent.length;
     await runPrivateMessage(via, { update: ++updateId, chat, user: USER }, content);
-    return telegram.sent.slice(before).map((m) => m.plain_text);
+    return w.telegram.sent.slice(before).map((m) => m.plain_text);
   }
 
   const photoSizes = (...files: { file_id: string; file_unique_id: string; file_size: number }[]) =>
     files.map((f, i) => ({ ...f, width: 90 * (i + 1), height: 90 * (i + 1) }));
 
   it("reads the largest photo that fits, with its caption, and stores the same photo once", async () => {
-    const small = telegram.addFile(jpeg(1, 500));
-    const large = telegram.addFile(jpeg(2, 20_000));
+    const small = w.telegram.addFile(jpeg(1, 500));
+    const large = w.telegram.addFile(jpeg(2, 20_000));
     const huge = { file_id: "too-big", file_unique_id: "u", file_size: MAX_BYTES + 1 };
-    h.fake.script(text("a red square"), text("the same square"));
+    w.h.fake.script(text("a red square"), text("the same square"));
     const sizes = photoSizes(small, large, huge);
     expect(await send(USER, { photo: sizes, caption: "what is it?" })).toEqual(["a red square"]);
-    const request = h.fake.requests.at(-1);
+    const request = w.h.fake.requests.at(-1);
     expect(inlineOf(request)).toEqual([
       { mimeType: "image/jpeg", data: jpeg(2, 20_000).toString("base64") },
     ]);
     expect(lastWords(request)).toBe("what is it?");
     await send(USER, { photo: sizes });
-    const stored = await h.app.database.db
+    const stored = await w.h.app.database.db
       .selectFrom("attachments")
       .select("sha256")
       .where("sha256", "=", sha256Hex(jpeg(2, 20_000)))
       .execute();
     expect(stored).toHaveLength(1);
-    const lines = historyLines(await h.app.store.lastTurns(String(USER), 2));
+    const lines = historyLines(await w.h.app.store.lastTurns(String(USER), 2));
     expect(lines.map((l) => ("text" in l ? l.text : l.name))).toEqual([
       "📷 photo «what is it?»",
       "a red square",
@@ -109,114 +100,116 @@ describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
 
   it("reads voice notes, audio, video, video notes and animations as Gemini's types", async () => {
     const chat = USER + 1;
-    h.fake.setDefault(text("heard"));
-    const voice = telegram.addFile(ogg());
+    w.h.fake.setDefault(text("heard"));
+    const voice = w.telegram.addFile(ogg());
     await send(chat, { voice: { ...voice, duration: 3, mime_type: "audio/ogg" } });
-    expect(inlineOf(h.fake.requests.at(-1))[0]?.mimeType).toBe("audio/ogg");
-    const m4a = telegram.addFile(isoMedia("M4A "));
+    expect(inlineOf(w.h.fake.requests.at(-1))[0]?.mimeType).toBe("audio/ogg");
+    const m4a = w.telegram.addFile(isoMedia("M4A "));
     await send(chat, {
       audio: { ...m4a, duration: 60, mime_type: "audio/x-m4a", file_name: "talk.m4a" },
     });
-    expect(inlineOf(h.fake.requests.at(-1))[0]?.mimeType).toBe("audio/m4a");
-    const mp4 = telegram.addFile(isoMedia("isom", 800, 4));
+    expect(inlineOf(w.h.fake.requests.at(-1))[0]?.mimeType).toBe("audio/m4a");
+    const mp4 = w.telegram.addFile(isoMedia("isom", 800, 4));
     await send(chat, { video_note: { ...mp4, length: 240, duration: 5 } });
-    expect(inlineOf(h.fake.requests.at(-1))[0]?.mimeType).toBe("video/mp4");
-    const gif = telegram.addFile(isoMedia("mp42", 900, 5));
+    expect(inlineOf(w.h.fake.requests.at(-1))[0]?.mimeType).toBe("video/mp4");
+    const gif = w.telegram.addFile(isoMedia("mp42", 900, 5));
     const animation = { ...gif, width: 1, height: 1, duration: 2, mime_type: "video/mp4" };
     await send(chat, { animation, document: { ...gif, mime_type: "video/mp4" } });
-    expect(inlineOf(h.fake.requests.at(-1))[0]?.mimeType).toBe("video/mp4");
-    const lines = historyLines(await h.app.store.lastTurns(String(chat), 10));
+    expect(inlineOf(w.h.fake.requests.at(-1))[0]?.mimeType).toBe("video/mp4");
+    const lines = historyLines(await w.h.app.store.lastTurns(String(chat), 10));
     expect(lines.flatMap((l) => (l.kind === "user" ? [l.text] : []))).toEqual([
       "🎤 0:03",
       "🎵 audio talk.m4a 1:00",
       "📹 video note 0:05",
       "🎞 animation 0:02",
     ]);
-    h.fake.setDefault(text("ok"));
+    w.h.fake.setDefault(text("ok"));
   });
 
   it("reads PDFs, images sent as files and code files, and saves them in the workspace", async () => {
     const chat = USER + 2;
-    h.fake.setDefault(text("read it"));
-    const report = telegram.addFile(pdf());
+    w.h.fake.setDefault(text("read it"));
+    const report = w.telegram.addFile(pdf());
     await send(chat, {
       document: { ...report, file_name: "../../etc/report.pdf", mime_type: "application/pdf" },
     });
-    expect(inlineOf(h.fake.requests.at(-1))[0]?.mimeType).toBe("application/pdf");
-    expect(lastWords(h.fake.requests.at(-1))).toBe("[Saved in the workspace as inbox/report.pdf]");
-    expect(readFileSync(join(h.workspaceOf(String(chat)), "inbox", "report.pdf"))).toEqual(pdf());
+    expect(inlineOf(w.h.fake.requests.at(-1))[0]?.mimeType).toBe("application/pdf");
+    expect(lastWords(w.h.fake.requests.at(-1))).toBe(
+      "[Saved in the workspace as inbox/report.pdf]",
+    );
+    expect(readFileSync(join(w.h.workspaceOf(String(chat)), "inbox", "report.pdf"))).toEqual(pdf());
     // The same name again is a new file beside it, never an overwrite.
     await send(chat, { document: { ...report, file_name: "report.pdf" } });
-    expect(existsSync(join(h.workspaceOf(String(chat)), "inbox", "report-2.pdf"))).toBe(true);
-    const code = telegram.addFile(Buffer.from("print('hi')\n"));
+    expect(existsSync(join(w.h.workspaceOf(String(chat)), "inbox", "report-2.pdf"))).toBe(true);
+    const code = w.telegram.addFile(Buffer.from("print('hi')\n"));
     await send(chat, {
       document: { ...code, file_name: "hello.py", mime_type: "application/octet-stream" },
     });
-    expect(inlineOf(h.fake.requests.at(-1))[0]).toEqual({
+    expect(inlineOf(w.h.fake.requests.at(-1))[0]).toEqual({
       mimeType: "text/plain",
       data: Buffer.from("print('hi')\n").toString("base64"),
     });
     // A bare path for a name climbs nowhere either: the last piece is the name.
-    const notes = telegram.addFile(Buffer.from("climb\n"));
+    const notes = w.telegram.addFile(Buffer.from("climb\n"));
     await send(chat, { document: { ...notes, file_name: "../../x", mime_type: "text/plain" } });
-    expect(lastWords(h.fake.requests.at(-1))).toBe("[Saved in the workspace as inbox/x]");
-    expect(readFileSync(join(h.workspaceOf(String(chat)), "inbox", "x"), "utf8")).toBe("climb\n");
-    expect(existsSync(join(h.workspaceOf(String(chat)), "..", "x"))).toBe(false);
-    expect(existsSync(join(h.dirs.workspace, "..", "x"))).toBe(false);
+    expect(lastWords(w.h.fake.requests.at(-1))).toBe("[Saved in the workspace as inbox/x]");
+    expect(readFileSync(join(w.h.workspaceOf(String(chat)), "inbox", "x"), "utf8")).toBe("climb\n");
+    expect(existsSync(join(w.h.workspaceOf(String(chat)), "..", "x"))).toBe(false);
+    expect(existsSync(join(w.h.dirs.workspace, "..", "x"))).toBe(false);
     // A PNG its sender called a JPEG goes to Gemini as what it is.
-    const lying = telegram.addFile(png());
+    const lying = w.telegram.addFile(png());
     await send(chat, { document: { ...lying, file_name: "shot.jpg", mime_type: "image/jpeg" } });
-    expect(inlineOf(h.fake.requests.at(-1))[0]?.mimeType).toBe("image/png");
-    h.fake.setDefault(text("ok"));
+    expect(inlineOf(w.h.fake.requests.at(-1))[0]?.mimeType).toBe("image/png");
+    w.h.fake.setDefault(text("ok"));
   });
 
   it("tells plainly what it cannot read, naming the file, and calls no model", async () => {
     const chat = USER + 3;
-    const calls = h.fake.requests.length;
-    const zip = telegram.addFile(Buffer.from("PK\x03\x04rest", "latin1"));
+    const calls = w.h.fake.requests.length;
+    const zip = w.telegram.addFile(Buffer.from("PK\x03\x04rest", "latin1"));
     const [refusal] = await send(chat, {
       document: { ...zip, file_name: "backup.zip", mime_type: "application/zip" },
     });
     expect(refusal).toMatch(/^I cannot read “backup\.zip” \(application\/zip\)/);
-    const empty = telegram.addFile(Buffer.alloc(0));
+    const empty = w.telegram.addFile(Buffer.alloc(0));
     expect(await send(chat, { photo: photoSizes(empty) })).toEqual([
       "Your photo is empty (0 bytes), so there is nothing for me to read.",
     ]);
-    const cut = telegram.addFile(jpeg(1).subarray(0, 1_000));
+    const cut = w.telegram.addFile(jpeg(1).subarray(0, 1_000));
     const [damaged] = await send(chat, { photo: photoSizes(cut) });
     expect(damaged).toMatch(/^Your photo looks damaged/);
-    const broken = telegram.addFile(Buffer.from("%PDF-1.4 no end", "latin1"));
+    const broken = w.telegram.addFile(Buffer.from("%PDF-1.4 no end", "latin1"));
     const [pdfReply] = await send(chat, { document: { ...broken, file_name: "cut.pdf" } });
     expect(pdfReply).toMatch(/^Your document “cut\.pdf” looks damaged/);
-    const nothing = telegram.addFile(Buffer.alloc(0));
+    const nothing = w.telegram.addFile(Buffer.alloc(0));
     expect(await send(chat, { document: { ...nothing, file_name: "empty.txt" } })).toEqual([
       "Your document “empty.txt” is empty (0 bytes), so there is nothing for me to read.",
     ]);
     // Types that lie: an archive calling itself a JPEG, text calling itself a PDF.
-    const zipAsJpeg = telegram.addFile(Buffer.from("PK\x03\x04 not an image", "latin1"));
+    const zipAsJpeg = w.telegram.addFile(Buffer.from("PK\x03\x04 not an image", "latin1"));
     const [fakePhoto] = await send(chat, {
       document: { ...zipAsJpeg, file_name: "photo.jpg", mime_type: "image/jpeg" },
     });
     expect(fakePhoto).toMatch(
       /^Your document “photo\.jpg” looks damaged or is not what its type says/,
     );
-    const textAsPdf = telegram.addFile(Buffer.from("just some words\n"));
+    const textAsPdf = w.telegram.addFile(Buffer.from("just some words\n"));
     const [fakePdf] = await send(chat, {
       document: { ...textAsPdf, file_name: "notes.pdf", mime_type: "application/pdf" },
     });
     expect(fakePdf).toMatch(/^Your document “notes\.pdf” looks damaged/);
-    const binary = telegram.addFile(Buffer.from([0xc3, 0x28, 0xff]));
+    const binary = w.telegram.addFile(Buffer.from([0xc3, 0x28, 0xff]));
     const [notText] = await send(chat, { document: { ...binary, file_name: "notes.txt" } });
     expect(notText).toMatch(/is not plain text/);
     // Audio and video are checked by their container: an archive as a voice note, noise as MP4.
-    const zipAsVoice = telegram.addFile(Buffer.from("PK\x03\x04 an archive", "latin1"));
+    const zipAsVoice = w.telegram.addFile(Buffer.from("PK\x03\x04 an archive", "latin1"));
     expect(
       await send(chat, { voice: { ...zipAsVoice, duration: 2, mime_type: "audio/ogg" } }),
     ).toEqual([
       "Your voice note looks damaged or is not what its type says, so I could not read it. Please send it again, or export it afresh.",
     ]);
     const noise = Buffer.from(Array.from({ length: 3_000 }, (_, i) => (i * 7_919 + 13) % 251));
-    const noiseAsVideo = telegram.addFile(noise);
+    const noiseAsVideo = w.telegram.addFile(noise);
     const [badVideo] = await send(chat, {
       video: { ...noiseAsVideo, width: 1, height: 1, duration: 1, mime_type: "video/mp4" },
     });
@@ -225,8 +218,8 @@ describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
       document: { ...noiseAsVideo, file_name: "song.mp3", mime_type: "audio/mpeg" },
     });
     expect(badAudio).toMatch(/^Your document “song\.mp3” looks damaged/);
-    expect(h.fake.requests.length).toBe(calls);
-    expect(await h.app.store.lastTurns(String(chat), 10)).toEqual([]);
+    expect(w.h.fake.requests.length).toBe(calls);
+    expect(await w.h.app.store.lastTurns(String(chat), 10)).toEqual([]);
   });
 
   it("answers a file over the limit with the limit and what to do, without fetching it", async () => {
@@ -236,72 +229,75 @@ describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
     expect(reply).toMatch(/larger than the 64 KB I can take/);
     expect(reply).toMatch(/send it smaller/);
     expect(reply).toMatch(/MEDIA_MAX_BYTES/);
-    expect(telegram.calls.filter((c) => c.body.file_id === "big")).toEqual([]);
+    expect(w.telegram.calls.filter((c) => c.body.file_id === "big")).toEqual([]);
     // Telegram itself refuses files over 20 MB: said the same way, once.
-    telegram.failNext("getFile", { error_code: 400, description: "Bad Request: file is too big" });
-    const unsized = telegram.addFile(jpeg(3));
+    w.telegram.failNext("getFile", {
+      error_code: 400,
+      description: "Bad Request: file is too big",
+    });
+    const unsized = w.telegram.addFile(jpeg(3));
     const [refused] = await send(chat, {
       photo: [{ ...unsized, file_size: undefined, width: 1, height: 1 }] as never,
     });
     expect(refused).toMatch(/^Your photo is larger than/);
     // Sizes neither the message nor getFile gives: what is read, from Telegram's file server or
     // a local Bot API server's disk, stops at the limit.
-    const calls = h.fake.requests.length;
+    const calls = w.h.fake.requests.length;
     for (const where of [{}, { localDir: local }]) {
-      const file = telegram.addFile(jpeg(5, MAX_BYTES + 1_000), { ...where, sizeUnknown: true });
+      const file = w.telegram.addFile(jpeg(5, MAX_BYTES + 1_000), { ...where, sizeUnknown: true });
       const unsized = { file_id: file.file_id, file_unique_id: file.file_unique_id };
       const [cut] = await send(chat, { document: { ...unsized, file_name: "scan.pdf" } });
       expect(cut).toMatch(/^Your document “scan\.pdf”( \(.+\))? is larger than the 64 KB I can/);
     }
     // A size only getFile gives is enough: nothing is downloaded.
-    const downloads = telegram.downloads.length;
-    const told = telegram.addFile(jpeg(6, MAX_BYTES + 1_000));
+    const downloads = w.telegram.downloads.length;
+    const told = w.telegram.addFile(jpeg(6, MAX_BYTES + 1_000));
     const untold = { file_id: told.file_id, file_unique_id: told.file_unique_id };
     const [said] = await send(chat, { document: { ...untold, file_name: "told.pdf" } });
     expect(said).toMatch(/^Your document “told\.pdf” \(65 KB\) is larger than the 64 KB/);
-    expect(telegram.downloads.length).toBe(downloads);
-    expect(h.fake.requests.length).toBe(calls);
-    expect(await h.app.store.lastTurns(String(chat), 5)).toEqual([]);
+    expect(w.telegram.downloads.length).toBe(downloads);
+    expect(w.h.fake.requests.length).toBe(calls);
+    expect(await w.h.app.store.lastTurns(String(chat), 5)).toEqual([]);
   });
 
   it("leaves a transient download failure to the inbox, then stores the message once", async () => {
     const chat = USER + 5;
-    const photo = telegram.addFile(jpeg(9));
-    telegram.failNextDownload(502);
+    const photo = w.telegram.addFile(jpeg(9));
+    w.telegram.failNextDownload(502);
     await expect(send(chat, { photo: photoSizes(photo) })).rejects.toThrow();
-    expect(await h.app.store.lastTurns(String(chat), 5)).toEqual([]);
+    expect(await w.h.app.store.lastTurns(String(chat), 5)).toEqual([]);
     const again = updateId;
     updateId = again - 1;
-    h.fake.script(text("got it"));
+    w.h.fake.script(text("got it"));
     expect(await send(chat, { photo: photoSizes(photo) })).toEqual(["got it"]);
-    const events = (await h.app.store.loadContext(String(chat))).events;
+    const events = (await w.h.app.store.loadContext(String(chat))).events;
     expect(events.map((e) => e.event.role)).toEqual(["user", "model"]);
   });
 
   it("transcribes a voice note once, for /history and search_history, retrying a failure later", async () => {
     const chat = USER + 8;
-    const voice = telegram.addFile(ogg());
-    h.fake.script(text("noted"));
+    const voice = w.telegram.addFile(ogg());
+    w.h.fake.script(text("noted"));
     await send(chat, { voice: { ...voice, duration: 12, mime_type: "audio/ogg" } });
-    h.fake.scriptFor(SUMMARY_MODEL, status(400, "cannot decode"));
-    expect(await h.app.transcriber.transcribePending(String(chat))).toBe(0);
-    const [line] = historyLines(await h.app.store.lastTurns(String(chat), 1));
+    w.h.fake.scriptFor(SUMMARY_MODEL, status(400, "cannot decode"));
+    expect(await w.h.app.transcriber.transcribePending(String(chat))).toBe(0);
+    const [line] = historyLines(await w.h.app.store.lastTurns(String(chat), 1));
     expect(line).toEqual({ kind: "user", text: "🎤 0:12" });
-    h.fake.scriptFor(SUMMARY_MODEL, text("Buy oat milk and call Mira."));
-    expect(await h.app.transcriber.transcribePending(String(chat))).toBe(1);
-    const asked = h.fake.requests.filter((r) => r.model === SUMMARY_MODEL).at(-1);
+    w.h.fake.scriptFor(SUMMARY_MODEL, text("Buy oat milk and call Mira."));
+    expect(await w.h.app.transcriber.transcribePending(String(chat))).toBe(1);
+    const asked = w.h.fake.requests.filter((r) => r.model === SUMMARY_MODEL).at(-1);
     expect(asked?.body.contents[0]?.parts?.[0]?.inlineData?.mimeType).toBe("audio/ogg");
     // /usage counts the transcript's call with the conversation's others.
-    await h.app.usageRecorder.flush();
-    const usage = await h.app.usage.since(String(chat), new Date(0));
+    await w.h.app.usageRecorder.flush();
+    const usage = await w.h.app.usage.since(String(chat), new Date(0));
     expect(usage.map((u) => u.model)).toContain(SUMMARY_MODEL);
     // Once written, it is not asked for again.
-    const summaryCalls = h.fake.requests.filter((r) => r.model === SUMMARY_MODEL).length;
-    expect(await h.app.transcriber.transcribePending(String(chat))).toBe(0);
-    expect(h.fake.requests.filter((r) => r.model === SUMMARY_MODEL)).toHaveLength(summaryCalls);
-    const lines = historyLines(await h.app.store.lastTurns(String(chat), 1));
+    const summaryCalls = w.h.fake.requests.filter((r) => r.model === SUMMARY_MODEL).length;
+    expect(await w.h.app.transcriber.transcribePending(String(chat))).toBe(0);
+    expect(w.h.fake.requests.filter((r) => r.model === SUMMARY_MODEL)).toHaveLength(summaryCalls);
+    const lines = historyLines(await w.h.app.store.lastTurns(String(chat), 1));
     expect(lines[0]).toEqual({ kind: "user", text: "🎤 0:12 «Buy oat milk and call Mira.»" });
-    const found = await h.app.tools.execute(
+    const found = await w.h.app.tools.execute(
       "search_history",
       { query: "oat milk" },
       toolContext(String(chat)),
@@ -312,31 +308,29 @@ describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
   it("takes an hour-long voice note within a raised limit, answers before its transcript, and caps that", async () => {
     const chat = USER + 9;
     const hour = Buffer.concat([Buffer.from("OggS"), Buffer.alloc(5 * 1024 * 1024 - 4, 7)]);
-    const voice = { ...telegram.addFile(hour), duration: 3_600, mime_type: "audio/ogg" };
+    const voice = { ...w.telegram.addFile(hour), duration: 3_600, mime_type: "audio/ogg" };
     // Over the limit (64 KB here): told so, never fetched, nothing stored.
     const [refused] = await send(chat, { voice });
     expect(refused).toMatch(/^Your voice note \(5\.0 MB\) is larger than the 64 KB I can take/);
-    expect(telegram.calls.filter((c) => c.body.file_id === voice.file_id)).toEqual([]);
-    expect(await h.app.store.lastTurns(String(chat), 1)).toEqual([]);
+    expect(w.telegram.calls.filter((c) => c.body.file_id === voice.file_id)).toEqual([]);
+    expect(await w.h.app.store.lastTurns(String(chat), 1)).toEqual([]);
     // Within a raised MEDIA_MAX_BYTES it is read, and answered while its transcript is written.
     let transcribed: Promise<unknown> = Promise.resolve();
-    const raised = botOnHarness(h, telegram, {
-      allowedUserIds: [USER],
-      settings: { model: CHAT_MODEL, maxEvents: 0, maxTokens: 0 },
+    const raised = w.botWith({
       media: {
-        save: h.app.attachments.save,
-        read: h.app.attachments.read,
+        save: w.h.app.attachments.save,
+        read: w.h.app.attachments.read,
         maxBytes: 8 * 1024 * 1024,
-        workspaces: h.app.workspaces,
+        workspaces: w.h.app.workspaces,
         transcribe: (conversation) => {
-          transcribed = h.app.transcriber.transcribePending(conversation);
+          transcribed = w.h.app.transcriber.transcribePending(conversation);
           return transcribed;
         },
       },
-    }).bot;
+    });
     let finishTranscript = () => {};
     const transcriptAsked = new Promise<void>((resolve) => {
-      h.fake.scriptFor(SUMMARY_MODEL, async () => {
+      w.h.fake.scriptFor(SUMMARY_MODEL, async () => {
         resolve();
         await new Promise<void>((release) => {
           finishTranscript = release;
@@ -344,28 +338,28 @@ describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
         return text("and then we talked on. ".repeat(6_000));
       });
     });
-    h.fake.script(text("an hour of it, heard"));
+    w.h.fake.script(text("an hour of it, heard"));
     expect(await send(chat, { voice }, raised)).toEqual(["an hour of it, heard"]);
-    const asked = h.fake.requests.filter((r) => r.model === CHAT_MODEL).at(-1);
+    const asked = w.h.fake.requests.filter((r) => r.model === CHAT_MODEL).at(-1);
     // Past the inline rule: uploaded to Gemini's Files API and named by uri.
-    const file = h.fake.files.files.get(h.fake.files.uploaded.at(-1)?.name ?? "");
+    const file = w.h.fake.files.files.get(w.h.fake.files.uploaded.at(-1)?.name ?? "");
     expect(file?.bytes.equals(hour)).toBe(true);
     const named = asked?.body.contents
       .at(-1)
       ?.parts?.flatMap((p) => (p.fileData ? [p.fileData] : []));
     expect(named).toEqual([{ fileUri: file?.uri, mimeType: "audio/ogg" }]);
     await transcriptAsked;
-    const [pending] = historyLines(await h.app.store.lastTurns(String(chat), 1));
+    const [pending] = historyLines(await w.h.app.store.lastTurns(String(chat), 1));
     expect(pending).toEqual({ kind: "user", text: "🎤 1:00:00" });
     // The transcript is asked of the same uploaded file: no second, inline copy of an hour.
-    const transcribing = h.fake.requests.filter((r) => r.model === SUMMARY_MODEL).at(-1);
+    const transcribing = w.h.fake.requests.filter((r) => r.model === SUMMARY_MODEL).at(-1);
     expect(transcribing?.body.contents[0]?.parts?.[0]).toEqual({
       fileData: { fileUri: file?.uri, mimeType: "audio/ogg" },
     });
-    expect(h.fake.files.uploaded.filter((u) => u.name === file?.name)).toHaveLength(1);
+    expect(w.h.fake.files.uploaded.filter((u) => u.name === file?.name)).toHaveLength(1);
     finishTranscript();
     expect(await transcribed).toBe(1);
-    const [event] = (await h.app.store.loadContext(String(chat))).events;
+    const [event] = (await w.h.app.store.loadContext(String(chat))).events;
     const part = event?.event.parts.find((p) => p.kind === "media");
     const transcript = part?.kind === "media" ? (part.transcript ?? "") : "";
     expect(transcript).toHaveLength(MAX_TRANSCRIPT_CHARS + 1);
@@ -374,15 +368,15 @@ describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
 
   it("reads a file a local Bot API server gives by absolute path", async () => {
     const chat = USER + 6;
-    const photo = telegram.addFile(jpeg(4), { localDir: local });
-    h.fake.script(text("local"));
+    const photo = w.telegram.addFile(jpeg(4), { localDir: local });
+    w.h.fake.script(text("local"));
     expect(await send(chat, { photo: photoSizes(photo) })).toEqual(["local"]);
-    expect(inlineOf(h.fake.requests.at(-1))[0]?.data).toBe(jpeg(4).toString("base64"));
+    expect(inlineOf(w.h.fake.requests.at(-1))[0]?.data).toBe(jpeg(4).toString("base64"));
   });
 
   it("gives stickers, locations, venues, contacts, polls and dice to the model as words", async () => {
     const chat = USER + 7;
-    h.fake.setDefault((r) => text(`echo ${lastWords(r)}`));
+    w.h.fake.setDefault((r) => text(`echo ${lastWords(r)}`));
     const sticker = (extra: object) => ({
       file_id: "gone",
       file_unique_id: "g",
@@ -405,9 +399,9 @@ describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
       Buffer.from([8, 0, 0, 0]),
       Buffer.from("WEBPVP8 "),
     ]);
-    const stored = telegram.addFile(webp);
+    const stored = w.telegram.addFile(webp);
     await send(chat, { sticker: sticker({ ...stored }) });
-    expect(inlineOf(h.fake.requests.at(-1))[0]?.mimeType).toBe("image/webp");
+    expect(inlineOf(w.h.fake.requests.at(-1))[0]?.mimeType).toBe("image/webp");
     const said = async (content: Partial<Message>) => (await send(chat, content))[0];
     expect(await said({ location: { latitude: 52.52, longitude: 13.405 } })).toBe(
       "echo [Location: 52.520000, 13.405000]",
@@ -443,6 +437,6 @@ describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
       }),
     ).toBe("echo [Poll: Lunch? — options: Pizza / Soup]");
     expect(await said({ dice: { emoji: "🎲", value: 4 } })).toBe("echo [Dice 🎲 rolled: 4]");
-    h.fake.setDefault(text("ok"));
+    w.h.fake.setDefault(text("ok"));
   });
 });

@@ -1,6 +1,7 @@
-import { Api, type ApiClientOptions } from "grammy";
+import { Api } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDelivery } from "../../src/telegram/delivery.js";
+import { grammyFetch } from "../../src/telegram/grammy-fetch.js";
 import { logNetworkFailures } from "../../src/telegram/network-failures.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { captureLogger } from "../helpers/logs.js";
@@ -9,13 +10,13 @@ import { refusingPort } from "../helpers/refusing-port.js";
 const CHAT = 4711;
 const UNREACHABLE = "cannot reach Telegram; trying again";
 
-/** An Api as the bot builds it (Node's fetch), with the network-failure log first. */
+/** An Api as the bot builds it (Node's fetch through grammyFetch), with the network-failure log first. */
 function watchedApi(apiRoot: string, token: string, timeoutSeconds?: number) {
   const { logger, lines } = captureLogger();
   const api = new Api(token, {
     apiRoot,
     timeoutSeconds,
-    fetch: fetch as unknown as NonNullable<ApiClientOptions["fetch"]>,
+    fetch: grammyFetch,
   });
   // Outermost: sees each call's outcome after the log has had its say.
   const outcomes: string[] = [];

@@ -1,5 +1,6 @@
 import { Api } from "grammy";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { createScrubber } from "../../src/logger.js";
 import { createInbox, type Inbox, type InboxItem } from "../../src/queue/inbox.js";
 import { historyLines } from "../../src/session/history-view.js";
 import {
@@ -43,6 +44,7 @@ describe("running scheduled tasks", () => {
       workerId: "w",
       leaseMs: 30_000,
       now: () => clock,
+      scrub: createScrubber([]),
     });
     answers = createRunningAnswers();
     runner = createScheduledRunner({

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PRICES } from "../../src/usage/prices.js";
+import { priceOf } from "../../src/usage/prices.js";
+import { periodStarts } from "../../src/usage/report.js";
 import { text } from "../fakes/gemini.js";
 import { promptText } from "../fakes/gemini-cache.js";
 import { buildTextUpdate, type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
@@ -8,7 +9,7 @@ import { type Harness, startHarness } from "../helpers/harness.js";
 
 const USER = 6060;
 const CACHING_USER = 6061;
-const MODEL = "gemini-3.6-flash";
+const MODEL = "gemini-3.8-flash";
 
 describe("/usage", () => {
   let h: Harness;
@@ -57,7 +58,7 @@ describe("/usage", () => {
       new Date(new Date().getFullYear(), new Date().getMonth(), 0, 12),
     );
     const reply = await say("/usage");
-    const price = PRICES[MODEL];
+    const price = priceOf(MODEL, periodStarts(new Date()).month);
     if (!price) throw new Error(`no price for ${MODEL}`);
     const cost = (50_000 * price.input + 150_000 * price.cachedInput + 10_000 * price.output) / 1e6;
     const line = `200,000 prompt (150,000 cached), 10,000 output tokens, ≈ $${cost.toFixed(2)}`;

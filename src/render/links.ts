@@ -5,13 +5,18 @@
  * - only http, https and mailto links are kept: a `tg:` link can open a proxy setting, a login
  *   or another user's profile with one tap, and other schemes are not Telegram's to open;
  * - a link whose text names an address (a URL, a domain, an e-mail address) other than its target
- *   shows its text unlinked, then the real target as the link: "bank.example (https://evil.example/login)".
+ *   shows its text unlinked, then the real target as the link: "bank.example (https://evil.example/login)";
+ * - a user name before the host ("https://bank.example@evil.example/") reads as the host to most
+ *   people: the link goes without it, and text that shows an address with one names no target.
  */
 
 export type LinkPlan =
   /** Not a link Koroku sends: the text alone. */
   | { readonly kind: "text" }
-  /** A link with its own text, or with its address as text when the text shows nothing. */
+  /**
+   * A link with its own text, or with its address as text when the text shows nothing. `href` is
+   * the target to link to, which may differ from the one written (see withoutUserinfo).
+   */
   | { readonly kind: "link"; readonly href: string; readonly text: "own" | "address" }
   /** The text, unlinked, then the real target as a link whose text is the address. */
   | { readonly kind: "text-then-address"; readonly href: string };
@@ -30,10 +35,28 @@ const DOMAIN =
 export function planLink(href: string, text: string): LinkPlan {
   const target = addressOf(href);
   if (target === undefined) return { kind: "text" };
+  const real = withoutUserinfo(href);
   const shown = text.replace(INVISIBLE, "").replace(DOTS, ".");
-  if (shown.trim() === "") return { kind: "link", href, text: "address" };
+  if (shown.trim() === "") return { kind: "link", href: real, text: "address" };
   const honest = addressesIn(shown).every((named) => sameAddress(named, target));
-  return honest ? { kind: "link", href, text: "own" } : { kind: "text-then-address", href };
+  return honest
+    ? { kind: "link", href: real, text: "own" }
+    : { kind: "text-then-address", href: real };
+}
+
+const USERINFO = /^https?:\/\/[^/?#]*@/i;
+
+/** An http(s) URL without the "user:password@" before its host; any other as it is. */
+function withoutUserinfo(href: string): string {
+  if (!USERINFO.test(href)) return href;
+  try {
+    const url = new URL(href);
+    url.username = "";
+    url.password = "";
+    return url.href;
+  } catch {
+    return href;
+  }
 }
 
 interface Address {
@@ -58,7 +81,8 @@ function addressesIn(text: string): (Address | undefined)[] {
     .split(/\s+/)
     .map((word) => word.replace(PUNCTUATION, ""))
     .flatMap((word) => {
-      if (word.includes("://")) return [hostAddress(word)];
+      // An address shown with a user name in front names the wrong host, whatever it links to.
+      if (word.includes("://")) return [USERINFO.test(word) ? undefined : hostAddress(word)];
       const email = EMAIL.exec(word);
       if (email?.[1] !== undefined) return [mailboxAddress(email[1])];
       return DOMAIN.test(word) ? [hostAddress(`http://${word}`)] : [];

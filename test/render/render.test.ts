@@ -1,12 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import {
-  escapeHtml,
-  htmlToPlainText,
-  renderMarkdown,
-  splitMessage,
-  TELEGRAM_MESSAGE_LIMIT,
-} from "../../src/telegram/render.js";
+import { htmlToPlainText, splitMessage, TELEGRAM_MESSAGE_LIMIT } from "../../src/render/chunk.js";
+import { escapeHtml, renderMarkdown } from "../../src/render/markdown-html.js";
 import { validateTelegramHtml } from "../fakes/telegram-html.js";
 
 /** The text Telegram would show, failing the test if Telegram would reject the HTML. */

@@ -257,19 +257,25 @@ function image(token: Token, ctx: Context): Inline[] {
   return linked(src, alt.length > 0 ? alt : text("image"), alt);
 }
 
-/** A link as src/telegram/links.ts plans it; `unlinked` is what shows when it is no link. */
+/** A link as src/render/links.ts plans it; `unlinked` is what shows when it is no link. */
 function linked(href: string, children: Inline[], unlinked: Inline[] = children): Inline[] {
   const plan = planLink(href, inlineText(children));
   switch (plan.kind) {
     case "text":
       return unlinked;
     case "link":
-      return [{ kind: "link", href, children: plan.text === "own" ? children : text(href) }];
+      return [
+        {
+          kind: "link",
+          href: plan.href,
+          children: plan.text === "own" ? children : text(plan.href),
+        },
+      ];
     case "text-then-address":
       return [
         ...children,
         ...text(" ("),
-        { kind: "link", href, children: text(href) },
+        { kind: "link", href: plan.href, children: text(plan.href) },
         ...text(")"),
       ];
   }

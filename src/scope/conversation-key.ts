@@ -1,6 +1,3 @@
-import type { Message } from "grammy/types";
-import { threadOfMessage } from "./topics.js";
-
 /**
  * Which conversation a message belongs to. A topic of a forum supergroup, or of a private chat
  * with topics (Bot API 9.4+), is a conversation of its own: Telegram marks its messages with
@@ -25,16 +22,4 @@ export function parseConversationKey(key: string): ConversationRef | undefined {
     chatId: Number(match[1]),
     threadId: match[2] === undefined ? undefined : Number(match[2]),
   };
-}
-
-export function conversationOf(
-  message: Pick<Message, "chat" | "is_topic_message" | "message_thread_id">,
-): ConversationRef {
-  return { chatId: message.chat.id, threadId: threadOfMessage(message) };
-}
-
-export function conversationKeyOf(
-  message: Pick<Message, "chat" | "is_topic_message" | "message_thread_id">,
-): string {
-  return conversationKey(conversationOf(message));
 }

@@ -227,6 +227,9 @@ function cutNode(
   budget: number,
   started: boolean,
 ): [Inline | undefined, Inline | undefined] {
+  // Nothing fits (the part is full); lastIndexOf would read a budget of -1 as 0 and take a
+  // leading space past it.
+  if (budget <= 0) return [undefined, node];
   if (node.kind === "text") {
     const space = node.text.lastIndexOf(" ", budget - 1);
     // Rather a whole word in the next part than half of one in this.

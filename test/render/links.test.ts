@@ -1,7 +1,8 @@
 import type { RichBlock, RichText } from "grammy/types";
 import { describe, expect, it } from "vitest";
-import { htmlToPlainText, renderMarkdown } from "../../src/telegram/render.js";
-import { renderRichMessages } from "../../src/telegram/rich/render.js";
+import { htmlToPlainText } from "../../src/render/chunk.js";
+import { renderMarkdown } from "../../src/render/markdown-html.js";
+import { renderRichMessages } from "../../src/render/rich/render.js";
 import { PLAIN_STYLES, renderLine } from "../../src/terminal/markdown.js";
 import { validateTelegramHtml } from "../fakes/telegram-html.js";
 import { validateRichHtml } from "../fakes/telegram-rich.js";
@@ -92,6 +93,39 @@ describe("links that lie: every renderer", () => {
     const target = /\]\((\S+)\)$/.exec(markdown)?.[1] ?? "";
     const shown = text ?? /^\[(.*)\]/.exec(markdown)?.[1] ?? "";
     expectEverywhere(markdown, `${shown} (${target})`, [{ text: target, url: target }]);
+  });
+
+  it.each([
+    [
+      "<https://bank.example@evil.example/login>",
+      "https://bank.example@evil.example/login (https://evil.example/login)",
+    ],
+    [
+      "[https://bank.example](https://bank.example@evil.example/login)",
+      "https://bank.example (https://evil.example/login)",
+    ],
+    [
+      "[https://bank.example/login](https://bank.example:pw@evil.example/login)",
+      "https://bank.example/login (https://evil.example/login)",
+    ],
+  ])(
+    "%s: a host hidden behind a user name is shown, and the link goes without the user name",
+    (markdown, text) => {
+      expectEverywhere(markdown, text, [
+        { text: "https://evil.example/login", url: "https://evil.example/login" },
+      ]);
+    },
+  );
+
+  it.each([
+    [
+      "[the bank](https://bank.example@evil.example/login)",
+      "the bank",
+      "https://evil.example/login",
+    ],
+    ["[ ](https://bank.example@evil.example/)", "https://evil.example/", "https://evil.example/"],
+  ])("%s: a link with a user name before its host goes without it", (markdown, text, url) => {
+    expectEverywhere(markdown, text, [{ text, url }]);
   });
 
   it("shows a look-alike domain's real, ASCII address", () => {

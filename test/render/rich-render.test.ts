@@ -1,11 +1,11 @@
 import fc from "fast-check";
 import type { RichBlock, RichText } from "grammy/types";
 import { describe, expect, it } from "vitest";
-import { blocksChars } from "../../src/telegram/rich/blocks.js";
-import { markdownToBlocks } from "../../src/telegram/rich/from-markdown.js";
-import { blocksToRichHtml } from "../../src/telegram/rich/html.js";
-import { RICH_BUDGET } from "../../src/telegram/rich/limits.js";
-import { renderRichMessages } from "../../src/telegram/rich/render.js";
+import { blocksChars } from "../../src/render/rich/blocks.js";
+import { markdownToBlocks } from "../../src/render/rich/from-markdown.js";
+import { blocksToRichHtml } from "../../src/render/rich/html.js";
+import { RICH_BUDGET } from "../../src/render/rich/limits.js";
+import { renderRichMessages } from "../../src/render/rich/render.js";
 import { validateTelegramHtml } from "../fakes/telegram-html.js";
 import { RICH_TEXT_LIMIT, validateRichHtml } from "../fakes/telegram-rich.js";
 import { longMarkdownAnswer, manyBlocksAnswer } from "../helpers/answers.js";
@@ -278,6 +278,19 @@ describe("renderRichMessages: limits of one rich message, at their edges", () =>
     expect(messages).toHaveLength(2);
     expect(messages.map((m) => m.text).join("")).toBe(`${exact}f`);
     expect(messages[1]?.text).toBe("abcdef");
+  });
+
+  it("takes no leading space past a part that a formula filled to the last character", () => {
+    // 22 + 22 + 23 + 22 = 89 characters fill the part; the next text begins with a space.
+    const input = "日本beta<div> alphaalpha$$ ".repeat(5);
+    const chunks = renderRichMessages(input, { chars: 89, blocks: 6 });
+    const lengths = chunks.map((chunk) => {
+      const result = validateRichHtml(chunk.html);
+      if (!result.ok) throw new Error(result.reason);
+      return result.text.length;
+    });
+    expect(lengths[0]).toBe(89);
+    expect(Math.max(...lengths)).toBeLessThanOrEqual(89);
   });
 
   it("counts the line breaks between blocks: a 40,000-character answer of short blocks fits two messages", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { conversationKeyOf } from "../../src/telegram/conversation-key.js";
+import { conversationKeyOf } from "../../src/telegram/topics.js";
 
 const PRIVATE = { id: 42, type: "private", first_name: "A" } as const;
 const FORUM = { id: -1001234, type: "supergroup", title: "F", is_forum: true } as const;

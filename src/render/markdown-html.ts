@@ -199,16 +199,15 @@ function renderImage(token: Token, ctx: RenderContext): string {
   return linked(src, alt === "" ? "image" : alt, alt);
 }
 
-/** A link as src/telegram/links.ts plans it; `unlinked` is what shows when it is no link. */
+/** A link as src/render/links.ts plans it; `unlinked` is what shows when it is no link. */
 function linked(href: string, inner: string, unlinked: string = inner): string {
   const plan = planLink(href, htmlToPlainText(inner));
-  const anchor = (html: string) => `<a href="${escapeAttribute(href)}">${html}</a>`;
+  if (plan.kind === "text") return unlinked;
+  const anchor = (html: string) => `<a href="${escapeAttribute(plan.href)}">${html}</a>`;
   switch (plan.kind) {
-    case "text":
-      return unlinked;
     case "link":
-      return anchor(plan.text === "own" ? inner : escapeHtml(href));
+      return anchor(plan.text === "own" ? inner : escapeHtml(plan.href));
     case "text-then-address":
-      return `${inner} (${anchor(escapeHtml(href))})`;
+      return `${inner} (${anchor(escapeHtml(plan.href))})`;
   }
 }
