@@ -10,12 +10,15 @@ import type { ModelClient } from "./agent/model-client.js";
 import { createMediaSource } from "./agent/request-media.js";
 import { createTranscriber } from "./agent/transcription.js";
 import { createAgent } from "./agent/turn.js";
+import { createApprovals } from "./approvals/approvals.js";
+import { createPolicies } from "./approvals/policy.js";
 import type { Config } from "./config.js";
 import { type DatabaseHandle, openDatabase } from "./db/connect.js";
 import { migrateToLatest } from "./db/migrate.js";
 import { explainDatabaseFailure, openExplained } from "./db/open-failures.js";
 import { createGenerateImageTool } from "./images/generate-image.js";
 import type { Logger } from "./logger.js";
+import { startMcpTools } from "./mcp/mcp-tools.js";
 import { instrumentAgent, instrumentModel, observeHooks } from "./metrics/instrument.js";
 import { createMetrics } from "./metrics/metrics.js";
 import { createConsolidation } from "./recall/consolidation.js";
@@ -34,7 +37,7 @@ import { createSessionStore } from "./session/store.js";
 import { createTaskStore, DEFAULT_RUNS_PER_HOUR } from "./tasks/store.js";
 import { createTaskTools } from "./tasks/tools.js";
 import { createBuiltinTools } from "./tools/builtins.js";
-import { createToolRegistry } from "./tools/registry.js";
+import { combineRegistries, createToolRegistry } from "./tools/registry.js";
 import { recordUsage } from "./usage/recorder.js";
 import { createUsageStore } from "./usage/usage-store.js";
 import { createSpeaker } from "./voice/speech.js";
@@ -138,7 +141,13 @@ export async function createApp(
         "a conversation's scheduled runs reached their hourly limit; its other due tasks wait",
       ),
   });
-  const tools = createToolRegistry(
+  // Started before the first turn, not awaited: a slow or broken server must not hold start-up
+  // up; its tools are offered once it answers.
+  const mcp =
+    config.mcp.servers.length > 0
+      ? startMcpTools(config.mcp, { logger, saveFile: attachments.save })
+      : undefined;
+  const builtins = createToolRegistry(
     createBuiltinTools({
       workspaces,
       memoryDir: config.memoryDir,
@@ -160,6 +169,7 @@ export async function createApp(
       ],
     }),
   );
+  const tools = mcp ? combineRegistries([builtins, mcp]) : builtins;
   const media = createMediaSource({
     readAttachments: readBytes,
     store: {
@@ -205,6 +215,12 @@ export async function createApp(
         hooks.emit("modelCall", { chatId, model: config.geminiCompactionModel, usage }),
     }),
   });
+  const approvals = createApprovals({
+    db: handle.db,
+    policyOf: createPolicies(config.mcp),
+    timeoutMs: config.approvalTimeoutMs,
+    logger,
+  });
   const agent = instrumentAgent(
     createAgent({
       store,
@@ -215,6 +231,7 @@ export async function createApp(
       hooks,
       logger,
       compactor,
+      approvals: approvals.gate,
       settings: {
         model: config.geminiModel,
         maxToolCallsPerTurn: config.maxToolCallsPerTurn,
@@ -260,6 +277,8 @@ export async function createApp(
     attachments,
     workspaces,
     tools,
+    mcp,
+    approvals,
     metrics,
     tasks,
     usage,

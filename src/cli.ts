@@ -35,6 +35,7 @@ async function main(): Promise<number> {
   try {
     await runTerminalChat({ app, input: process.stdin, output: process.stdout });
   } finally {
+    await app.mcp?.close();
     await app.database.close();
   }
   return 0;

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { parseEnv } from "node:util";
 import { z } from "zod";
+import { type McpConfig, readMcpConfig } from "./mcp/config-file.js";
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 export const THINKING_LEVELS = ["minimal", "low", "medium", "high"] as const;
@@ -141,6 +142,25 @@ const text = (fallback: string) =>
     .optional()
     .transform((value) => value?.trim() || fallback);
 
+const DURATION_UNITS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000 };
+
+/** `90s`, `10m`, `1h`, or a bare number of seconds. */
+const duration = (name: string, fallback: string) =>
+  text(fallback).transform((value, ctx) => {
+    const match = /^(\d+(?:\.\d+)?)\s*([smh]?)$/i.exec(value);
+    const ms = match
+      ? Number(match[1]) * (DURATION_UNITS[(match[2] || "s").toLowerCase()] ?? 0)
+      : 0;
+    if (!match || ms < 1_000) {
+      ctx.addIssue({
+        code: "custom",
+        message: `${name} must be a duration of at least a second such as 90s, 10m or 1h, got "${value}"`,
+      });
+      return z.NEVER;
+    }
+    return ms;
+  });
+
 /** A TIME_ZONE typo must stop start-up, not fail every scheduled task later. */
 function isKnownTimeZone(zone: string): boolean {
   try {
@@ -231,6 +251,11 @@ const envSchema = (requireTelegram: boolean) =>
     WORKSPACE_DIR: text("./data/workspace"),
     MEDIA_MAX_BYTES: count("MEDIA_MAX_BYTES", 20 * 1024 * 1024, 1),
     ENABLE_SHELL_TOOL: flag("ENABLE_SHELL_TOOL"),
+    MCP_CONFIG: z
+      .string()
+      .optional()
+      .transform((value) => value?.trim() || undefined),
+    APPROVAL_TIMEOUT: duration("APPROVAL_TIMEOUT", "10m"),
     METRICS_TOKEN: z
       .string()
       .optional()
@@ -257,8 +282,8 @@ const envSchema = (requireTelegram: boolean) =>
 export const configVariableNames = (): string[] => Object.keys(envSchema(false).shape);
 
 /** The environment's variables, checked and turned into the settings the code reads. */
-const configSchema = (requireTelegram: boolean) =>
-  envSchema(requireTelegram).transform((e) => ({
+const configSchema = (requireTelegram: boolean, env: Record<string, string | undefined>) =>
+  envSchema(requireTelegram).transform((e, ctx) => ({
     telegramBotToken: e.TELEGRAM_BOT_TOKEN?.trim() || undefined,
     geminiApiKey: e.GEMINI_API_KEY,
     allowedUserIds: Object.freeze([...e.ALLOWED_USER_IDS]),
@@ -297,6 +322,10 @@ const configSchema = (requireTelegram: boolean) =>
     /** Largest file taken from a user (Telegram's cloud Bot API lets bots fetch 20 MB). */
     mediaMaxBytes: e.MEDIA_MAX_BYTES,
     enableShellTool: e.ENABLE_SHELL_TOOL,
+    /** MCP servers and tool policies (MCP_CONFIG's file); unset: no servers, default policies. */
+    mcp: mcpConfigOf(e.MCP_CONFIG, env, (message) => ctx.addIssue({ code: "custom", message })),
+    /** How long a tool call waits for the user's Allow or Deny. */
+    approvalTimeoutMs: e.APPROVAL_TIMEOUT,
     /** Answers go out as rich messages (sendRichMessage), falling back to HTML; false: HTML only. */
     richMessages: e.RICH_MESSAGES,
     logLevel: e.LOG_LEVEL,
@@ -310,6 +339,20 @@ const configSchema = (requireTelegram: boolean) =>
     /** IANA zone of the system instruction, the clock tool and scheduled tasks. */
     timeZone: e.TIME_ZONE,
   }));
+
+const NO_MCP: McpConfig = Object.freeze({ servers: [], policies: {}, secrets: [] });
+
+/** The file MCP_CONFIG names, read and checked; each of its problems is one problem of the config. */
+function mcpConfigOf(
+  path: string | undefined,
+  env: Record<string, string | undefined>,
+  problem: (message: string) => void,
+): McpConfig {
+  if (path === undefined) return NO_MCP;
+  const read = readMcpConfig(path, env);
+  for (const message of read.problems) problem(message);
+  return read.config ?? NO_MCP;
+}
 
 /** Rules that tie two variables together; checked on the raw values so they are reported even when other variables are invalid. */
 function crossFieldProblems(env: Record<string, string | undefined>): string[] {
@@ -379,7 +422,7 @@ export function loadConfig(
   env: Record<string, string | undefined>,
   options: { requireTelegram: boolean } = { requireTelegram: true },
 ): Config {
-  const parsed = configSchema(options.requireTelegram).safeParse(env);
+  const parsed = configSchema(options.requireTelegram, env).safeParse(env);
   const problems = parsed.success
     ? []
     : parsed.error.issues.map((issue) => {
@@ -401,6 +444,7 @@ export function configuredSecrets(config: Config): string[] {
     config.geminiApiKey,
     config.webhook?.secret,
     config.metricsToken,
+    ...config.mcp.secrets,
   ];
   if (config.database.kind === "postgres") {
     const { password } = new URL(config.database.connectionString);

@@ -3,6 +3,8 @@ import { hostname } from "node:os";
 import { BotError, GrammyError } from "grammy";
 import type { Update } from "grammy/types";
 import type { App } from "./app.js";
+import { continuationOf } from "./approvals/continuation.js";
+import { startApprovalExpiry } from "./approvals/expiry.js";
 import { configuredSecrets, type DatabaseTarget } from "./config.js";
 import { type DatabaseClock, readPostgresTime, startDatabaseClock } from "./db/clock.js";
 import { lockSqliteService, type ServiceLock, ServiceLockError } from "./db/service-lock.js";
@@ -19,6 +21,7 @@ import { moveMemory } from "./session/memory-files.js";
 import { StartupError } from "./startup-error.js";
 import { startScheduler } from "./tasks/scheduler.js";
 import { scheduledRunOf } from "./tasks/store.js";
+import { createContinuationRunner } from "./telegram/approval-run.js";
 import { createBot } from "./telegram/bot.js";
 import { COMMANDS } from "./telegram/commands.js";
 import { tellGaveUp } from "./telegram/conversation.js";
@@ -42,6 +45,8 @@ const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 const CLOCK_RESYNC_MS = 60 * 1000;
 // Due tasks are looked for this often: reminders are set to the minute.
 const SCHEDULER_INTERVAL_MS = 5_000;
+// Unanswered approvals are looked for this often: a minute's APPROVAL_TIMEOUT ends within seconds.
+const APPROVAL_EXPIRY_INTERVAL_MS = 2_000;
 // stopped_message_generation: the stop button of a draft; callback_query: the cancel buttons of
 // /tasks.
 const ALLOWED_UPDATES = ["message", "stopped_message_generation", "callback_query"] as const;
@@ -210,6 +215,11 @@ export async function startService(
     richMessages: config.richMessages,
     courier,
     voice: app.voice,
+    approvals: {
+      approvals: app.approvals,
+      servers: () => app.mcp?.servers() ?? [],
+      onQueued: () => dispatcher.announce(),
+    },
   });
   // grammY types its signals after the abort-controller polyfill; a standard one works the same.
   const apiSignal = signal as Parameters<typeof bot.init>[0];
@@ -270,10 +280,23 @@ export async function startService(
     answers,
     logger,
     now: clock?.now,
+    sendRequests: (pending) => continuations.sendRequests(pending),
+  });
+  const continuations = createContinuationRunner({
+    agent: app.agent,
+    approvals: app.approvals,
+    api: bot.api,
+    delivery,
+    readAttachments: app.attachments.read,
+    live: { api: liveApi, mode: config.streaming, pacer: livePacer },
+    answers,
+    logger,
   });
   const dispatcher = new Dispatcher({
     inbox,
     handle: async (item, lease) => {
+      const continuation = continuationOf(item.update);
+      if (continuation) return continuations.run(item, lease, continuation);
       const run = scheduledRunOf(item.update);
       if (run) return scheduled.run(item, lease, run);
       leases.set(item.updateId, lease);
@@ -313,6 +336,14 @@ export async function startService(
     },
     answers,
     mayStop: createStopPermission(bot.api),
+    cancelWaiting: async (conversation, may) => {
+      const [waiting] = await app.approvals.store.pendingIn(conversation);
+      if (!waiting) return false;
+      if (!(await may(waiting.askedBy))) return "refused";
+      const cancelled = await app.approvals.cancel(conversation);
+      dispatcher.announce();
+      return cancelled.length > 0;
+    },
     stopElsewhere:
       replicas &&
       replicaStopper({
@@ -361,6 +392,13 @@ export async function startService(
   });
   // Embeds new events, and the history from before, for recall by meaning; replicas share it.
   app.embeddingWorker?.start();
+  const expiry = startApprovalExpiry({
+    approvals: app.approvals,
+    intervalMs: APPROVAL_EXPIRY_INTERVAL_MS,
+    logger,
+    onQueued: () => dispatcher.announce(),
+    now: clock?.now,
+  });
   const pruner = startInboxPruner({
     inbox,
     retentionMs: config.inboxRetentionDays * 24 * 60 * 60 * 1000,
@@ -394,12 +432,14 @@ export async function startService(
       await polling?.stop();
       await scheduler.stop();
       await app.embeddingWorker?.stop();
+      await expiry.stop();
       const drained = await dispatcher.stop(SHUTDOWN_WAIT_MS);
       if (!drained)
         logger.warn("some turns were still running; they will run again after the restart");
       await pruner.stop();
       await stopListener?.close();
       await app.usageRecorder.flush();
+      await app.mcp?.close();
       clock?.stop();
       // Turns still running may yet send their answers: the lock then goes only with the process,
       // so that a service waiting for it cannot run them a second time meanwhile.

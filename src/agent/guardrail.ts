@@ -136,6 +136,13 @@ export function responsePart(
   return part;
 }
 
+/** The last stored event, when it is a model event whose function calls have no responses yet. */
+export function danglingCalls(events: readonly StoredSession[]): StoredSession | undefined {
+  const last = events.at(-1);
+  if (last?.event.role !== "model") return undefined;
+  return functionCallsOf(last.event).length > 0 ? last : undefined;
+}
+
 /**
  * A model turn whose function calls never got responses (the process died mid-tool) would make
  * Gemini reject every later request; answer those calls with an error the model can read. A call

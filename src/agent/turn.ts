@@ -1,3 +1,5 @@
+import type { ApprovalGate, CallDecision } from "../approvals/gate.js";
+import type { Approval } from "../approvals/store.js";
 import type { BuiltinTool, ThinkingLevel } from "../config.js";
 import type { Logger } from "../logger.js";
 import { type ChatType, chatTypeOfKey, type RecallScope, scopeOf } from "../scope/recall-scope.js";
@@ -43,6 +45,7 @@ import {
 } from "./gemini-errors.js";
 import {
   BUDGET_EXHAUSTED,
+  danglingCalls,
   planCalls,
   repairDanglingCalls,
   repeatRefusal,
@@ -99,6 +102,8 @@ export type AgentDeps = {
     builtinTools?: readonly BuiltinTool[];
   };
   compactor?: Compactor;
+  /** Which calls run without asking; absent, every call runs (tests of the loop alone). */
+  approvals?: ApprovalGate;
   /** IANA zone of the system instruction and of the stamps on the user's messages. */
   timeZone?: string;
   /**
@@ -151,6 +156,11 @@ export type TurnInput = {
    * and returned, and no model is called.
    */
   answer?: string;
+  /**
+   * No new message: the turn goes on from calls that waited for the user's answer (an approval
+   * was answered or expired). Nothing is stored for the input itself.
+   */
+  resume?: true;
 };
 
 export type TurnProgress = {
@@ -181,6 +191,13 @@ export type TurnResult = {
   stopped?: true;
   /** Files the model made in this turn (images, code execution's charts), to send with `text`. */
   files: MediaPart[];
+  /**
+   * The turn waits for the user to allow or deny these calls (the requests still unanswered,
+   * those not yet shown included); `text` is what the model said before them.
+   */
+  waiting?: Approval[];
+  /** A resume that found nothing waiting (another run took it up): nothing to deliver. */
+  idle?: true;
 };
 
 // After the budget is spent the model gets no tools; if it still answers with calls, a couple of
@@ -305,7 +322,14 @@ export function createAgent(deps: AgentDeps) {
       return { text, usage, modelCalls, toolCalls, serverToolCalls, resumed: true, files };
     }
     const files = [...(resumed?.files ?? [])];
-    const repair = repairDanglingCalls(context.events, input.sentToolFiles);
+    const dangling = danglingCalls(context.events);
+    // Calls that were asked about wait for (or got) the user's answer: they run, or are refused,
+    // below. Others lost their run to a crash.
+    const asked =
+      dangling !== undefined &&
+      deps.approvals !== undefined &&
+      (await deps.approvals.hasRequests(chatId, dangling.id));
+    const repair = asked ? undefined : repairDanglingCalls(context.events, input.sentToolFiles);
     if (repair) {
       log.warn({ calls: repair.toolCalls }, "completing function calls interrupted by a restart");
       context = withAppended(
@@ -313,11 +337,11 @@ export function createAgent(deps: AgentDeps) {
         await append([{ event: repair.event, toolCalls: repair.toolCalls }]),
       );
     }
-    if (!resumed) {
-      context = withAppended(
-        context,
-        await append([{ event: userEvent(input), updateId: input.updateId }]),
-      );
+    // A new message while calls wait: their requests are left unanswered, and the message is
+    // answered instead.
+    if (asked && !resumed && !input.resume) {
+      await input.guard?.();
+      await deps.approvals?.supersede(chatId);
     }
     const end = (text: string): TurnResult => {
       hooks.emit("turnEnd", { chatId, text, usage, modelCalls, toolCalls, serverToolCalls });
@@ -331,13 +355,6 @@ export function createAgent(deps: AgentDeps) {
         files,
       };
     };
-    if (input.answer !== undefined) {
-      const text = input.answer;
-      await append([
-        { event: { v: 1, event_type: "session", role: "model", parts: [{ kind: "text", text }] } },
-      ]);
-      return end(text);
-    }
     const endStopped = async (written: string): Promise<TurnResult> => {
       const event = stoppedEvent(written);
       await append([{ event }]);
@@ -355,6 +372,165 @@ export function createAgent(deps: AgentDeps) {
       onText: (text: string) => progress?.text(text),
       onRestart: () => progress?.restart(),
     };
+
+    /**
+     * Runs the calls of a stored model event, as far as the budget, repeats and approvals let
+     * them, and stores their responses. A call still waiting for the user's answer leaves the
+     * batch unrun (the turn waits); a stop while one waited ends the turn.
+     */
+    const runCalls = async (
+      stored: StoredSession,
+      remaining: number,
+    ): Promise<"ran" | "stopped" | { waiting: Approval[] }> => {
+      const calls = functionCallsOf(stored.event);
+      const plan = planCalls(calls, remaining, context.events);
+      const decisions = new Map<number, CallDecision>();
+      if (deps.approvals) {
+        const toCheck = calls.flatMap((call, index) =>
+          plan[index]?.kind === "run" ? [{ index, call }] : [],
+        );
+        const checked = await deps.approvals.check({
+          conversation: chatId,
+          scope,
+          eventId: stored.id,
+          calls: toCheck,
+          askedBy: input.askedBy,
+        });
+        if (checked.kind === "waiting") return { waiting: checked.pending };
+        toCheck.forEach(({ index }, i) => {
+          decisions.set(index, checked.decisions[i] ?? { kind: "run" });
+        });
+        if ([...decisions.values()].some((d) => d.kind === "stop")) {
+          const stopped = calls.map((call) => responsePart(call, { error: STOPPED_CALL }));
+          const event = { v: 1 as const, event_type: "session" as const, role: "user" as const };
+          context = withAppended(
+            context,
+            await append([{ event: { ...event, parts: stopped }, toolCalls: 0 }]),
+          );
+          return "stopped";
+        }
+        const approved = checked.approvals.filter(
+          (a) => decisions.get(a.callIndex)?.kind === "run",
+        );
+        if (approved.length > 0) {
+          await input.guard?.();
+          await deps.approvals.markStarted(approved);
+        }
+      }
+      /** The context of one call: a file it sends is recorded with the call (see SentToolFile). */
+      const contextOf = (call: FunctionCallPart): ToolContext => {
+        const send = input.sendFile;
+        if (!send) return toolContext;
+        const index = calls.indexOf(call);
+        return {
+          ...toolContext,
+          sendFile: (file, outcome) =>
+            send(file, (sentAs) => ({
+              event: stored.id,
+              call: index,
+              ...outcome(sentAs).outcome(),
+            })),
+        };
+      };
+      const refusalOf = (index: number) => {
+        const decision = decisions.get(index);
+        return decision?.kind === "refuse" ? decision.error : undefined;
+      };
+      const toRun = calls.filter((_, i) => plan[i]?.kind === "run" && refusalOf(i) === undefined);
+      const outcomes = await runInOrder(
+        toRun,
+        (call) => call.name,
+        (name) => tools.concurrencyOf(name),
+        async (
+          call,
+        ): Promise<
+          Pick<ToolOutcome, "response"> & {
+            files?: MediaPart[];
+            media?: MediaPart[];
+            made?: boolean;
+          }
+        > => {
+          if (input.stop?.aborted) return { response: { error: STOPPED_CALL } };
+          const args = call.args ?? {};
+          hooks.emit("toolCall", { chatId, name: call.name, args });
+          progress?.tool(call.name, args);
+          const outcome = await tools.execute(call.name, args, contextOf(call));
+          hooks.emit("toolResult", { chatId, name: call.name, args, ...outcome });
+          return outcome;
+        },
+      );
+      const responses: Record<string, unknown>[] = [];
+      const sent = new Map<number, MediaPart[]>();
+      // Files of results the model sees, after the responses in the same turn: pictures a tool
+      // made (generate_image) and an MCP tool's images. The answer shows them too (answerFilesOf).
+      const seen: MediaPart[] = [];
+      const made: MediaPart[] = [];
+      let ran = 0;
+      for (const [i, step] of plan.entries()) {
+        const refused = refusalOf(i);
+        if (step.kind === "run" && refused !== undefined) responses.push({ error: refused });
+        else if (step.kind === "run") {
+          const outcome = outcomes[ran++];
+          responses.push(outcome?.response ?? {});
+          if (outcome?.files && outcome.made) made.push(...outcome.files);
+          else if (outcome?.files) sent.set(i, outcome.files);
+          if (outcome?.media) seen.push(...outcome.media);
+        } else if (step.kind === "budget") responses.push({ error: BUDGET_EXHAUSTED });
+        else responses.push(repeatRefusal("index" in step ? responses[step.index] : step.earlier));
+        if (step.kind === "repeat") log.warn({ tool: calls[i]?.name }, "refused a repeated call");
+      }
+      const executed = plan.filter((step) => step.kind !== "budget").length;
+      toolCalls += executed;
+      const responsesEvent = (outputs: readonly Record<string, unknown>[]) => [
+        {
+          event: {
+            v: 1 as const,
+            event_type: "session" as const,
+            role: "user" as const,
+            parts: [
+              ...calls.map((call, i) => responsePart(call, outputs[i] ?? {}, sent.get(i))),
+              ...made,
+              ...(outputs === responses ? seen : []),
+            ],
+          },
+          toolCalls: executed,
+        },
+      ];
+      const storedResponses = await append(responsesEvent(responses)).catch((error: unknown) => {
+        if (!(error instanceof EventTooLargeError)) throw error;
+        // The calls were made; the model is told their outputs were too large to keep.
+        log.warn({ bytes: error.bytes }, "tool responses too large to store; replaced by an error");
+        return append(responsesEvent(responses.map(() => ({ error: TOO_LARGE_OUTPUT }))));
+      });
+      context = withAppended(context, storedResponses);
+      files.push(...made, ...seen);
+      return "ran";
+    };
+
+    if (asked) {
+      const used = toolCallsSinceUserMessage(context.events);
+      const ran = await runCalls(dangling, settings.maxToolCallsPerTurn - used);
+      if (ran === "stopped") return endStopped("");
+      if (ran !== "ran") {
+        return { ...end(textOf(dangling.event.parts)), waiting: ran.waiting };
+      }
+    } else if (input.resume) {
+      // Another run answered what waited: nothing is left to go on from.
+      return { ...end(""), idle: true };
+    }
+    if (!resumed && !input.resume) {
+      context = withAppended(
+        context,
+        await append([{ event: userEvent(input), updateId: input.updateId }]),
+      );
+    }
+    if (input.answer !== undefined) {
+      const text = input.answer;
+      await append([
+        { event: { v: 1, event_type: "session", role: "model", parts: [{ kind: "text", text }] } },
+      ]);
+      return end(text);
+    }
 
     /**
      * Gemini refused what this turn sent, for good: kept, and from then on sent as stand-ins
@@ -464,79 +640,9 @@ export function createAgent(deps: AgentDeps) {
         return end(pieces.filter((piece) => piece).join("\n\n"));
       }
 
-      const callEvent = storedAnswer.at(-1)?.id;
-      /** The context of one call: a file it sends is recorded with the call (see SentToolFile). */
-      const contextOf = (call: FunctionCallPart): ToolContext => {
-        const send = input.sendFile;
-        if (!send || callEvent === undefined) return toolContext;
-        const index = calls.indexOf(call);
-        return {
-          ...toolContext,
-          sendFile: (file, outcome) =>
-            send(file, (sentAs) => ({
-              event: callEvent,
-              call: index,
-              ...outcome(sentAs).outcome(),
-            })),
-        };
-      };
-      const plan = planCalls(calls, remaining, context.events);
-      const toRun = calls.filter((_, i) => plan[i]?.kind === "run");
-      const outcomes = await runInOrder(
-        toRun,
-        (call) => call.name,
-        (name) => tools.concurrencyOf(name),
-        async (
-          call,
-        ): Promise<Pick<ToolOutcome, "response"> & { files?: MediaPart[]; made?: boolean }> => {
-          if (input.stop?.aborted) return { response: { error: STOPPED_CALL } };
-          const args = call.args ?? {};
-          hooks.emit("toolCall", { chatId, name: call.name, args });
-          progress?.tool(call.name, args);
-          const outcome = await tools.execute(call.name, args, contextOf(call));
-          hooks.emit("toolResult", { chatId, name: call.name, args, ...outcome });
-          return outcome;
-        },
-      );
-      const responses: Record<string, unknown>[] = [];
-      const sent = new Map<number, MediaPart[]>();
-      const made: MediaPart[] = [];
-      let ran = 0;
-      for (const [i, step] of plan.entries()) {
-        if (step.kind === "run") {
-          const outcome = outcomes[ran++];
-          responses.push(outcome?.response ?? {});
-          if (outcome?.files && outcome.made) made.push(...outcome.files);
-          else if (outcome?.files) sent.set(i, outcome.files);
-        } else if (step.kind === "budget") responses.push({ error: BUDGET_EXHAUSTED });
-        else responses.push(repeatRefusal("index" in step ? responses[step.index] : step.earlier));
-        if (step.kind === "repeat") log.warn({ tool: calls[i]?.name }, "refused a repeated call");
-      }
-      const executed = plan.filter((step) => step.kind !== "budget").length;
-      toolCalls += executed;
-      const responsesEvent = (outputs: readonly Record<string, unknown>[]) => [
-        {
-          event: {
-            v: 1 as const,
-            event_type: "session" as const,
-            role: "user" as const,
-            parts: [
-              ...calls.map((call, i) => responsePart(call, outputs[i] ?? {}, sent.get(i))),
-              // After the responses, as a user's pictures follow their words: Gemini sees them.
-              ...made,
-            ],
-          },
-          toolCalls: executed,
-        },
-      ];
-      const stored = await append(responsesEvent(responses)).catch((error: unknown) => {
-        if (!(error instanceof EventTooLargeError)) throw error;
-        // The calls were made; the model is told their outputs were too large to keep.
-        log.warn({ bytes: error.bytes }, "tool responses too large to store; replaced by an error");
-        return append(responsesEvent(responses.map(() => ({ error: TOO_LARGE_OUTPUT }))));
-      });
-      context = withAppended(context, stored);
-      files.push(...made);
+      const ran = await runCalls(context.events.at(-1) as StoredSession, remaining);
+      if (ran === "stopped") return endStopped("");
+      if (ran !== "ran") return { ...end(textOf(event.parts)), waiting: ran.waiting };
       if (!offerTools && ++roundsWithoutTools > EXTRA_ROUNDS_AFTER_BUDGET) {
         log.warn("model kept calling tools after its budget was spent; ending the turn");
         const text = `I stopped after ${used} tool calls, my limit for one message. Tell me whether to continue.`;

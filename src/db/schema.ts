@@ -237,6 +237,52 @@ export interface ConversationVoiceTable {
   updated_at: string;
 }
 
+export type ApprovalStatus =
+  | "pending"
+  | "allowed"
+  | "always"
+  | "denied"
+  | "expired"
+  | "cancelled"
+  | "superseded";
+
+/** A tool call waiting for (or given) the user's yes (src/approvals/). */
+export interface ToolApprovalsTable {
+  id: Generated<number>;
+  conversation: string;
+  /** Where the request's message went: the chat, and its forum topic. */
+  chat_id: string;
+  thread_id: number | null;
+  /** The recall scope an "always" grant is remembered for. */
+  scope: string;
+  /** The stored model event whose call this is (messages.id), and the call's place in it. */
+  event_id: number;
+  call_index: number;
+  tool: string;
+  args_json: string;
+  /** Whose turn it is: they (or a group's admin) may answer. */
+  asked_by: number | null;
+  status: ApprovalStatus;
+  /** The message with the buttons, once sent. */
+  message_id: number | null;
+  created_at: string;
+  /** Epoch ms after which a pending request counts as denied. */
+  expires_at: number;
+  decided_at: string | null;
+  decided_by: number | null;
+  /** 1 once the allowed call began to run: a run after a crash must not run it again. */
+  started: ColumnType<number, number | undefined, number>;
+}
+
+/** "Always allow": a tool that runs without asking in one recall scope. */
+export interface ToolGrantsTable {
+  id: Generated<number>;
+  scope: string;
+  tool: string;
+  granted_by: number | null;
+  created_at: string;
+}
+
 export interface Database {
   messages: MessagesTable;
   inbox: InboxTable;
@@ -253,6 +299,8 @@ export interface Database {
   embedding_progress: EmbeddingProgressTable;
   embeddings: EmbeddingsTable;
   conversation_voice: ConversationVoiceTable;
+  tool_approvals: ToolApprovalsTable;
+  tool_grants: ToolGrantsTable;
 }
 
 export type MessageRow = Selectable<MessagesTable>;

@@ -2,6 +2,7 @@ import { GeminiError } from "../agent/gemini-errors.js";
 import type { AgentHooks } from "../agent/hooks.js";
 import type { ModelClient } from "../agent/model-client.js";
 import type { Agent } from "../agent/turn.js";
+import { NAME_SEPARATOR } from "../mcp/server-connection.js";
 import { LeaseLostError } from "../queue/inbox.js";
 import type { Metrics, TurnOutcome } from "./metrics.js";
 
@@ -55,7 +56,10 @@ export function instrumentAgent(agent: Agent, metrics: Metrics): Agent {
  */
 export function observeHooks(hooks: AgentHooks, metrics: Metrics, tools: readonly string[]): void {
   const known = new Set(tools);
-  hooks.on("toolResult", (e) => metrics.toolCall(known.has(e.name) ? e.name : "unknown", e.ok));
+  // MCP tools come and go with their servers: one label for them all keeps the series bounded.
+  const label = (name: string) =>
+    known.has(name) ? name : name.includes(NAME_SEPARATOR) ? "mcp" : "unknown";
+  hooks.on("toolResult", (e) => metrics.toolCall(label(e.name), e.ok));
   hooks.on("compaction", () => metrics.compaction());
   hooks.on("firstVisibleText", (e) => metrics.firstVisibleText(e.seconds));
 }

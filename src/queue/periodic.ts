@@ -1,3 +1,5 @@
+import type { Logger } from "../logger.js";
+
 export type PeriodicJob = {
   /** Runs the job now (or joins a run already in progress). */
   run(): Promise<void>;
@@ -28,4 +30,39 @@ export function startPeriodic(job: () => Promise<void>, intervalMs: number): Per
       await running;
     },
   };
+}
+
+/**
+ * Every `intervalMs` (and at once), puts what is due into the inbox: `queue` returns the log
+ * fields of what it queued, or undefined when nothing was due. The dispatcher is told at once; a
+ * failure is logged and tried again at the next tick.
+ */
+/** How a job that queues work into the inbox runs. */
+export type QueueingOptions = {
+  intervalMs: number;
+  logger: Logger;
+  /** Told when something was queued, so that the dispatcher looks at once. */
+  onQueued(): void;
+  /** The clock due times are read by (the database's, with replicas). */
+  now?: () => number;
+};
+
+export function startQueueing(
+  deps: QueueingOptions & {
+    queue(): Promise<Record<string, unknown> | undefined>;
+    /** The log line for what was queued, and for a failure. */
+    messages: { queued: string; failed: string };
+  },
+): PeriodicJob {
+  return startPeriodic(async () => {
+    try {
+      const queued = await deps.queue();
+      if (queued) {
+        deps.logger.info(queued, deps.messages.queued);
+        deps.onQueued();
+      }
+    } catch (error) {
+      deps.logger.warn({ err: error }, deps.messages.failed);
+    }
+  }, deps.intervalMs);
 }

@@ -11,6 +11,11 @@ import type { SessionStore } from "../session/store.js";
 import type { TaskStore } from "../tasks/store.js";
 import type { UsageStore } from "../usage/usage-store.js";
 import { senderOf } from "./access.js";
+import {
+  type ApprovalsComposerDeps,
+  approvalsComposer,
+  sendApprovalRequests,
+} from "./approvals-composer.js";
 import { chatMigrationComposer, type MoveConversation } from "./chat-migration.js";
 import { type CommandDeps, commandsComposer } from "./commands.js";
 import {
@@ -28,6 +33,7 @@ import { logNetworkFailures } from "./network-failures.js";
 import { type PendingTopicNames, topicNamingComposer } from "./new-topics.js";
 import { createRunningAnswers, type RunningAnswers } from "./running-answers.js";
 import { scrubOutgoing } from "./scrub-outgoing.js";
+import { createStopPermission } from "./stop-permission.js";
 import { tasksComposer } from "./tasks-command.js";
 
 import { usageComposer } from "./usage-command.js";
@@ -69,6 +75,8 @@ export type BotDeps = {
   courier?: Courier;
   /** Spoken replies and /voice; without them, answers are text only and /voice says so. */
   voice?: ConversationVoice;
+  /** Tool approvals' buttons and /tools (who may answer is asked of Telegram). */
+  approvals?: Omit<ApprovalsComposerDeps, "mayAnswer" | "leaseOf">;
 };
 
 // 429s wait Telegram's retry_after, but not for long: a stalled send holds up its chat's inbox.
@@ -143,6 +151,16 @@ export function createBot(deps: BotDeps) {
   bot.use(usageComposer({ usage: deps.usage, delivery }));
   bot.use(memoryComposer({ ...deps.memory, delivery, leaseOf: deps.leaseOf }));
   if (deps.voice) bot.use(voiceComposer({ settings: deps.voice.settings, delivery }));
+  const approvals = deps.approvals;
+  if (approvals) {
+    bot.use(
+      approvalsComposer({
+        ...approvals,
+        mayAnswer: createStopPermission(bot.api),
+        leaseOf: deps.leaseOf,
+      }),
+    );
+  }
   bot.use(topicNamingComposer({ pending: deps.pendingTopicNames, logger: deps.logger }));
   bot.use(
     conversationComposer({
@@ -156,6 +174,11 @@ export function createBot(deps: BotDeps) {
       streaming: deps.streaming ?? "auto",
       answers: deps.answers ?? createRunningAnswers(),
       ...(deps.voice ? { voice: deps.voice } : {}),
+      ...(approvals
+        ? {
+            sendRequests: (pending) => sendApprovalRequests(bot.api, approvals.approvals, pending),
+          }
+        : {}),
       media: {
         ...deps.media,
         download: createFileDownloader({

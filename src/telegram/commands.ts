@@ -41,6 +41,7 @@ export const COMMANDS = [
     description: "Forget facts and hide messages with these words: /forget words",
   },
   { command: "voice", description: "Spoken replies here: /voice on, off or auto" },
+  { command: "tools", description: "MCP servers, their tools, and tools always allowed here" },
 ] as const;
 
 const MAX_LINE_CHARS = 1_500;

@@ -5,6 +5,7 @@ import { GeminiError, GeminiRefusedError } from "../agent/gemini-errors.js";
 import type { AgentHooks } from "../agent/hooks.js";
 import type { ReadAttachments } from "../agent/request-media.js";
 import type { Agent } from "../agent/turn.js";
+import type { Approval } from "../approvals/store.js";
 import type { StreamingMode } from "../config.js";
 import type { Logger } from "../logger.js";
 import { sniff } from "../media/sniff.js";
@@ -18,7 +19,8 @@ import type { MediaPart } from "../session/events.js";
 import type { VoiceReplies } from "../voice/voice-reply.js";
 import { speaksTo, type VoiceSettings } from "../voice/voice-settings.js";
 import { addressesBot, senderOf } from "./access.js";
-import { deliverAnswer, liveMessagesOf } from "./answer-delivery.js";
+import { liveMessagesOf } from "./answer-delivery.js";
+import { deliverTurnResult } from "./approval-run.js";
 import type { Delivery } from "./delivery.js";
 import { type DownloadFile, FileTooBigError, FileUnavailableError, tooBigText } from "./files.js";
 import { inboundOf, type WantedFile } from "./inbound.js";
@@ -44,6 +46,8 @@ export type ConversationDeps = {
   media: ConversationMedia;
   /** Spoken replies (VOICE_REPLIES, /voice); none: text only. */
   voice?: ConversationVoice;
+  /** Shows tool calls that wait for the user's yes, with their buttons. */
+  sendRequests?(pending: readonly Approval[]): Promise<void>;
 };
 
 export type ConversationVoice = { replies: VoiceReplies; settings: VoiceSettings };
@@ -192,7 +196,16 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
       await Promise.all(notices);
       await lease?.ensureHeld();
       // A run that takes over a stored answer sends only what earlier runs did not.
-      await deliverAnswer({ live, delivery, read: media.read, chatId, threadId, result, lease });
+      await deliverTurnResult({
+        live,
+        delivery,
+        read: media.read,
+        chatId,
+        threadId,
+        result,
+        lease,
+        sendRequests: deps.sendRequests,
+      });
       // Unstreamed, the answer's first words show when its messages have gone out.
       nowVisible();
       const voice = deps.voice;

@@ -131,6 +131,11 @@ export function createIngest(deps: {
   stopElsewhere?(target: StopTarget, may?: StopCheck): Promise<boolean | "refused">;
   /** Who may stop a group's answer (the person who asked, or an admin); anyone without it. */
   mayStop?: MayStop;
+  /**
+   * Cancels the conversation's tool calls that wait for approval, when `may` lets the stopper:
+   * true when some were, "refused" when `may` did not.
+   */
+  cancelWaiting?(conversation: string, may: StopCheck): Promise<boolean | "refused">;
   now?: () => number;
 }): Ingest {
   const allowed = new Set(deps.allowedUserIds);
@@ -180,15 +185,23 @@ export function createIngest(deps: {
       if (allowed === undefined) return STOP_UNCHECKED;
       if (!allowed) return NOT_YOURS_TO_STOP;
       here.stop();
+      // A turn that is ending because it waits for an approval no longer sees the stop: the
+      // waiting calls are cancelled instead.
+      await deps.cancelWaiting?.(conversation, may).catch((error: unknown) => {
+        deps.logger.warn({ err: error }, "could not cancel the tool calls waiting for approval");
+      });
       return undefined;
     }
-    if (!deps.stopElsewhere) return NOTHING_TO_STOP;
     try {
-      const stopped = await deps.stopElsewhere({ conversation }, may);
+      const stopped = deps.stopElsewhere ? await deps.stopElsewhere({ conversation }, may) : false;
       if (stopped === "refused") return NOT_YOURS_TO_STOP;
-      return stopped ? undefined : NOTHING_TO_STOP;
+      if (stopped) return undefined;
+      // No answer is being written: the conversation may be waiting for an approval instead.
+      const cancelled = (await deps.cancelWaiting?.(conversation, may)) ?? false;
+      if (cancelled === "refused") return NOT_YOURS_TO_STOP;
+      return cancelled ? undefined : NOTHING_TO_STOP;
     } catch (error) {
-      deps.logger.warn({ err: error }, "could not pass a stop on to the other replicas");
+      deps.logger.warn({ err: error }, "could not pass a stop on");
       return STOP_FAILED;
     }
   }
@@ -200,7 +213,18 @@ export function createIngest(deps: {
       if (!allowed.has(pressed.chat.id)) return "ignored";
       const { id: chatId } = pressed.chat;
       const draftId = pressed.draft_id;
-      await stop({ chatId, draftId }, deps.answers?.stopDraft(chatId, draftId));
+      const stopped = await stop({ chatId, draftId }, deps.answers?.stopDraft(chatId, draftId));
+      // A private chat's stop button, pressed while a call waits for approval, cancels it.
+      if (stopped === false) {
+        await deps
+          .cancelWaiting?.(String(chatId), async () => true)
+          .catch((error: unknown) => {
+            deps.logger.warn(
+              { err: error },
+              "could not cancel the tool calls waiting for approval",
+            );
+          });
+      }
       return "stopped";
     }
     const route = routeUpdate(update, allowed, deps.bot);

@@ -2,12 +2,14 @@ import { GrammyError } from "grammy";
 import { GeminiError } from "../agent/gemini-errors.js";
 import type { ReadAttachments } from "../agent/request-media.js";
 import type { Agent } from "../agent/turn.js";
+import type { Approval } from "../approvals/store.js";
 import type { Logger } from "../logger.js";
 import type { InboxItem, Lease } from "../queue/inbox.js";
 import { escapeHtml } from "../render/markdown-html.js";
 import { dueText } from "../tasks/schedule.js";
 import type { ScheduledRun, Task, TaskStore } from "../tasks/store.js";
-import { deliverAnswer, liveMessagesOf } from "./answer-delivery.js";
+import { liveMessagesOf } from "./answer-delivery.js";
+import { deliverTurnResult } from "./approval-run.js";
 import { geminiFailureText } from "./conversation.js";
 import type { Delivery } from "./delivery.js";
 import { type LiveAnswerDeps, startLiveAnswer } from "./live-answer.js";
@@ -73,6 +75,8 @@ export function createScheduledRunner(deps: {
   answers: RunningAnswers;
   logger: Logger;
   now?: () => number;
+  /** Shows tool calls that wait for the user's yes, with their buttons. */
+  sendRequests?(pending: readonly Approval[]): Promise<void>;
 }) {
   const now = deps.now ?? Date.now;
   const allowed = new Set(deps.allowedUserIds);
@@ -133,7 +137,7 @@ export function createScheduledRunner(deps: {
         }),
       });
       await guard();
-      await deliverAnswer({
+      await deliverTurnResult({
         live,
         delivery: deps.delivery,
         read: deps.readAttachments,
@@ -141,6 +145,7 @@ export function createScheduledRunner(deps: {
         threadId: task.threadId,
         result,
         lease,
+        sendRequests: deps.sendRequests,
       });
       if (late) log.info({ due_at: new Date(dueAt).toISOString() }, "ran a scheduled task late");
     } catch (error) {

@@ -72,7 +72,15 @@ export interface Tool<S extends z.ZodType = z.ZodType> {
 }
 
 export type ToolOutcome =
-  | { ok: true; response: { output: unknown }; files?: MediaPart[]; made?: boolean }
+  | {
+      ok: true;
+      response: { output: unknown };
+      files?: MediaPart[];
+      /** Files of the result the model sees beside it (an MCP tool's images). */
+      media?: MediaPart[];
+      /** The files are pictures the tool made (generate_image): seen by the model, sent with the answer. */
+      made?: boolean;
+    }
   | { ok: false; response: { error: string } };
 
 export interface ToolRegistry {
@@ -81,6 +89,8 @@ export interface ToolRegistry {
   execute(name: string, args: unknown, ctx: ToolContext): Promise<ToolOutcome>;
   /** The tool's maxConcurrent (undefined for unknown tools, whose calls fail at once). */
   concurrencyOf(name: string): number | undefined;
+  /** Whether the registry has this tool (concurrencyOf cannot tell for a tool without a limit). */
+  knows?(name: string): boolean;
 }
 
 export function defineTool<S extends z.ZodType>(tool: Tool<S>): Tool<S> {
@@ -120,7 +130,7 @@ const SCHEMA_MAP_KEYS = new Set(["properties", "$defs"]);
 const SCHEMA_LIST_KEYS = new Set(["prefixItems", "anyOf", "oneOf"]);
 const SCHEMA_VALUE_KEYS = new Set(["items", "additionalProperties"]);
 
-function isRecord(value: unknown): value is Record<string, unknown> {
+export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
@@ -131,7 +141,8 @@ function mapValues(
   return Object.fromEntries(Object.entries(record).map(([key, value]) => [key, fn(value)]));
 }
 
-function toGeminiSchema(schema: unknown): unknown {
+/** A JSON Schema with only the keywords Gemini documents for parametersJsonSchema. */
+export function toGeminiSchema(schema: unknown): unknown {
   if (!isRecord(schema)) return schema;
   const result: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(schema)) {
@@ -174,7 +185,7 @@ function errorMessage(error: unknown): string {
 }
 
 /** Turns a tool's output into plain JSON so it survives storage and the API request. */
-function toJsonValue(value: unknown, ancestors: readonly object[] = []): unknown {
+export function toJsonValue(value: unknown, ancestors: readonly object[] = []): unknown {
   if (value === null || typeof value === "string" || typeof value === "boolean") return value;
   if (typeof value === "number") return Number.isFinite(value) ? value : String(value);
   if (typeof value === "bigint") return value.toString();
@@ -248,5 +259,25 @@ export function createToolRegistry(tools: Tool[]): ToolRegistry {
     declarations: () => [...declarations],
     execute,
     concurrencyOf: (name) => byName.get(name)?.maxConcurrent,
+    knows: (name) => byName.has(name),
+  };
+}
+
+/**
+ * Several registries as one: the first that knows a name runs it. Declarations are asked of each
+ * every time, so a registry whose tools change (MCP servers) is followed.
+ */
+export function combineRegistries(registries: readonly ToolRegistry[]): ToolRegistry {
+  const owner = (name: string) =>
+    registries.find((r) => (r.knows ? r.knows(name) : r.concurrencyOf(name) !== undefined));
+  return {
+    declarations: () => registries.flatMap((r) => r.declarations()),
+    execute: (name, args, ctx) => {
+      const found = owner(name) ?? registries[0];
+      if (!found) return Promise.resolve(failure(`unknown tool "${name}"`));
+      return found.execute(name, args, ctx);
+    },
+    concurrencyOf: (name) => owner(name)?.concurrencyOf(name),
+    knows: (name) => owner(name) !== undefined,
   };
 }

@@ -115,6 +115,23 @@ describe("config", () => {
     expect((error as ConfigError).problems).toHaveLength(7);
   });
 
+  it("reads APPROVAL_TIMEOUT as a duration", () => {
+    expect(loadConfig(minimal).approvalTimeoutMs).toBe(600_000);
+    expect(loadConfig({ ...minimal, APPROVAL_TIMEOUT: "90s" }).approvalTimeoutMs).toBe(90_000);
+    expect(loadConfig({ ...minimal, APPROVAL_TIMEOUT: "2h" }).approvalTimeoutMs).toBe(7_200_000);
+    expect(loadConfig({ ...minimal, APPROVAL_TIMEOUT: "30" }).approvalTimeoutMs).toBe(30_000);
+    expect(() => loadConfig({ ...minimal, APPROVAL_TIMEOUT: "soon" })).toThrow(
+      /APPROVAL_TIMEOUT must be a duration of at least a second such as 90s, 10m or 1h, got "soon"/,
+    );
+  });
+
+  it("reads MCP_CONFIG's file, reporting its problems with the others'", () => {
+    expect(loadConfig(minimal).mcp).toEqual({ servers: [], policies: {}, secrets: [] });
+    expect(() => loadConfig({ ...minimal, MCP_CONFIG: "/nonexistent/mcp.json" })).toThrow(
+      /MCP_CONFIG: cannot read \/nonexistent\/mcp.json: no such file/,
+    );
+  });
+
   it("leaves the thinking level to the model unless one of the four levels is set", () => {
     expect(loadConfig({ ...minimal, GEMINI_THINKING_LEVEL: "" }).geminiThinkingLevel).toBe(
       undefined,

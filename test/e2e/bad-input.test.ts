@@ -15,6 +15,7 @@ import {
   WEBHOOK_SECRET,
 } from "../helpers/service-process.js";
 import { wordsOf } from "../helpers/stamps.js";
+import { allowBuiltinTools } from "../helpers/tool-policies.js";
 
 /**
  * The bad-input suite: every case runs in one service process, one after another, so a case that
@@ -110,7 +111,9 @@ describe("bad input end to end (one world: no case poisons the process or anothe
   };
 
   beforeAll(async () => {
-    w = await startWorld({ env: { ALLOWED_USER_IDS: [ALLOWED_USER, ...USERS].join(",") } });
+    w = await startWorld({
+      env: { ALLOWED_USER_IDS: [ALLOWED_USER, ...USERS].join(","), ...allowBuiltinTools() },
+    });
     w.gemini.setDefault(echo);
     db = new SQLite((w.db.target as { path: string }).path);
     db.pragma("busy_timeout = 5000");

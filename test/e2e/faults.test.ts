@@ -13,6 +13,7 @@ import {
 } from "../helpers/service-process.js";
 import { wordsOf } from "../helpers/stamps.js";
 import { startTcpProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
+import { allowBuiltinTools } from "../helpers/tool-policies.js";
 
 /**
  * The fault suite: the service is killed at each step of a turn, loses its database, and meets
@@ -137,7 +138,7 @@ function nextTextUpdate(w: ServiceWorld, message: string) {
 }
 
 async function world(options: Parameters<typeof startWorld>[0] = {}): Promise<ServiceWorld> {
-  const w = await startWorld(options);
+  const w = await startWorld({ ...options, env: { ...allowBuiltinTools(), ...options.env } });
   onTestFinished(() => w.close());
   return w;
 }

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_MODEL_RESPONSE_BYTES } from "../../src/agent/response-cap.js";
 import { call, text } from "../fakes/gemini.js";
 import { eventually, type ServiceWorld, startWorld } from "../helpers/service-process.js";
+import { allowBuiltinTools } from "../helpers/tool-policies.js";
 
 /** The database file and its write-ahead log, where new pages go first. */
 const databaseBytes = (file: string) =>
@@ -14,7 +15,7 @@ const peakRssMb = (pid: number) =>
 describe("a 100 MB answer from Gemini (or a proxy at GEMINI_BASE_URL)", () => {
   let w: ServiceWorld;
   beforeAll(async () => {
-    w = await startWorld();
+    w = await startWorld({ env: allowBuiltinTools() });
   });
   afterAll(() => w.close());
 

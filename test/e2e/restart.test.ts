@@ -7,6 +7,7 @@ import {
   type ServiceWorld,
   startWorld,
 } from "../helpers/service-process.js";
+import { allowBuiltinTools } from "../helpers/tool-policies.js";
 
 const plainTexts = (w: ServiceWorld) => w.telegram.sent.map((m) => m.plain_text);
 const requestText = (r: RecordedRequest | undefined) => JSON.stringify(r?.body.contents ?? []);
@@ -86,7 +87,7 @@ describe("Telegram service across restarts", () => {
   });
 
   it("completes a tool call interrupted by kill -9 and answers after the restart", async () => {
-    w = await startWorld({ env: { ENABLE_SHELL_TOOL: "true" } });
+    w = await startWorld({ env: { ENABLE_SHELL_TOOL: "true", ...allowBuiltinTools() } });
     w.gemini.script(call("run_command", { command: "sleep 30" }));
     await w.say("run the long job");
     await eventually(() => w.gemini.requests.length === 1);

@@ -10,6 +10,7 @@ import {
   type ServiceWorld,
   startWorld,
 } from "../helpers/service-process.js";
+import { allowBuiltinTools } from "../helpers/tool-policies.js";
 
 /**
  * Each recall scope has a workspace of its own, through the real service: a document a user sent
@@ -51,7 +52,11 @@ describe("a workspace per recall scope, end to end", () => {
 
   beforeAll(async () => {
     w = await startWorld({
-      env: { ALLOWED_USER_IDS: [ALICE, BOB].join(","), ENABLE_SHELL_TOOL: "true" },
+      env: {
+        ALLOWED_USER_IDS: [ALICE, BOB].join(","),
+        ENABLE_SHELL_TOOL: "true",
+        ...allowBuiltinTools(),
+      },
       telegram: { topicsInPrivateChats: true },
     });
     // Alice sends a document in her private chat: the intake saves it in her scope's inbox/.

@@ -45,6 +45,7 @@ describe("Telegram service end to end (webhook mode, SQLite)", () => {
       "memory",
       "forget",
       "voice",
+      "tools",
     ]);
     expect(w.telegram.webhook).toMatchObject({
       url: "https://koroku.test/telegram/webhook",

@@ -9,6 +9,7 @@ import {
   type ServiceWorld,
   startWorld,
 } from "../helpers/service-process.js";
+import { allowBuiltinTools } from "../helpers/tool-policies.js";
 
 const GROUP = -4_000_101;
 const ASKER = ALLOWED_USER;
@@ -68,7 +69,7 @@ describe.each(DATABASE_KINDS)("stopping an answer on %s", (kind) => {
   it("/stop kills a command that is running, and the answer ends at once", {
     timeout: 60_000,
   }, async () => {
-    w = await startWorld({ kind, env: { ENABLE_SHELL_TOOL: "true" } });
+    w = await startWorld({ kind, env: { ENABLE_SHELL_TOOL: "true", ...allowBuiltinTools() } });
     w.gemini.script(call("run_command", { command: "echo $$ > sleeper.pid; exec sleep 15" }));
     await w.say("run the slow thing");
     const pidFile = await eventually(() => findFile(w.env.WORKSPACE_DIR as string, "sleeper.pid"));

@@ -182,6 +182,12 @@ export interface FakeTelegram {
    * polling) and returns it (to post to a webhook).
    */
   pressStop(chatId: number, draftId: number): Update;
+  /**
+   * A user presses an inline button of a message the bot sent: queues the callback_query update
+   * (for polling) and returns it (to post to a webhook). The button must be on the message's
+   * current keyboard, as Telegram only sends what a user can press.
+   */
+  pressButton(chatId: number, messageId: number, data: string, userId: number): Update;
   /** The next `times` calls of `method` fail with this error instead of running. */
   failNext(method: string, failure: ScriptedFailure, times?: number): void;
   /**
@@ -328,6 +334,7 @@ class FakeTelegramServer implements FakeTelegram {
   private queue: Update[] = [];
   private nextUpdateId = 100_000_001;
   private nextMessageId = 1;
+  private nextCallbackQueryId = 1;
   private port = 0;
   /** When each chat's recent drafts came, for the per-second limit. */
   private readonly draftTimes = new Map<number, number[]>();
@@ -826,6 +833,23 @@ class FakeTelegramServer implements FakeTelegram {
     return this.pushUpdate({ stopped_message_generation: { chat, draft_id: draftId } });
   }
 
+  pressButton(chatId: number, messageId: number, data: string, userId: number): Update {
+    const sent = this.sent.find((m) => m.chat_id === chatId && m.message_id === messageId);
+    const buttons = sent?.message.reply_markup?.inline_keyboard.flat() ?? [];
+    if (!buttons.some((b) => "callback_data" in b && b.callback_data === data)) {
+      throw new Error(`fake Telegram: message ${messageId} shows no button with data "${data}"`);
+    }
+    return this.pushUpdate({
+      callback_query: {
+        id: String(this.nextCallbackQueryId++),
+        from: { id: userId, is_bot: false, first_name: "Test User" },
+        message: sent?.message as Message,
+        chat_instance: String(chatId),
+        data,
+      },
+    });
+  }
+
   private sendMessage(params: Params): Message {
     const chatId = readChatId(params);
     const threadId = this.readThread(params, chatId);
@@ -1186,15 +1210,24 @@ function editedText(before: SentMessage, params: Params): SentMessage {
   ) {
     throw scriptedError(MESSAGE_NOT_MODIFIED);
   }
+  // An edit without reply_markup takes the inline keyboard away, as Telegram's does.
   const {
     entities: _old,
     rich_message: _rich,
+    reply_markup: _keyboard,
     ...rest
   } = before.message as Message & {
     rich_message?: unknown;
   };
   const entities = parsed.entities.length > 0 ? { entities: parsed.entities } : {};
-  const message = { ...rest, text: parsed.text, ...entities, edit_date: unixNow() } as Message;
+  const markup = readInlineKeyboard(params);
+  const message = {
+    ...rest,
+    text: parsed.text,
+    ...entities,
+    ...(markup === undefined ? {} : { reply_markup: markup }),
+    edit_date: unixNow(),
+  } as Message;
   return { ...before, text, parse_mode: parseMode, plain_text: parsed.text, body: params, message };
 }
 

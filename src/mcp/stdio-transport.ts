@@ -1,0 +1,106 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+
+// The server's stderr is its log: kept short for ours (it may be chatty, or hostile).
+const MAX_STDERR_LINE = 500;
+
+/**
+ * A stdio transport whose child gets the environment it was given and nothing else. The SDK's
+ * own adds HOME, USER, SHELL and others of this process's; here only PATH is added, when the
+ * file does not set it, so that `npx` or `uvx` can be found, and nothing that could hold a secret
+ * (the bot token, the API key) ever reaches a server.
+ */
+export class IsolatedStdioTransport implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: (message: JSONRPCMessage) => void;
+  private child?: ChildProcess;
+  private readonly buffer = new ReadBuffer();
+
+  constructor(
+    private readonly params: {
+      command: string;
+      args: readonly string[];
+      env: Readonly<Record<string, string>>;
+      /** Each line the server writes to stderr. */
+      onStderr?: (line: string) => void;
+    },
+  ) {}
+
+  start(): Promise<void> {
+    const { command, args, env } = this.params;
+    const childEnv: Record<string, string> = { ...env };
+    if (childEnv.PATH === undefined && process.env.PATH) childEnv.PATH = process.env.PATH;
+    return new Promise((resolve, reject) => {
+      const child = spawn(command, [...args], {
+        env: childEnv,
+        stdio: ["pipe", "pipe", "pipe"],
+        shell: false,
+      });
+      this.child = child;
+      child.once("error", (error) => {
+        reject(error);
+        this.onerror?.(error);
+      });
+      child.once("spawn", () => resolve());
+      child.once("close", () => {
+        this.child = undefined;
+        this.onclose?.();
+      });
+      child.stdin?.on("error", (error) => this.onerror?.(error));
+      child.stdout?.on("data", (chunk: Buffer) => {
+        try {
+          this.buffer.append(chunk);
+          for (
+            let message = this.buffer.readMessage();
+            message;
+            message = this.buffer.readMessage()
+          )
+            this.onmessage?.(message);
+        } catch (error) {
+          this.onerror?.(error as Error);
+        }
+      });
+      let pending = "";
+      child.stderr?.setEncoding("utf8");
+      child.stderr?.on("data", (text: string) => {
+        const lines = (pending + text).split("\n");
+        pending = (lines.pop() ?? "").slice(-MAX_STDERR_LINE);
+        for (const line of lines)
+          if (line.trim() !== "") this.params.onStderr?.(line.slice(0, MAX_STDERR_LINE));
+      });
+    });
+  }
+
+  send(message: JSONRPCMessage): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const stdin = this.child?.stdin;
+      if (!stdin) {
+        reject(new Error("the server's process is not running"));
+        return;
+      }
+      if (stdin.write(serializeMessage(message))) resolve();
+      else stdin.once("drain", () => resolve());
+    });
+  }
+
+  async close(): Promise<void> {
+    const child = this.child;
+    if (!child) return;
+    const closed = new Promise<void>((resolve) => child.once("close", () => resolve()));
+    child.stdin?.end();
+    // A server that ignores its stdin closing is ended; one that ignores that too, killed.
+    const term = setTimeout(() => child.kill("SIGTERM"), 2_000);
+    const kill = setTimeout(() => child.kill("SIGKILL"), 4_000);
+    await closed;
+    clearTimeout(term);
+    clearTimeout(kill);
+  }
+
+  /** The server's process id, while it runs (tests end it to see a restart). */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+}

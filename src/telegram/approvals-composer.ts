@@ -1,0 +1,205 @@
+import { type Api, Composer, type Context, InlineKeyboard } from "grammy";
+import type { Approvals } from "../approvals/approvals.js";
+import type { Approval, Decision } from "../approvals/store.js";
+import type { ServerStatus } from "../mcp/server-connection.js";
+import type { Lease } from "../queue/inbox.js";
+import { escapeHtml } from "../render/markdown-html.js";
+import { scopeName, scopeOf } from "../scope/recall-scope.js";
+import { truncate } from "../session/event-text.js";
+import type { MayStop } from "./stop-permission.js";
+import { conversationKeyOf, conversationOf, threadOf } from "./topics.js";
+
+const ANSWER_DATA = /^approval:(\d+):(once|always|deny)$/;
+const REVOKE_DATA = /^tools:revoke:(\d+)$/;
+// Arguments are shown, not kept: enough to judge the call, short enough for a phone.
+const MAX_ARGS_CHARS = 1_200;
+const DECISIONS: Record<string, Decision> = { once: "allowed", always: "always", deny: "denied" };
+const ENDINGS: Record<Approval["status"], string> = {
+  pending: "",
+  allowed: "✅ Allowed once",
+  always: "✅ Always allowed here",
+  denied: "🚫 Denied",
+  expired: "⌛ Not answered in time: not run",
+  cancelled: "⏹ Stopped",
+  superseded: "↪️ Not answered: a new message came first",
+};
+
+const minutes = (ms: number) =>
+  ms >= 60_000 ? `${Math.round(ms / 60_000)} min` : `${Math.round(ms / 1000)} s`;
+
+/** The request as the user sees it: the tool, its arguments pretty-printed and cut. */
+export function approvalHtml(approval: Approval, timeoutMs: number): string {
+  const args = truncate(JSON.stringify(approval.args, null, 2), MAX_ARGS_CHARS);
+  const ending = ENDINGS[approval.status];
+  return [
+    `🔐 Koroku wants to run <code>${escapeHtml(approval.tool)}</code>:`,
+    `<pre>${escapeHtml(args)}</pre>`,
+    ending === ""
+      ? `Unanswered in ${minutes(timeoutMs)}, it counts as denied.`
+      : `<b>${ending}</b>`,
+  ].join("\n");
+}
+
+const keyboardOf = (approval: Approval) =>
+  new InlineKeyboard()
+    .text("Allow once", `approval:${approval.id}:once`)
+    .text("Always allow", `approval:${approval.id}:always`)
+    .text("Deny", `approval:${approval.id}:deny`);
+
+/** Shows each waiting request that has no message yet, with its buttons, and records it. */
+export async function sendApprovalRequests(
+  api: Pick<Api, "sendMessage">,
+  approvals: Pick<Approvals, "store" | "timeoutMs">,
+  pending: readonly Approval[],
+): Promise<void> {
+  for (const approval of pending) {
+    if (approval.messageId !== undefined) continue;
+    const sent = await api.sendMessage(
+      approval.chatId,
+      approvalHtml(approval, approvals.timeoutMs),
+      {
+        parse_mode: "HTML",
+        reply_markup: keyboardOf(approval),
+        ...(approval.threadId === undefined ? {} : { message_thread_id: approval.threadId }),
+      },
+    );
+    await approvals.store.setMessage(approval.id, sent.message_id);
+  }
+}
+
+/** Shows how a request ended on its message, and takes its buttons away. */
+export async function showEnding(
+  api: Pick<Api, "editMessageText">,
+  approval: Approval,
+  timeoutMs: number,
+): Promise<void> {
+  if (approval.messageId === undefined) return;
+  await api
+    .editMessageText(approval.chatId, approval.messageId, approvalHtml(approval, timeoutMs), {
+      parse_mode: "HTML",
+    })
+    // Shown already (a second run), or deleted by the user: the ending is stored either way.
+    .catch(() => {});
+}
+
+const STATE_ICONS: Record<ServerStatus["state"], string> = {
+  ready: "🟢",
+  starting: "🟡",
+  unavailable: "🔴",
+  stopped: "⚪",
+};
+
+function toolsHtml(
+  servers: readonly ServerStatus[],
+  approvals: Pick<Approvals, "policyOf">,
+): string {
+  if (servers.length === 0) {
+    return "No MCP servers are set up (MCP_CONFIG names none).";
+  }
+  const lines = ["<b>MCP servers</b>"];
+  for (const server of servers) {
+    const why = server.error ? `: ${escapeHtml(truncate(server.error, 200))}` : "";
+    lines.push(
+      `${STATE_ICONS[server.state]} <b>${escapeHtml(server.name)}</b> (${server.state}${why})`,
+    );
+    for (const tool of server.tools) {
+      lines.push(
+        `    • <code>${escapeHtml(tool.remoteName)}</code> — ${approvals.policyOf(tool.name)}`,
+      );
+    }
+    for (const left of server.skipped) {
+      lines.push(`    ✗ <code>${escapeHtml(left.tool)}</code> left out: ${escapeHtml(left.why)}`);
+    }
+  }
+  return lines.join("\n");
+}
+
+export type ApprovalsComposerDeps = {
+  approvals: Approvals;
+  /** The MCP servers and their tools, for /tools. */
+  servers(): ServerStatus[];
+  /** Who may answer: the one whose turn it is, or a group's administrator (as for a stop). */
+  mayAnswer: MayStop;
+  /** Told when an answer queued a turn, so that the dispatcher looks at once. */
+  onQueued(): void;
+  leaseOf?(updateId: number): Lease | undefined;
+};
+
+/**
+ * The buttons of tool approvals, and /tools: MCP servers, their tools and state, and the
+ * "always allow" grants of this scope, each with a button to revoke it.
+ */
+export function approvalsComposer(deps: ApprovalsComposerDeps): Composer<Context> {
+  const { approvals } = deps;
+  const composer = new Composer<Context>();
+  const held = async (ctx: Context) => {
+    await deps.leaseOf?.(ctx.update.update_id)?.ensureHeld();
+  };
+
+  composer.callbackQuery(ANSWER_DATA, async (ctx) => {
+    const id = Number(ctx.match[1]);
+    const decision = DECISIONS[ctx.match[2] as string] as Decision;
+    const message = ctx.callbackQuery.message;
+    const approval = await approvals.store.get(id);
+    if (!message || !approval || approval.conversation !== conversationKeyOf(message)) {
+      await ctx.answerCallbackQuery({ text: "This request is no longer waiting." });
+      return;
+    }
+    const presser = { id: ctx.callbackQuery.from.id, kind: "user" as const };
+    if (!(await deps.mayAnswer(message.chat, presser, approval.askedBy))) {
+      await ctx.answerCallbackQuery({
+        text: "Only the person who asked, or an admin of this group, can answer this.",
+        show_alert: true,
+      });
+      return;
+    }
+    await held(ctx);
+    const answered = await approvals.answer(id, decision, presser.id);
+    if (!answered) {
+      await ctx.answerCallbackQuery({ text: "This request was already answered, or ran out." });
+      return;
+    }
+    deps.onQueued();
+    await ctx.answerCallbackQuery({ text: ENDINGS[answered.status] });
+    await showEnding(ctx.api, { ...answered, messageId: message.message_id }, approvals.timeoutMs);
+  });
+
+  composer.command("tools", async (ctx) => {
+    const conversation = conversationOf(ctx.msg);
+    const scope = scopeName(scopeOf({ key: conversationKeyOf(ctx.msg), chatType: ctx.chat.type }));
+    const grants = await approvals.store.grants(scope);
+    const parts = [toolsHtml(deps.servers(), approvals)];
+    parts.push(
+      grants.length === 0
+        ? "No tool is always allowed here: each call of a tool that asks waits for your yes."
+        : `<b>Always allowed here</b>\n${grants.map((g) => `• <code>${escapeHtml(g.tool)}</code>`).join("\n")}`,
+    );
+    await held(ctx);
+    await ctx.api.sendMessage(ctx.chat.id, parts.join("\n\n"), {
+      parse_mode: "HTML",
+      ...(grants.length > 0
+        ? {
+            reply_markup: InlineKeyboard.from(
+              grants.map((g) => [InlineKeyboard.text(`Revoke ${g.tool}`, `tools:revoke:${g.id}`)]),
+            ),
+          }
+        : {}),
+      ...(conversation.threadId === undefined ? {} : { message_thread_id: threadOf(ctx) }),
+    });
+  });
+
+  composer.callbackQuery(REVOKE_DATA, async (ctx) => {
+    const message = ctx.callbackQuery.message;
+    if (!message) return;
+    const scope = scopeName(
+      scopeOf({ key: conversationKeyOf(message), chatType: message.chat.type }),
+    );
+    await held(ctx);
+    const revoked = await approvals.store.revoke(scope, Number(ctx.match[1]));
+    await ctx.answerCallbackQuery({
+      text: revoked ? "Revoked: it asks again from now on." : "That grant is gone already.",
+    });
+  });
+
+  return composer;
+}

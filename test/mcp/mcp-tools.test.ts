@@ -1,0 +1,214 @@
+import { fileURLToPath } from "node:url";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { McpServerConfig } from "../../src/mcp/config-file.js";
+import { type McpTools, startMcpTools } from "../../src/mcp/mcp-tools.js";
+import { type NewAttachment, sha256Hex } from "../../src/session/attachments.js";
+import { type HttpMcpServer, INJECTION, startHttpMcpServer } from "../fakes/mcp-server.js";
+import { captureLogger } from "../helpers/logs.js";
+import { toolContext } from "../helpers/tool-context.js";
+
+const SCRIPT = fileURLToPath(new URL("../fakes/mcp-server.ts", import.meta.url));
+
+const stdioServer = (more: Partial<McpServerConfig> = {}): McpServerConfig => ({
+  name: "fake",
+  transport: { kind: "stdio", command: process.execPath, args: [SCRIPT], env: { GREETING: "hi" } },
+  tools: {},
+  timeoutMs: 10_000,
+  maxOutputChars: 1_000,
+  ...more,
+});
+
+let running: McpTools | undefined;
+let http: HttpMcpServer | undefined;
+afterEach(async () => {
+  await running?.close();
+  await http?.close();
+  running = undefined;
+  http = undefined;
+});
+
+function start(servers: McpServerConfig[]) {
+  const { logger, lines } = captureLogger();
+  const saved: NewAttachment[] = [];
+  running = startMcpTools(
+    { servers, policies: {}, secrets: [] },
+    {
+      logger,
+      saveFile: async (_chat, file) => {
+        saved.push(file);
+        return {
+          sha256: sha256Hex(file.bytes),
+          mimeType: file.mimeType,
+          size: file.bytes.byteLength,
+        };
+      },
+      // A restart in tests comes at once.
+      backoff: { baseMs: 1, maxMs: 1 },
+    },
+  );
+  return { tools: running, lines, saved };
+}
+
+const ctx = toolContext("42");
+
+describe("MCP tools over stdio", () => {
+  it("offers the server's tools as server__tool and runs them", async () => {
+    const { tools } = start([stdioServer()]);
+    await tools.settled();
+    const names = tools.declarations().map((d) => d.name);
+    expect(names).toContain("fake__echo");
+    expect(
+      tools.declarations().find((d) => d.name === "fake__echo")?.parametersJsonSchema,
+    ).toMatchObject({
+      type: "object",
+      properties: { text: { type: "string" } },
+      required: ["text"],
+    });
+    expect(await tools.execute("fake__echo", { text: "hello" }, ctx)).toEqual({
+      ok: true,
+      response: { output: "echo: hello" },
+    });
+    expect(tools.servers()[0]).toMatchObject({ name: "fake", state: "ready" });
+  });
+
+  it("gives the server only the environment the file gives it (and PATH)", async () => {
+    process.env.GEMINI_API_KEY_FOR_THIS_TEST = "must-not-leak";
+    try {
+      const { tools } = start([stdioServer()]);
+      await tools.settled();
+      const outcome = await tools.execute("fake__env", {}, ctx);
+      const env = JSON.parse(String((outcome.response as { output: string }).output)) as Record<
+        string,
+        string
+      >;
+      expect(Object.keys(env).sort()).toEqual(["GREETING", "PATH"]);
+      expect(env.GREETING).toBe("hi");
+    } finally {
+      delete process.env.GEMINI_API_KEY_FOR_THIS_TEST;
+    }
+  });
+
+  it("turns images into stored files the model sees, and resources into text", async () => {
+    const { tools, saved } = start([stdioServer()]);
+    await tools.settled();
+    const picture = await tools.execute("fake__pixel", {}, ctx);
+    expect(picture).toMatchObject({
+      ok: true,
+      response: { output: "here is the picture\n[image: image/png, attached as file 1]" },
+      media: [{ kind: "media", media: "photo", mimeType: "image/png" }],
+    });
+    expect(saved[0]?.bytes.subarray(1, 4).toString()).toBe("PNG");
+    expect(await tools.execute("fake__note", {}, ctx)).toMatchObject({
+      response: { output: "[resource note://1]\nthe note's words" },
+    });
+  });
+
+  it("cuts a huge output, answers a tool's error, and times a slow call out", async () => {
+    const { tools } = start([stdioServer({ timeoutMs: 500 })]);
+    await tools.settled();
+    const huge = await tools.execute("fake__huge", { size: 100_000 }, ctx);
+    const output = String((huge.response as { output: string }).output);
+    expect(output.length).toBeLessThan(1_200);
+    expect(output).toContain(
+      "[cut: the tool returned 100000 characters; only the first 1000 are kept]",
+    );
+    expect(await tools.execute("fake__fail", {}, ctx)).toEqual({
+      ok: false,
+      response: { error: "it went wrong" },
+    });
+    expect(await tools.execute("fake__slow", { ms: 5_000 }, ctx)).toEqual({
+      ok: false,
+      response: { error: "the tool did not answer within 0.5 s" },
+    });
+    // The server still answers after the timeout.
+    expect(await tools.execute("fake__echo", { text: "still" }, ctx)).toMatchObject({ ok: true });
+  });
+
+  it("restarts a server that died; its tools answer unavailable meanwhile", async () => {
+    const { tools, lines } = start([stdioServer()]);
+    await tools.settled();
+    const before = tools.server("fake")?.pid();
+    await tools.execute("fake__crash", {}, ctx);
+    await vi.waitFor(() => expect(lines.some((l) => l.msg.includes("restarting"))).toBe(true));
+    await vi.waitFor(
+      () => {
+        expect(tools.servers()[0]?.state).toBe("ready");
+        expect(tools.server("fake")?.pid()).not.toBe(before);
+      },
+      { timeout: 20_000 },
+    );
+    expect(await tools.execute("fake__echo", { text: "back" }, ctx)).toMatchObject({
+      response: { output: "echo: back" },
+    });
+  });
+
+  it("answers unavailable while the server cannot start", async () => {
+    const { tools } = start([
+      stdioServer({
+        transport: { kind: "stdio", command: "/nonexistent/server", args: [], env: {} },
+      }),
+    ]);
+    await tools.settled();
+    expect(tools.servers()[0]?.state).toBe("unavailable");
+    expect(await tools.execute("fake__echo", { text: "x" }, ctx)).toMatchObject({ ok: false });
+  });
+
+  it("follows tools/list_changed", async () => {
+    const { tools } = start([stdioServer()]);
+    await tools.settled();
+    expect(tools.declarations().map((d) => d.name)).not.toContain("fake__late");
+    await tools.execute("fake__grow", {}, ctx);
+    await vi.waitFor(() => expect(tools.declarations().map((d) => d.name)).toContain("fake__late"));
+    expect(await tools.execute("fake__late", {}, ctx)).toMatchObject({
+      response: { output: "late one" },
+    });
+  });
+
+  it("returns an injection as plain data", async () => {
+    const { tools } = start([stdioServer()]);
+    await tools.settled();
+    expect(await tools.execute("fake__inject", {}, ctx)).toEqual({
+      ok: true,
+      response: { output: INJECTION },
+    });
+  });
+});
+
+describe("MCP tools over Streamable HTTP", () => {
+  it("connects with the bearer token and runs a tool", async () => {
+    http = await startHttpMcpServer("s3cret-token");
+    const { tools } = start([
+      {
+        ...stdioServer(),
+        name: "web",
+        transport: {
+          kind: "http",
+          url: http.url,
+          headers: { Authorization: "Bearer s3cret-token" },
+        },
+      },
+    ]);
+    await tools.settled();
+    expect(tools.servers()[0]?.state).toBe("ready");
+    expect(await tools.execute("web__echo", { text: "over http" }, ctx)).toEqual({
+      ok: true,
+      response: { output: "echo: over http" },
+    });
+    await tools.execute("web__grow", {}, ctx);
+    await vi.waitFor(() => expect(tools.declarations().map((d) => d.name)).toContain("web__late"));
+  });
+
+  it("is unavailable with a wrong token", async () => {
+    http = await startHttpMcpServer("s3cret-token");
+    const { tools } = start([
+      {
+        ...stdioServer(),
+        name: "web",
+        transport: { kind: "http", url: http.url, headers: { Authorization: "Bearer nope" } },
+      },
+    ]);
+    await tools.settled();
+    expect(tools.servers()[0]).toMatchObject({ state: "unavailable" });
+    expect(await tools.execute("web__echo", { text: "x" }, ctx)).toMatchObject({ ok: false });
+  });
+});
