@@ -11,7 +11,7 @@ import * as inboxLiveMessages from "./20261203020000_inbox_live_messages.js";
 import * as inboxStopRequested from "./20261203030000_inbox_stop_requested.js";
 import * as geminiFiles from "./20261203040000_gemini_files.js";
 import * as taskLimits from "./20261203050000_task_limits.js";
-import * as conversationVoice from "./20261203064500_conversation_voice.js";
+import * as conversationVoice from "./20261203150000_conversation_voice.js";
 
 /** Every migration, by name; names sort in the order they must run. Add new files here. */
 export const migrations: Record<string, Migration> = {
@@ -27,5 +27,5 @@ export const migrations: Record<string, Migration> = {
   "20261203030000_inbox_stop_requested": inboxStopRequested,
   "20261203040000_gemini_files": geminiFiles,
   "20261203050000_task_limits": taskLimits,
-  "20261203064500_conversation_voice": conversationVoice,
+  "20261203150000_conversation_voice": conversationVoice,
 };

@@ -43,18 +43,18 @@ export const PRICES: Readonly<Record<string, ModelPrice>> = {
   },
   "gemini-3.8-flash-tts": {
     input: 1,
-    cachedInput: 1,
+    cachedInput: 0.1,
     output: 20,
     source:
-      "Gemini 3.1 Flash TTS's rates ($1 text in, $20 audio out, 25 audio tokens a second), as Google's pricing page lists them per nemovideo.com and runware.ai; no rate for 3.8 Flash TTS was found, so this is an upper estimate (micdrop.dev says 3.8 TTS starts at $0.50 and $6); nothing is cached",
+      "Gemini 3.1 Flash TTS's rates ($1 text in, $20 audio out, 25 audio tokens a second), as Google's pricing page lists them per nemovideo.com and runware.ai; no rate for 3.8 Flash TTS was found, so this is an upper estimate (micdrop.dev says 3.8 TTS starts at $0.50 and $6); cached input assumed at a tenth, as for the text models (a speech request is never repeated, so none is cached)",
     checked: "2026-12-03",
   },
   "gemini-3.1-flash-image": {
     input: 0.5,
-    cachedInput: 0.5,
+    cachedInput: 0.05,
     output: 60,
     source:
-      "Gemini 3.1 Flash Image: $60 per million image tokens out (about 1,120 a 1K picture, $0.067), $0.50 text or image in, per therouter.ai, xairouter.com and getmaxim.ai quoting Google's page; its text out ($1.50–3) is billed here at the image rate, a slight overestimate; nothing is cached",
+      "Gemini 3.1 Flash Image: $60 per million image tokens out (about 1,120 a 1K picture, $0.067), $0.50 text or image in, per therouter.ai, xairouter.com and getmaxim.ai quoting Google's page; its text out ($1.50–3) is billed here at the image rate, a slight overestimate; cached input assumed at a tenth (a drawing request is never repeated, so none is cached)",
     checked: "2026-12-03",
   },
 };
