@@ -12,11 +12,11 @@ import * as inboxStopRequested from "./20261203030000_inbox_stop_requested.js";
 import * as geminiFiles from "./20261203040000_gemini_files.js";
 import * as taskLimits from "./20261203050000_task_limits.js";
 import * as inboxToolFiles from "./20261203060000_inbox_tool_files.js";
-import * as conversationVoice from "./20261203064500_conversation_voice.js";
 import * as toolApprovals from "./20261203090000_tool_approvals.js";
 import * as recallScopes from "./20261203100000_recall_scopes.js";
 import * as profilesAndForgetting from "./20261203110000_profiles_and_forgetting.js";
 import * as embeddings from "./20261203120000_embeddings.js";
+import * as conversationVoice from "./20261203150000_conversation_voice.js";
 
 /** Every migration, by name; names sort in the order they must run. Add new files here. */
 export const migrations: Record<string, Migration> = {
@@ -36,6 +36,6 @@ export const migrations: Record<string, Migration> = {
   "20261203100000_recall_scopes": recallScopes,
   "20261203110000_profiles_and_forgetting": profilesAndForgetting,
   "20261203120000_embeddings": embeddings,
-  "20261203064500_conversation_voice": conversationVoice,
+  "20261203150000_conversation_voice": conversationVoice,
   "20261203090000_tool_approvals": toolApprovals,
 };

@@ -228,7 +228,7 @@ export interface EmbeddingsTable {
   embedding: Buffer | number[];
 }
 
-/** A conversation's `/voice` setting (see migrations/20261203064500_conversation_voice.ts). */
+/** A conversation's `/voice` setting (see migrations/20261203150000_conversation_voice.ts). */
 export interface ConversationVoiceTable {
   /** The conversation key. */
   chat_id: string;

@@ -182,6 +182,11 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
             },
           };
     try {
+      // Decided before the turn: after the answer, nothing but the voice reply itself may wait on
+      // the database (a text answer's update is then finished by the inbox alone).
+      const voice = deps.voice;
+      const userSpoke = parts.some((part) => part.media === "voice");
+      const spoken = voice && speaksTo(await voice.settings.modeOf(session), userSpoke);
       const result = await agent.runTurn(session, {
         text: modelText(message, ctx.me, message.chat.type !== "private", words),
         media: parts,
@@ -208,9 +213,7 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
       });
       // Unstreamed, the answer's first words show when its messages have gone out.
       nowVisible();
-      const voice = deps.voice;
-      const userSpoke = parts.some((part) => part.media === "voice");
-      if (voice && !result.stopped && speaksTo(await voice.settings.modeOf(session), userSpoke)) {
+      if (voice && spoken && !result.stopped) {
         await lease?.ensureHeld();
         await deliverVoice({
           replies: voice.replies,

@@ -28,8 +28,8 @@ export type VoiceReplyRun = {
   /** Parts an earlier run of this update sent (voiceNotesSent). */
   alreadySent: number;
   /**
-   * Sends part `part` (0-based) of `parts` and records that it went out; `after` is the delivered
-   * count to record (VOICE_NOTES_FROM + part + 1).
+   * Sends one voice note and records that it went out: `after` is the delivered count to record
+   * (VOICE_NOTES_FROM + the note's place, from 1).
    */
   send(voice: EncodedVoice, after: number): Promise<void>;
   /** Tells the user that speaking failed, and records `after` so that no run says it again. */
