@@ -132,7 +132,7 @@ describe.each(DATABASE_KINDS)("recall by meaning on %s", (kind) => {
     expect(await again.recall.search(asking(`${USER}:5`), "vehicle", { limit: 3 })).toEqual([]);
   });
 
-  it("takes a moved group's vectors into the new chat's scope", async () => {
+  it("takes a moved group's vectors into the new chat's scope, and /clear drops them", async () => {
     const old = "-8201";
     const moved = "-1008202";
     await h.app.store.append(old, [{ event: said(FACT) }]);
@@ -141,6 +141,10 @@ describe.each(DATABASE_KINDS)("recall by meaning on %s", (kind) => {
     expect(await snippets(`${moved}:4`, QUESTION)).toEqual([]);
     await followMovedConversation(h.app.database.db, moved);
     expect(await snippets(`${moved}:4`, QUESTION)).toEqual([FACT]);
+    // /clear takes the vectors with the events.
+    await h.app.store.clear(moved);
+    const left = await h.app.database.db.selectFrom("embeddings").selectAll().execute();
+    expect(left).toEqual([]);
   });
 
   it("lets one worker's claim stand until its lease runs out, then another takes it", async () => {
