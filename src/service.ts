@@ -16,6 +16,7 @@ import { ALBUM_SETTLE_MS, createInbox, type Lease } from "./queue/inbox.js";
 import { startInboxPruner } from "./queue/inbox-pruner.js";
 import { listenForStops, replicaStopper } from "./queue/replica-stops.js";
 import { scopeKeyOf } from "./recall/area.js";
+import { followMovedConversation } from "./recall/meaning.js";
 import { scopeOfKey } from "./scope/recall-scope.js";
 import { moveMemory } from "./session/memory-files.js";
 import { StartupError } from "./startup-error.js";
@@ -187,7 +188,10 @@ export async function startService(
     store: app.store,
     pendingTopicNames: createPendingTopicNames({ db: app.database.db }),
     moveConversation: async (from, to) => ({
-      events: await app.store.move(from, to),
+      events: await app.store.move(from, to).then(async (moved) => {
+        await followMovedConversation(app.database.db, to);
+        return moved;
+      }),
       memoryFiles: await moveMemory(config.memoryDir, from, to),
       // A basic group has no topics: the new key is the supergroup's chat id.
       tasks: await app.tasks.move(from, { conversation: to, chatId: Number(to) }),

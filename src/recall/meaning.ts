@@ -6,6 +6,7 @@ import type { Database } from "../db/schema.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { SharedLimit } from "../retry/shared-limit.js";
+import { scopeKeyOf } from "./area.js";
 import { createEmbeddingQueue } from "./embedding-queue.js";
 import { createEmbeddingWorker } from "./embedding-worker.js";
 import { createGeminiEmbedder, type Embed } from "./gemini-embedder.js";
@@ -67,4 +68,23 @@ export async function forgetEmbeddings(
     await db.deleteFrom("embeddings").where("message_id", "in", part).execute();
     await db.deleteFrom("embedding_queue").where("message_id", "in", part).execute();
   }
+}
+
+/**
+ * After a conversation moved to another chat (a group that became a supergroup), its vectors
+ * follow it into the new chat's scope, as its events did.
+ */
+export async function followMovedConversation(
+  db: Kysely<Database>,
+  conversation: string,
+): Promise<void> {
+  await db
+    .updateTable("embeddings")
+    .set({ scope: scopeKeyOf(conversation) })
+    .where(
+      "message_id",
+      "in",
+      db.selectFrom("messages").select("id").where("chat_id", "=", conversation),
+    )
+    .execute();
 }

@@ -412,6 +412,10 @@ export function createSessionStore(deps: {
   /** Deletes the chat's events, and its attachments that no other chat holds, together. */
   async function clear(chatId: string): Promise<number> {
     const deleted = await db.transaction().execute(async (trx) => {
+      // What recall derived from the events goes with them (src/recall/).
+      const ids = trx.selectFrom("messages").select("id").where("chat_id", "=", chatId);
+      await trx.deleteFrom("embeddings").where("message_id", "in", ids).execute();
+      await trx.deleteFrom("embedding_queue").where("message_id", "in", ids).execute();
       const result = await trx
         .deleteFrom("messages")
         .where("chat_id", "=", chatId)

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createEmbeddingQueue } from "../../src/recall/embedding-queue.js";
 import { CHUNK_CHARS, chunksOf, MAX_CHUNKS } from "../../src/recall/embedding-worker.js";
+import { followMovedConversation } from "../../src/recall/meaning.js";
 import { fuseRanks } from "../../src/recall/recall.js";
 import { scopeOfKey } from "../../src/scope/recall-scope.js";
 import { fakeEmbedding } from "../fakes/gemini-embeddings.js";
@@ -129,6 +130,21 @@ describe.each(DATABASE_KINDS)("recall by meaning on %s", (kind) => {
     await again.forgetting.confirm(`private-${USER}`, asked.requestId as number);
     expect(await embedded()).toBe(0);
     expect(await again.recall.search(asking(`${USER}:5`), "vehicle", { limit: 3 })).toEqual([]);
+  });
+
+  it("takes a moved group's vectors into the new chat's scope, and /clear drops them", async () => {
+    const old = "-8201";
+    const moved = "-1008202";
+    await h.app.store.append(old, [{ event: said(FACT) }]);
+    await h.app.embeddingWorker?.drain();
+    await h.app.store.move(old, moved);
+    expect(await snippets(`${moved}:4`, QUESTION)).toEqual([]);
+    await followMovedConversation(h.app.database.db, moved);
+    expect(await snippets(`${moved}:4`, QUESTION)).toEqual([FACT]);
+    // /clear takes the vectors with the events.
+    await h.app.store.clear(moved);
+    const left = await h.app.database.db.selectFrom("embeddings").selectAll().execute();
+    expect(left).toEqual([]);
   });
 
   it("lets one worker's claim stand until its lease runs out, then another takes it", async () => {
