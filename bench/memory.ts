@@ -36,6 +36,11 @@ const FIRST_USER_ID = 2_000_001;
 const MORE_ROUNDS = 4;
 /** Chats with a turn in flight at once. */
 const CONCURRENCY = 50;
+/**
+ * How long a turn may wait for its answer: on a shared host at a load average of 15 a turn of the
+ * first round (50 histories loaded at once) waited over the chat driver's default 30 s.
+ */
+const ANSWER_TIMEOUT_MS = 180_000;
 const SAMPLE_MS = 100;
 const TARGET_MB = 150;
 /** "Flat": what more traffic may add once every chat has been loaded. */
@@ -162,7 +167,9 @@ async function measure(
     const before = fakes.stats();
     const nodeArgs = variant.npmStart ? START_COMMAND.nodeArgs : [];
     const service = await startService({ env, fakes, nodeArgs });
-    const driver = createChatDriver(fakes, service.baseUrl);
+    const driver = createChatDriver(fakes, service.baseUrl, {
+      answerTimeoutMs: ANSWER_TIMEOUT_MS,
+    });
     try {
       const samples = await driveAndSample(service, driver).catch((error: unknown) => {
         throw new Error(
