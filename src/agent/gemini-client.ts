@@ -194,7 +194,7 @@ export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
     // Node's own fetch (the SDK's default): it streams bodies, which SSE needs. Capped, so that no
     // answer can fill the memory before it is refused; in whole events, so that a large one is
     // parsed in linear time; a request with inline media sent in chunks, not copied whole. Neither
-    // @google/genai 3 nor Node 24 does any of the three itself (docs/decisions/0007).
+    // @google/genai 3 nor Node 24 does any of the three itself (docs/decisions/0009-gemini-fetch-wrappers.md).
     fetch: withWholeEvents(
       capResponseBytes(streamLargeBodies(fetch), deps.maxResponseBytes ?? MAX_MODEL_RESPONSE_BYTES),
     ),

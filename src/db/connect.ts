@@ -17,7 +17,6 @@ import {
 } from "kysely";
 import { LRUCache } from "lru-cache";
 import type Pg from "pg";
-import * as sqliteVec from "sqlite-vec";
 import type { DatabaseTarget } from "../config.js";
 import type { Logger } from "../logger.js";
 import {
@@ -64,9 +63,6 @@ function openSqlite(path: string): SQLite.Database {
   // is in the OS's hands once it returns. Only a power cut can drop the last commits, and FULL
   // would cost an fsync on every event we append, which is most of a turn's storage time.
   database.pragma("synchronous = NORMAL");
-  // Vector distances for recall by meaning (src/recall/vector-search.ts); the package ships the
-  // extension's binary for each platform.
-  sqliteVec.load(database);
   return database;
 }
 

@@ -42,7 +42,7 @@ export async function createMeaning(deps: {
   const pgvector = await hasPgvector(db);
   const vectors = createVectorSearch({
     db,
-    ...(deps.database.kind === "postgres" ? { engine: pgvector ? "pgvector" : "exact" } : {}),
+    engine: pgvector ? "pgvector" : "exact",
   });
   deps.logger.debug({ engine: vectors.engine, model }, "recall by meaning is on");
   const queue = createEmbeddingQueue({ db, worker: randomUUID(), leaseMs: LEASE_MS });

@@ -8,7 +8,7 @@ const CANDIDATES = 200;
 /** What the exact search on PostgreSQL keeps of the scopes' vectors in memory, at most. */
 export const DEFAULT_VECTOR_CACHE_BYTES = 256 * 1024 * 1024;
 
-export type VectorEngine = "sqlite-vec" | "pgvector" | "exact";
+export type VectorEngine = "pgvector" | "exact";
 
 type ScopeVectors = {
   lastId: number;
@@ -18,17 +18,24 @@ type ScopeVectors = {
   count: number;
 };
 
-const vectorBytes = (v: Float32Array) => Buffer.from(v.buffer, v.byteOffset, v.byteLength);
+/** A stored vector: float32 little-endian bytes (SQLite) or `real[]` (PostgreSQL). */
+const vectorOf = (stored: Buffer | number[]): ArrayLike<number> =>
+  Array.isArray(stored)
+    ? stored
+    : new Float32Array(
+        stored.buffer.slice(stored.byteOffset, stored.byteOffset + stored.byteLength),
+      );
+
 const pgvectorLiteral = (v: Float32Array) => `[${Array.from(v).join(",")}]`;
 
 /**
  * Nearest neighbours of a query vector among the embeddings of a recall area, by cosine
  * distance, exact (every vector of the scope is compared):
- * - SQLite: sqlite-vec's vec_distance_cosine over the stored float32 BLOBs, in C.
  * - PostgreSQL with pgvector installed (`create extension vector`): its `<=>` on `real[]` cast to
  *   `vector`, in C.
- * - PostgreSQL without it: the scope's vectors are read once into memory (then only the rows
- *   added since), bounded by `cacheBytes` across scopes, least recently used dropped first.
+ * - Otherwise (SQLite, PostgreSQL without it): the scope's vectors are read once into memory (then
+ *   only the rows added since), bounded by `cacheBytes` across scopes, least recently used dropped
+ *   first (decision 0010 says why not sqlite-vec).
  */
 export function createVectorSearch(deps: {
   db: Kysely<Database>;
@@ -36,8 +43,7 @@ export function createVectorSearch(deps: {
   cacheBytes?: number;
 }) {
   const { db } = deps;
-  const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
-  const engine: VectorEngine = deps.engine ?? (postgres ? "exact" : "sqlite-vec");
+  const engine: VectorEngine = deps.engine ?? "exact";
   const cacheBytes = deps.cacheBytes ?? DEFAULT_VECTOR_CACHE_BYTES;
   const cache = new Map<string, ScopeVectors>();
 
@@ -48,20 +54,6 @@ export function createVectorSearch(deps: {
       where m.id in (${sql.join(ranked)}) and ${recallFilter("m", area, options)}`.execute(db);
     const allowed = new Set(rows.map((r) => Number(r.id)));
     return ranked.filter((id) => allowed.has(id)).slice(0, options.limit);
-  }
-
-  async function sqliteVec(area: RecallArea, query: Float32Array, options: SearchOptions) {
-    const { rows } = await sql<{ id: number }>`
-      select message_id as id, min(d) as d from (
-        select message_id, vec_distance_cosine(embedding, ${vectorBytes(query)}) as d
-        from embeddings where scope = ${area.scope}
-        order by d limit ${CANDIDATES}
-      ) group by message_id order by min(d)`.execute(db);
-    return filtered(
-      area,
-      rows.map((r) => Number(r.id)),
-      options,
-    );
   }
 
   async function pgvector(area: RecallArea, query: Float32Array, options: SearchOptions) {
@@ -89,7 +81,7 @@ export function createVectorSearch(deps: {
       .execute();
     if (!entry && rows.length === 0) return undefined;
     for (const row of rows) {
-      const values = row.embedding as number[];
+      const values = vectorOf(row.embedding);
       entry ??= {
         lastId: 0,
         messageIds: [],
@@ -162,8 +154,6 @@ export function createVectorSearch(deps: {
     /** Ids of the area's events nearest the query, nearest first, at most `options.limit`. */
     nearest(area: RecallArea, query: Float32Array, options: SearchOptions): Promise<number[]> {
       switch (engine) {
-        case "sqlite-vec":
-          return sqliteVec(area, query, options);
         case "pgvector":
           return pgvector(area, query, options);
         case "exact":
