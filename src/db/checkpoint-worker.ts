@@ -4,8 +4,11 @@ import SQLite from "better-sqlite3";
 /** What the service gives the checkpoint thread (src/db/checkpointer.ts). */
 export type CheckpointWorkerData = { path: string; intervalMs: number };
 
-/** What the thread tells the service: a failure (only when it differs from the last), or that checkpoints work again. */
-export type CheckpointReport = { failed: string } | { recovered: true };
+/**
+ * What the thread tells the service: that its connection is open, a failure (only when it differs
+ * from the last), or that checkpoints work again.
+ */
+export type CheckpointReport = { ready: true } | { failed: string } | { recovered: true };
 
 /**
  * The checkpoint thread: a connection of its own to the service's file, and a PASSIVE checkpoint
@@ -15,6 +18,7 @@ export type CheckpointReport = { failed: string } | { recovered: true };
 function runCheckpoints(port: NonNullable<typeof parentPort>, data: CheckpointWorkerData): void {
   const db = new SQLite(data.path);
   db.pragma("busy_timeout = 5000");
+  port.postMessage({ ready: true } satisfies CheckpointReport);
   let failing: string | undefined;
   setInterval(() => {
     try {

@@ -42,8 +42,16 @@ export function startCheckpointer(
     workerData,
   });
   let stopping = false;
+  // Terminating the thread while it loads better-sqlite3's addon aborts the whole process (Node 24:
+  // "FATAL ERROR: Error::New napi_get_last_error_info"), so a stop waits until the thread has
+  // opened its connection, or has ended.
+  let opened: () => void = () => {};
+  const ready = new Promise<void>((resolve) => {
+    opened = resolve;
+  });
   worker.on("message", (report: CheckpointReport) => {
-    if ("failed" in report) {
+    if ("ready" in report) opened();
+    else if ("failed" in report) {
       deps.onError(
         `SQLite checkpoints are failing (${report.failed}); the WAL file grows until they work again: check the free disk space and the database file's permissions`,
       );
@@ -55,6 +63,7 @@ export function startCheckpointer(
     deps.onError(`the SQLite checkpoint thread failed (${error.message}); ${FALLBACK}`),
   );
   worker.on("exit", (code) => {
+    opened();
     if (!stopping)
       deps.onError(`the SQLite checkpoint thread stopped (exit code ${code}); ${FALLBACK}`);
   });
@@ -63,6 +72,7 @@ export function startCheckpointer(
   return {
     async stop() {
       stopping = true;
+      await ready;
       await worker.terminate();
     },
   };

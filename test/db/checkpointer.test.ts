@@ -36,6 +36,19 @@ describe("checkpoints on a thread of their own", () => {
     expect(existsSync(`${path}-wal`)).toBe(false);
   });
 
+  it("stops at once after it started, without terminating the thread mid-load", async () => {
+    // Terminated while loading better-sqlite3's addon, the thread would abort this whole process.
+    const errors: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const checkpointer = startCheckpointer(path, {
+        onError: (message) => errors.push(message),
+        onRecovered: () => {},
+      });
+      await checkpointer.stop();
+    }
+    expect(errors).toEqual([]);
+  });
+
   it("reports a checkpoint thread that cannot run, and what happens instead", async () => {
     const messages: string[] = [];
     const checkpointer = startCheckpointer(`${path}-missing/agent.db`, {
