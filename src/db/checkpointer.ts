@@ -72,6 +72,8 @@ export function startCheckpointer(
   return {
     async stop() {
       stopping = true;
+      // Unreferenced, the thread would let the process exit (with 0, mid-stop) while this waits.
+      worker.ref();
       await ready;
       await worker.terminate();
     },

@@ -221,6 +221,8 @@ export function startCourier(deps: {
       stopped ??= exited
         ? Promise.resolve()
         : new Promise<void>((resolve) => {
+            // Unreferenced, the thread would let the process exit before it has drained.
+            worker.ref();
             worker.once("exit", () => resolve());
             worker.postMessage("stop" satisfies CourierMessage);
           });

@@ -1,4 +1,8 @@
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import SQLite from "better-sqlite3";
 import { sql } from "kysely";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -6,6 +10,8 @@ import { startCheckpointer } from "../../src/db/checkpointer.js";
 import { openDatabase } from "../../src/db/connect.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/databases.js";
 import { eventually } from "../helpers/service-process.js";
+
+const BUILT_CHECKPOINTER = join(import.meta.dirname, "../../dist/src/db/checkpointer.js");
 
 const sizeOf = (path: string) => (existsSync(path) ? statSync(path).size : 0);
 
@@ -47,6 +53,26 @@ describe("checkpoints on a thread of their own", () => {
       await checkpointer.stop();
     }
     expect(errors).toEqual([]);
+  });
+
+  it("keeps the process alive while a stop waits for the thread, when nothing else does", async () => {
+    // The thread is unreferenced: a process whose only work left is this stop (a start-up that
+    // failed on a taken port) would otherwise exit with 0 in the middle of it.
+    const script = `
+      import { startCheckpointer } from ${JSON.stringify(pathToFileURL(BUILT_CHECKPOINTER).href)};
+      const checkpointer = startCheckpointer(${JSON.stringify(path)}, { onError() {}, onRecovered() {} });
+      await checkpointer.stop();
+      console.log("stopped");
+    `;
+    const child = spawn(process.execPath, ["--input-type=module", "-e", script], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    let stdout = "";
+    child.stdout?.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString("utf8");
+    });
+    const [code] = (await once(child, "exit")) as [number | null];
+    expect({ code, stdout }).toEqual({ code: 0, stdout: "stopped\n" });
   });
 
   it("reports a checkpoint thread that cannot run, and what happens instead", async () => {
