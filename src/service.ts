@@ -15,10 +15,12 @@ import { Dispatcher } from "./queue/dispatcher.js";
 import { ALBUM_SETTLE_MS, createInbox, type Lease } from "./queue/inbox.js";
 import { startInboxPruner } from "./queue/inbox-pruner.js";
 import { listenForStops, replicaStopper } from "./queue/replica-stops.js";
+import { createRunningAnswers } from "./queue/running-answers.js";
 import { scopeKeyOf } from "./recall/area.js";
 import { followMovedConversation } from "./recall/meaning.js";
 import { scopeOfKey } from "./scope/recall-scope.js";
 import { moveMemory } from "./session/memory-files.js";
+import { createPendingTopicNames } from "./session/pending-topic-names.js";
 import { StartupError } from "./startup-error.js";
 import { startScheduler } from "./tasks/scheduler.js";
 import { scheduledRunOf } from "./tasks/store.js";
@@ -28,9 +30,7 @@ import { COMMANDS } from "./telegram/commands.js";
 import { tellGaveUp } from "./telegram/conversation.js";
 import { type Courier, startCourier } from "./telegram/courier.js";
 import { createIngest, type Ingest } from "./telegram/ingest.js";
-import { createPendingTopicNames } from "./telegram/new-topics.js";
 import { startPolling } from "./telegram/polling.js";
-import { createRunningAnswers } from "./telegram/running-answers.js";
 import {
   createScheduledRunner,
   logTaskNotAllowed,

@@ -7,6 +7,7 @@ import type { Continuation } from "../approvals/continuation.js";
 import type { Approval } from "../approvals/store.js";
 import type { Logger } from "../logger.js";
 import type { InboxItem, Lease } from "../queue/inbox.js";
+import type { RunningAnswers } from "../queue/running-answers.js";
 import { escapeHtml } from "../render/markdown-html.js";
 import { parseConversationKey } from "../scope/conversation-key.js";
 import { deliverAnswer, liveMessagesOf } from "./answer-delivery.js";
@@ -14,7 +15,6 @@ import { sendApprovalRequests, showEnding } from "./approvals-composer.js";
 import { geminiFailureText } from "./conversation.js";
 import type { Delivery } from "./delivery.js";
 import { type LiveAnswer, type LiveAnswerDeps, startLiveAnswer } from "./live-answer.js";
-import type { RunningAnswers } from "./running-answers.js";
 
 /**
  * Delivers what a turn ended with: its answer; or, when it waits for approvals, the words before

@@ -13,11 +13,12 @@ import {
   historyLines,
   historyTurns,
 } from "../session/history-view.js";
+import type { PendingTopicNames } from "../session/pending-topic-names.js";
 import type { ChatStats, SessionStore } from "../session/store.js";
 import type { TaskStore } from "../tasks/store.js";
 import type { Delivery } from "./delivery.js";
 import { NOTHING_TO_STOP } from "./ingest.js";
-import { NEW_TOPIC_NAME, openTopic, type PendingTopicNames } from "./new-topics.js";
+import { NEW_TOPIC_NAME, openTopic } from "./new-topics.js";
 import { conversationKeyOf, threadOf } from "./topics.js";
 
 export const COMMANDS = [

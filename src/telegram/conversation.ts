@@ -11,6 +11,7 @@ import type { Logger } from "../logger.js";
 import { sniff } from "../media/sniff.js";
 import { saveToWorkspace } from "../media/workspace-inbox.js";
 import type { InboxItem, Lease } from "../queue/inbox.js";
+import type { RunningAnswers } from "../queue/running-answers.js";
 import { escapeHtml } from "../render/markdown-html.js";
 import { scopeOfKey } from "../scope/recall-scope.js";
 import type { Workspaces } from "../scope/workspaces.js";
@@ -26,7 +27,6 @@ import { type DownloadFile, FileTooBigError, FileUnavailableError, tooBigText } 
 import { inboundOf, type WantedFile } from "./inbound.js";
 import { type LivePacer, startLiveAnswer } from "./live-answer.js";
 import { modelText } from "./message-context.js";
-import type { RunningAnswers } from "./running-answers.js";
 import { toolFileSender } from "./tool-file-sender.js";
 import { conversationKeyOf, threadOf, threadOfMessage } from "./topics.js";
 import { deliverVoice } from "./voice-delivery.js";

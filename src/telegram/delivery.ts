@@ -1,5 +1,6 @@
 import { type Api, GrammyError, InputFile } from "grammy";
 import type { Logger } from "../logger.js";
+import { TELEGRAM_UPLOAD_MAX_BYTES } from "../media/upload-limits.js";
 import { LeaseLostError } from "../queue/inbox.js";
 import { htmlToPlainText, splitMessage } from "../render/chunk.js";
 import { renderMarkdown } from "../render/markdown-html.js";
@@ -10,7 +11,6 @@ import {
   FileTooLargeError,
   type OutgoingFile,
   sendsAsPhoto,
-  TELEGRAM_UPLOAD_MAX_BYTES,
   uploadName,
 } from "./outgoing-files.js";
 

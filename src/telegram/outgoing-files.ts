@@ -1,10 +1,7 @@
 import { imageSize } from "image-size";
+import { TELEGRAM_PHOTO_MAX_BYTES, TELEGRAM_UPLOAD_MAX_BYTES } from "../media/upload-limits.js";
 import { byteSize } from "../session/media-text.js";
 
-/** Telegram's limits on what a bot uploads (sendPhoto, sendDocument). */
-export const TELEGRAM_PHOTO_MAX_BYTES = 10 * 1024 * 1024;
-export const TELEGRAM_UPLOAD_MAX_BYTES = 50 * 1024 * 1024;
-export const TELEGRAM_CAPTION_MAX_CHARS = 1024;
 const PHOTO_MAX_SIDES = 10_000;
 const PHOTO_MAX_RATIO = 20;
 const PHOTO_TYPES = new Set(["image/jpeg", "image/png", "image/webp"]);

@@ -5,6 +5,7 @@ import type { Agent } from "../agent/turn.js";
 import type { Approval } from "../approvals/store.js";
 import type { Logger } from "../logger.js";
 import type { InboxItem, Lease } from "../queue/inbox.js";
+import type { RunningAnswers } from "../queue/running-answers.js";
 import { escapeHtml } from "../render/markdown-html.js";
 import { dueText } from "../tasks/schedule.js";
 import type { ScheduledRun, Task, TaskStore } from "../tasks/store.js";
@@ -13,7 +14,6 @@ import { deliverTurnResult } from "./approval-run.js";
 import { geminiFailureText } from "./conversation.js";
 import type { Delivery } from "./delivery.js";
 import { type LiveAnswerDeps, startLiveAnswer } from "./live-answer.js";
-import type { RunningAnswers } from "./running-answers.js";
 import { toolFileSender } from "./tool-file-sender.js";
 
 /** A run that starts this long after its due time says so: the service was down or busy. */

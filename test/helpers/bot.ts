@@ -1,8 +1,8 @@
 import { type Bot, BotError } from "grammy";
 import type { Message, Update } from "grammy/types";
 import { afterAll, afterEach, beforeAll, expect } from "vitest";
+import { createPendingTopicNames } from "../../src/session/pending-topic-names.js";
 import { type BotDeps, createBot } from "../../src/telegram/bot.js";
-import { createPendingTopicNames } from "../../src/telegram/new-topics.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import type { DatabaseKindName } from "./databases.js";
 import { CHAT_MODEL, type Harness, startHarness } from "./harness.js";

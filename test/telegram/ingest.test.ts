@@ -4,6 +4,7 @@ import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
 import { migrateToLatest } from "../../src/db/migrate.js";
 import { createScrubber, type Logger } from "../../src/logger.js";
 import { createInbox, type StopTarget } from "../../src/queue/inbox.js";
+import { createRunningAnswers } from "../../src/queue/running-answers.js";
 import { createDelivery } from "../../src/telegram/delivery.js";
 import {
   createIngest,
@@ -12,7 +13,6 @@ import {
   REJECTION_QUIET_MS,
   STOP_FAILED,
 } from "../../src/telegram/ingest.js";
-import { createRunningAnswers } from "../../src/telegram/running-answers.js";
 import { buildTextUpdate, type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { captureLogger } from "../helpers/logs.js";
 import { eventually } from "../helpers/service-process.js";

@@ -2,6 +2,7 @@ import { Api } from "grammy";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createScrubber } from "../../src/logger.js";
 import { createInbox, type Inbox, type InboxItem } from "../../src/queue/inbox.js";
+import { createRunningAnswers, type RunningAnswers } from "../../src/queue/running-answers.js";
 import { historyLines } from "../../src/session/history-view.js";
 import {
   createTaskStore,
@@ -10,7 +11,6 @@ import {
   type TaskStore,
 } from "../../src/tasks/store.js";
 import { createDelivery } from "../../src/telegram/delivery.js";
-import { createRunningAnswers, type RunningAnswers } from "../../src/telegram/running-answers.js";
 import { createScheduledRunner, type ScheduledRunner } from "../../src/telegram/scheduled-run.js";
 import { status, text } from "../fakes/gemini.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
