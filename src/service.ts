@@ -12,7 +12,7 @@ import { createReadiness } from "./http/readiness.js";
 import { createHttpServer } from "./http/server.js";
 import { createScrubber, type Logger } from "./logger.js";
 import { Dispatcher } from "./queue/dispatcher.js";
-import { ALBUM_SETTLE_MS, createInbox, type Lease } from "./queue/inbox.js";
+import { ALBUM_SETTLE_MS, createInbox } from "./queue/inbox.js";
 import { startInboxPruner } from "./queue/inbox-pruner.js";
 import { listenForStops, replicaStopper } from "./queue/replica-stops.js";
 import { createRunningAnswers } from "./queue/running-answers.js";
@@ -26,7 +26,7 @@ import { startScheduler } from "./tasks/scheduler.js";
 import { scheduledRunOf } from "./tasks/store.js";
 import { createContinuationRunner } from "./telegram/approval-run.js";
 import { createBot } from "./telegram/bot.js";
-import { COMMANDS } from "./telegram/commands.js";
+import { COMMANDS } from "./telegram/command-list.js";
 import { tellGaveUp } from "./telegram/conversation.js";
 import { type Courier, startCourier } from "./telegram/courier.js";
 import { createIngest, type Ingest } from "./telegram/ingest.js";
@@ -166,8 +166,6 @@ export async function startService(
     maxEvents: config.compactionMaxEvents,
     maxTokens: config.compactionMaxTokens,
   };
-  // Updates running here, each with its lease, for the conversation to check before it writes.
-  const leases = new Map<number, Lease>();
   // Answers being written, for the ingest to stop without waiting behind them in the inbox.
   const answers = createRunningAnswers();
   const courierDatabase = courierDatabaseOf(config.database);
@@ -179,7 +177,7 @@ export async function startService(
       database: courierDatabase,
       logger,
     });
-  const { bot, delivery, liveApi, livePacer } = createBot({
+  const { bot, runUpdate, delivery, liveApi, livePacer } = createBot({
     token: config.telegramBotToken,
     apiRoot: config.telegramApiRoot,
     allowedUserIds: config.allowedUserIds,
@@ -202,7 +200,6 @@ export async function startService(
     compact: (chatId, guard) => app.compactor.compact(chatId, { guard }),
     logger,
     settings,
-    leaseOf: (updateId) => leases.get(updateId),
     secrets: configuredSecrets(config),
     onApiError: (method, code) => app.metrics.telegramError(method, code),
     streaming: config.streaming,
@@ -303,13 +300,7 @@ export async function startService(
       if (continuation) return continuations.run(item, lease, continuation);
       const run = scheduledRunOf(item.update);
       if (run) return scheduled.run(item, lease, run);
-      leases.set(item.updateId, lease);
-      try {
-        await bot.handleUpdate(item.update as Update);
-      } finally {
-        // A run that outlived its lease must not remove the lease of the run that took over.
-        if (leases.get(item.updateId) === lease) leases.delete(item.updateId);
-      }
+      await runUpdate(item.update as Update, lease);
     },
     logger,
     concurrency: config.maxConcurrentTurns,

@@ -1,13 +1,12 @@
-import { type Api, Composer, type Context, InlineKeyboard } from "grammy";
+import { type Api, Composer, InlineKeyboard } from "grammy";
 import type { Approvals } from "../approvals/approvals.js";
 import type { Approval, Decision } from "../approvals/store.js";
 import type { ServerStatus } from "../mcp/server-connection.js";
-import type { Lease } from "../queue/inbox.js";
 import { escapeHtml } from "../render/markdown-html.js";
 import { scopeName, scopeOf } from "../scope/recall-scope.js";
 import { truncate } from "../session/event-text.js";
 import type { MayStop } from "./stop-permission.js";
-import { conversationKeyOf, conversationOf, threadOf } from "./topics.js";
+import type { TurnContext } from "./turn-context.js";
 
 const ANSWER_DATA = /^approval:(\d+):(once|always|deny)$/;
 const REVOKE_DATA = /^tools:revoke:(\d+)$/;
@@ -122,26 +121,22 @@ export type ApprovalsComposerDeps = {
   mayAnswer: MayStop;
   /** Told when an answer queued a turn, so that the dispatcher looks at once. */
   onQueued(): void;
-  leaseOf?(updateId: number): Lease | undefined;
 };
 
 /**
  * The buttons of tool approvals, and /tools: MCP servers, their tools and state, and the
  * "always allow" grants of this scope, each with a button to revoke it.
  */
-export function approvalsComposer(deps: ApprovalsComposerDeps): Composer<Context> {
+export function approvalsComposer(deps: ApprovalsComposerDeps): Composer<TurnContext> {
   const { approvals } = deps;
-  const composer = new Composer<Context>();
-  const held = async (ctx: Context) => {
-    await deps.leaseOf?.(ctx.update.update_id)?.ensureHeld();
-  };
+  const composer = new Composer<TurnContext>();
 
   composer.callbackQuery(ANSWER_DATA, async (ctx) => {
     const id = Number(ctx.match[1]);
     const decision = DECISIONS[ctx.match[2] as string] as Decision;
     const message = ctx.callbackQuery.message;
     const approval = await approvals.store.get(id);
-    if (!message || !approval || approval.conversation !== conversationKeyOf(message)) {
+    if (!message || !approval || approval.conversation !== ctx.conversation) {
       await ctx.answerCallbackQuery({ text: "This request is no longer waiting." });
       return;
     }
@@ -153,7 +148,7 @@ export function approvalsComposer(deps: ApprovalsComposerDeps): Composer<Context
       });
       return;
     }
-    await held(ctx);
+    await ctx.lease.ensureHeld();
     const answered = await approvals.answer(id, decision, presser.id);
     if (!answered) {
       await ctx.answerCallbackQuery({ text: "This request was already answered, or ran out." });
@@ -165,8 +160,7 @@ export function approvalsComposer(deps: ApprovalsComposerDeps): Composer<Context
   });
 
   composer.command("tools", async (ctx) => {
-    const conversation = conversationOf(ctx.msg);
-    const scope = scopeName(scopeOf({ key: conversationKeyOf(ctx.msg), chatType: ctx.chat.type }));
+    const scope = scopeName(scopeOf({ key: ctx.conversation, chatType: ctx.chat.type }));
     const grants = await approvals.store.grants(scope);
     const parts = [toolsHtml(deps.servers(), approvals)];
     parts.push(
@@ -174,7 +168,7 @@ export function approvalsComposer(deps: ApprovalsComposerDeps): Composer<Context
         ? "No tool is always allowed here: each call of a tool that asks waits for your yes."
         : `<b>Always allowed here</b>\n${grants.map((g) => `• <code>${escapeHtml(g.tool)}</code>`).join("\n")}`,
     );
-    await held(ctx);
+    await ctx.lease.ensureHeld();
     await ctx.api.sendMessage(ctx.chat.id, parts.join("\n\n"), {
       parse_mode: "HTML",
       ...(grants.length > 0
@@ -184,17 +178,15 @@ export function approvalsComposer(deps: ApprovalsComposerDeps): Composer<Context
             ),
           }
         : {}),
-      ...(conversation.threadId === undefined ? {} : { message_thread_id: threadOf(ctx) }),
+      ...(ctx.thread === undefined ? {} : { message_thread_id: ctx.thread }),
     });
   });
 
   composer.callbackQuery(REVOKE_DATA, async (ctx) => {
     const message = ctx.callbackQuery.message;
     if (!message) return;
-    const scope = scopeName(
-      scopeOf({ key: conversationKeyOf(message), chatType: message.chat.type }),
-    );
-    await held(ctx);
+    const scope = scopeName(scopeOf({ key: ctx.conversation, chatType: message.chat.type }));
+    await ctx.lease.ensureHeld();
     const revoked = await approvals.store.revoke(scope, Number(ctx.match[1]));
     await ctx.answerCallbackQuery({
       text: revoked ? "Revoked: it asks again from now on." : "That grant is gone already.",

@@ -1,7 +1,6 @@
-import { Composer, type Context } from "grammy";
+import { Composer } from "grammy";
 import { type CompactionOutcome, compactionNotice } from "../agent/compaction.js";
 import type { Logger } from "../logger.js";
-import type { Lease } from "../queue/inbox.js";
 import { startFresh } from "../recall/fresh-start.js";
 import { escapeHtml } from "../render/markdown-html.js";
 import { conversationKey } from "../scope/conversation-key.js";
@@ -16,34 +15,11 @@ import {
 import type { PendingTopicNames } from "../session/pending-topic-names.js";
 import type { ChatStats, SessionStore } from "../session/store.js";
 import type { TaskStore } from "../tasks/store.js";
+import { COMMANDS } from "./command-list.js";
 import type { Delivery } from "./delivery.js";
 import { NOTHING_TO_STOP } from "./ingest.js";
 import { NEW_TOPIC_NAME, openTopic } from "./new-topics.js";
-import { conversationKeyOf, threadOf } from "./topics.js";
-
-export const COMMANDS = [
-  { command: "start", description: "What Koroku is and what it can do" },
-  { command: "help", description: "The commands" },
-  { command: "clear", description: "Wipe this conversation (memory files stay)" },
-  {
-    command: "new",
-    description:
-      "Start a fresh conversation that can still recall (a new topic where there are topics)",
-  },
-  { command: "history", description: "Replay the last n turns: /history 5" },
-  { command: "status", description: "Model, context size and compaction budget" },
-  { command: "compact", description: "Summarise the conversation now" },
-  { command: "stop", description: "Stop the answer being written" },
-  { command: "tasks", description: "Scheduled tasks and reminders, to cancel one" },
-  { command: "usage", description: "Tokens and estimated cost, today and this month" },
-  { command: "memory", description: "What I remember about you, to delete entries" },
-  {
-    command: "forget",
-    description: "Forget facts and hide messages with these words: /forget words",
-  },
-  { command: "voice", description: "Spoken replies here: /voice on, off or auto" },
-  { command: "tools", description: "MCP servers, their tools, and tools always allowed here" },
-] as const;
+import type { TurnContext } from "./turn-context.js";
 
 const MAX_LINE_CHARS = 1_500;
 
@@ -103,8 +79,6 @@ export type CommandDeps = {
   compact(chatId: string, guard?: () => Promise<void>): Promise<CompactionOutcome>;
   delivery: Delivery;
   settings: CompactionLimits & { model: string };
-  /** The inbox lease of an update being run (see ConversationDeps). */
-  leaseOf?(updateId: number): Lease | undefined;
   pendingTopicNames: PendingTopicNames;
   /** A cleared conversation's scheduled tasks end with it. */
   tasks: Pick<TaskStore, "disableConversation">;
@@ -120,23 +94,15 @@ const freshHtml = (left: number) =>
     : `🆕 A fresh conversation starts here: the ${left} earlier event${left === 1 ? " is" : "s are"} out of my context, yet I can still recall them when you ask. /clear wipes them instead.`;
 
 /** The slash commands: answered from the database, without a model call (except /compact). */
-export function commandsComposer(deps: CommandDeps): Composer<Context> {
+export function commandsComposer(deps: CommandDeps): Composer<TurnContext> {
   const { store, delivery, settings } = deps;
-  const composer = new Composer<Context>();
-  const reply = (ctx: Context, html: string) =>
-    delivery.sendHtml(ctx.chat?.id as number, html, threadOf(ctx));
-  // A command that writes checks first that no other process has taken its update over. Its
-  // lease is looked up at once: by the time the check runs, a new run may hold the update.
-  const stillHeld = (ctx: Context) => {
-    const lease = deps.leaseOf?.(ctx.update.update_id);
-    return async () => {
-      await lease?.ensureHeld();
-    };
-  };
+  const composer = new Composer<TurnContext>();
+  const reply = (ctx: TurnContext, html: string) =>
+    delivery.sendHtml(ctx.chat?.id as number, html, ctx.thread);
 
   /** Wipes a conversation, and disables its scheduled tasks: they would run in an empty one. */
-  async function clear(ctx: Context): Promise<string> {
-    const conversation = conversationKeyOf(ctx.msg as NonNullable<Context["msg"]>);
+  async function clear(ctx: TurnContext): Promise<string> {
+    const { conversation } = ctx;
     const removed = await store.clear(conversation);
     const disabled = await deps.tasks.disableConversation(conversation, "conversation cleared");
     if (disabled > 0) {
@@ -153,18 +119,19 @@ export function commandsComposer(deps: CommandDeps): Composer<Context> {
   // The ingest handles /stop as it arrives; one that reaches the bot had nothing left to stop.
   composer.command("stop", (ctx) => reply(ctx, escapeHtml(NOTHING_TO_STOP)));
 
+  // A command that writes checks first that no other process has taken its update over.
   composer.command("clear", async (ctx) => {
-    await stillHeld(ctx)();
+    await ctx.lease.ensureHeld();
     await reply(ctx, await clear(ctx));
   });
 
   // A new topic where the chat has topics and the bot may open one; elsewhere a fresh context in
   // this conversation. Either way the history stays for recall.
   composer.command("new", async (ctx) => {
-    await stillHeld(ctx)();
+    await ctx.lease.ensureHeld();
     const threadId = await openTopic(ctx, deps.logger);
     if (threadId === undefined) {
-      const left = await startFresh(store, conversationKeyOf(ctx.msg));
+      const left = await startFresh(store, ctx.conversation);
       await reply(ctx, freshHtml(left));
       return;
     }
@@ -186,7 +153,7 @@ export function commandsComposer(deps: CommandDeps): Composer<Context> {
       await reply(ctx, `Usage: /history [n], where ${HISTORY_TURNS_RULE}.`);
       return;
     }
-    const lines = historyLines(await store.lastTurns(conversationKeyOf(ctx.msg), turns));
+    const lines = historyLines(await store.lastTurns(ctx.conversation, turns));
     await reply(
       ctx,
       lines.length === 0 ? "No conversation yet." : lines.map(historyLineHtml).join("\n"),
@@ -194,7 +161,7 @@ export function commandsComposer(deps: CommandDeps): Composer<Context> {
   });
 
   composer.command("status", async (ctx) => {
-    const stats = await store.stats(conversationKeyOf(ctx.msg));
+    const stats = await store.stats(ctx.conversation);
     await reply(
       ctx,
       [
@@ -207,7 +174,8 @@ export function commandsComposer(deps: CommandDeps): Composer<Context> {
   });
 
   composer.command("compact", async (ctx) => {
-    await reply(ctx, outcomeHtml(await deps.compact(conversationKeyOf(ctx.msg), stillHeld(ctx))));
+    const guard = () => ctx.lease.ensureHeld();
+    await reply(ctx, outcomeHtml(await deps.compact(ctx.conversation, guard)));
   });
 
   return composer;

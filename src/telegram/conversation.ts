@@ -1,4 +1,4 @@
-import { type Api, Composer, type Context } from "grammy";
+import { type Api, Composer } from "grammy";
 import type { Message, Update } from "grammy/types";
 import { compactionNotice } from "../agent/compaction.js";
 import { GeminiError, GeminiRefusedError } from "../agent/gemini-errors.js";
@@ -10,7 +10,7 @@ import type { StreamingMode } from "../config.js";
 import type { Logger } from "../logger.js";
 import { sniff } from "../media/sniff.js";
 import { saveToWorkspace } from "../media/workspace-inbox.js";
-import type { InboxItem, Lease } from "../queue/inbox.js";
+import type { InboxItem } from "../queue/inbox.js";
 import type { RunningAnswers } from "../queue/running-answers.js";
 import { escapeHtml } from "../render/markdown-html.js";
 import { scopeOfKey } from "../scope/recall-scope.js";
@@ -28,7 +28,8 @@ import { inboundOf, type WantedFile } from "./inbound.js";
 import { type LivePacer, startLiveAnswer } from "./live-answer.js";
 import { modelText } from "./message-context.js";
 import { toolFileSender } from "./tool-file-sender.js";
-import { conversationKeyOf, threadOf, threadOfMessage } from "./topics.js";
+import { threadOfMessage } from "./topics.js";
+import type { TurnContext } from "./turn-context.js";
 import { deliverVoice } from "./voice-delivery.js";
 
 export type ConversationDeps = {
@@ -36,8 +37,6 @@ export type ConversationDeps = {
   hooks: AgentHooks;
   delivery: Delivery;
   logger: Logger;
-  /** The inbox lease of an update being run, if it came through the inbox. */
-  leaseOf?(updateId: number): Lease | undefined;
   /** For drafts, without auto-retry (see startLiveAnswer). */
   liveApi: Api;
   livePacer?: LivePacer;
@@ -112,18 +111,16 @@ const PROBLEMS: Record<"empty" | "damaged" | "not text", (label: string) => stri
 };
 
 /** Text messages, media and the rest become agent turns; what cannot be read is said so. */
-export function conversationComposer(deps: ConversationDeps): Composer<Context> {
+export function conversationComposer(deps: ConversationDeps): Composer<TurnContext> {
   const { agent, hooks, delivery, media } = deps;
-  const composer = new Composer<Context>();
-  const reply = (ctx: Context, text: string) =>
-    delivery.sendHtml(ctx.chat?.id as number, escapeHtml(text), threadOf(ctx));
+  const composer = new Composer<TurnContext>();
+  const reply = (ctx: TurnContext, text: string) =>
+    delivery.sendHtml(ctx.chat?.id as number, escapeHtml(text), ctx.thread);
 
-  async function runAndAnswer(ctx: Context, words: string, parts: readonly MediaPart[] = []) {
+  async function runAndAnswer(ctx: TurnContext, words: string, parts: readonly MediaPart[] = []) {
     const message = ctx.msg as Message;
     const chatId = message.chat.id;
-    const session = conversationKeyOf(message);
-    const threadId = threadOf(ctx);
-    const lease = deps.leaseOf?.(ctx.update.update_id);
+    const { conversation: session, thread: threadId, lease } = ctx;
     const started = performance.now();
     const stopTyping = delivery.showTyping(chatId, threadId);
     const notices: Promise<void>[] = [];
@@ -153,7 +150,7 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
       mode: deps.streaming,
       pacer: deps.livePacer,
       draftId,
-      ...(lease && liveMessagesOf(lease)),
+      ...liveMessagesOf(lease),
     });
     const askedBy = senderOf(message)?.id;
     const running = deps.answers.start(session, chatId, draftId, ctx.update.update_id, askedBy);
@@ -192,14 +189,14 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
         media: parts,
         updateId: ctx.update.update_id,
         chatType: message.chat.type,
-        guard: lease && (() => lease.ensureHeld()),
+        guard: () => lease.ensureHeld(),
         progress,
         stop: running.signal,
         askedBy,
         ...toolFileSender({ delivery, logger: deps.logger, chatId, threadId, lease }),
       });
       await Promise.all(notices);
-      await lease?.ensureHeld();
+      await lease.ensureHeld();
       // A run that takes over a stored answer sends only what earlier runs did not.
       await deliverTurnResult({
         live,
@@ -214,7 +211,7 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
       // Unstreamed, the answer's first words show when its messages have gone out.
       nowVisible();
       if (voice && spoken && !result.stopped) {
-        await lease?.ensureHeld();
+        await lease.ensureHeld();
         await deliverVoice({
           replies: voice.replies,
           delivery,
@@ -243,7 +240,7 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
         { err: error, chat_id: session, update_id: ctx.update.update_id },
         "turn failed: Gemini",
       );
-      await lease?.ensureHeld();
+      await lease.ensureHeld();
       await delivery.sendHtml(chatId, escapeHtml(geminiFailureText(error)), threadId);
     } finally {
       running.done();
@@ -332,7 +329,7 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
    * An album, as one turn: every item's file, the captions as the words. An item that cannot be
    * read is told to the user, by its place in the album, and the rest go ahead without it.
    */
-  async function answerAlbum(ctx: Context, updates: readonly unknown[]) {
+  async function answerAlbum(ctx: TurnContext, updates: readonly unknown[]) {
     const items = updates
       .flatMap((u) => ((u as Update).message ? [(u as Update).message as Message] : []))
       .sort((a, b) => a.message_id - b.message_id);
@@ -340,7 +337,7 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
     // In a group, one item's caption addresses the bot, or the album is not for it.
     if (leader.chat.type !== "private" && !items.some((m) => addressesBot(m, ctx.me))) return;
     if (items.length <= 1) return answerMessage(ctx);
-    const conversation = conversationKeyOf(leader);
+    const { conversation } = ctx;
     const parts: MediaPart[] = [];
     const words: string[] = [];
     const problems: string[] = [];
@@ -367,9 +364,9 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
     return runAndAnswer(ctx, joinLines(...words), parts);
   }
 
-  async function answerMessage(ctx: Context) {
+  async function answerMessage(ctx: TurnContext) {
     const message = ctx.msg as Message;
-    const read = await readMessage(conversationKeyOf(message), message);
+    const read = await readMessage(ctx.conversation, message);
     if ("problem" in read) return reply(ctx, read.problem);
     return runAndAnswer(ctx, joinLines(...read.words, message.caption ?? ""), read.parts);
   }
@@ -378,9 +375,8 @@ export function conversationComposer(deps: ConversationDeps): Composer<Context> 
 
   composer.on("message", async (ctx) => {
     const album = ctx.msg.media_group_id;
-    const lease = deps.leaseOf?.(ctx.update.update_id);
-    if (album === undefined || !lease) return answerMessage(ctx);
-    return answerAlbum(ctx, await lease.takeAlbum(album));
+    if (album === undefined) return answerMessage(ctx);
+    return answerAlbum(ctx, await ctx.lease.takeAlbum(album));
   });
 
   return composer;

@@ -1,13 +1,11 @@
-import { Composer, type Context, InlineKeyboard } from "grammy";
-import type { Lease } from "../queue/inbox.js";
+import { Composer, InlineKeyboard } from "grammy";
 import { scopeKeyOf } from "../recall/area.js";
 import type { Forgetting } from "../recall/forgetting.js";
 import { PROFILE_BUDGET, type ProfileEntry, type Profiles } from "../recall/profile.js";
 import { escapeHtml } from "../render/markdown-html.js";
-import { conversationKey } from "../scope/conversation-key.js";
 import { truncate } from "../session/event-text.js";
 import type { Delivery } from "./delivery.js";
-import { conversationKeyOf, conversationOf, threadOf } from "./topics.js";
+import type { TurnContext } from "./turn-context.js";
 
 const DELETE_DATA = /^memory:del:(\d+)$/;
 const CONFIRM_DATA = /^forget:yes:(\d+)$/;
@@ -17,8 +15,6 @@ export type MemoryCommandDeps = {
   profiles: Pick<Profiles, "list" | "remove">;
   forgetting: Forgetting;
   delivery: Delivery;
-  /** The inbox lease of an update being run (see ConversationDeps). */
-  leaseOf?(updateId: number): Lease | undefined;
 };
 
 function profileView(entries: readonly ProfileEntry[]) {
@@ -51,23 +47,18 @@ const plural = (n: number, one: string) => `${n} ${one}${n === 1 ? "" : "s"}`;
  * `/forget <words>` removes the matching entries and offers to hide the matching messages from
  * recall (src/recall/ does the work; this only speaks Telegram).
  */
-export function memoryComposer(deps: MemoryCommandDeps): Composer<Context> {
+export function memoryComposer(deps: MemoryCommandDeps): Composer<TurnContext> {
   const { profiles, forgetting, delivery } = deps;
-  const composer = new Composer<Context>();
-  const held = async (ctx: Context) => {
-    await deps.leaseOf?.(ctx.update.update_id)?.ensureHeld();
-  };
+  const composer = new Composer<TurnContext>();
   /** The scope of the chat a button was pressed in. */
-  const scopeOfButton = (ctx: Context) => {
-    const message = ctx.callbackQuery?.message;
-    return message ? scopeKeyOf(conversationKey(conversationOf(message))) : undefined;
-  };
+  const scopeOfButton = (ctx: TurnContext) =>
+    ctx.callbackQuery?.message ? scopeKeyOf(ctx.conversation) : undefined;
   const send = (
-    ctx: Context & { chat: { id: number } },
+    ctx: TurnContext & { chat: { id: number } },
     html: string,
     keyboard?: InlineKeyboard,
   ) => {
-    const threadId = threadOf(ctx);
+    const threadId = ctx.thread;
     return ctx.api.sendMessage(ctx.chat.id, html, {
       parse_mode: "HTML",
       link_preview_options: { is_disabled: true },
@@ -77,15 +68,15 @@ export function memoryComposer(deps: MemoryCommandDeps): Composer<Context> {
   };
 
   composer.command("memory", async (ctx) => {
-    const view = profileView(await profiles.list(scopeKeyOf(conversationKeyOf(ctx.msg))));
-    await held(ctx);
+    const view = profileView(await profiles.list(scopeKeyOf(ctx.conversation)));
+    await ctx.lease.ensureHeld();
     await send(ctx, view.html, view.keyboard);
   });
 
   composer.callbackQuery(DELETE_DATA, async (ctx) => {
     const scope = scopeOfButton(ctx);
     if (scope === undefined) return;
-    await held(ctx);
+    await ctx.lease.ensureHeld();
     const gone = await profiles.remove(scope, Number(ctx.match[1]));
     await ctx.answerCallbackQuery({
       text: gone ? `Forgotten: ${truncate(gone.fact, 150)}` : "That fact is gone already",
@@ -105,12 +96,12 @@ export function memoryComposer(deps: MemoryCommandDeps): Composer<Context> {
       await delivery.sendHtml(
         ctx.chat.id,
         "Usage: /forget &lt;words&gt; removes the facts with all these words from what I remember (/memory), and offers to hide the messages that have them from my recall.",
-        threadOf(ctx),
+        ctx.thread,
       );
       return;
     }
-    await held(ctx);
-    const asked = await forgetting.ask(scopeKeyOf(conversationKeyOf(ctx.msg)), words);
+    await ctx.lease.ensureHeld();
+    const asked = await forgetting.ask(scopeKeyOf(ctx.conversation), words);
     const quoted = `“${escapeHtml(words)}”`;
     const lines =
       asked.removed.length > 0
@@ -138,7 +129,7 @@ export function memoryComposer(deps: MemoryCommandDeps): Composer<Context> {
   composer.callbackQuery(CONFIRM_DATA, async (ctx) => {
     const scope = scopeOfButton(ctx);
     if (scope === undefined) return;
-    await held(ctx);
+    await ctx.lease.ensureHeld();
     const done = await forgetting.confirm(scope, Number(ctx.match[1]));
     if (done.status === "unknown") {
       await ctx.answerCallbackQuery({ text: "This request is not known here" });

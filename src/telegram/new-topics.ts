@@ -2,7 +2,7 @@ import { Composer, type Context, GrammyError } from "grammy";
 import type { Logger } from "../logger.js";
 import { truncate } from "../session/event-text.js";
 import type { PendingTopicNames } from "../session/pending-topic-names.js";
-import { conversationKeyOf } from "./topics.js";
+import type { TurnContext } from "./turn-context.js";
 
 /** What a topic /new opens is called until its first message names it. */
 export const NEW_TOPIC_NAME = "New conversation";
@@ -45,16 +45,12 @@ export async function openTopic(ctx: Context, logger: Logger): Promise<number | 
 export function topicNamingComposer(deps: {
   pending: PendingTopicNames;
   logger: Logger;
-}): Composer<Context> {
-  const composer = new Composer<Context>();
+}): Composer<TurnContext> {
+  const composer = new Composer<TurnContext>();
   composer.on("message:text", async (ctx, next) => {
-    const threadId = ctx.msg.is_topic_message ? ctx.msg.message_thread_id : undefined;
+    const threadId = ctx.thread;
     const isCommand = ctx.msg.entities?.some((e) => e.type === "bot_command" && e.offset === 0);
-    if (
-      threadId !== undefined &&
-      !isCommand &&
-      (await deps.pending.take(conversationKeyOf(ctx.msg)))
-    ) {
+    if (threadId !== undefined && !isCommand && (await deps.pending.take(ctx.conversation))) {
       const name = topicNameFrom(
         ctx.msg.text.replace(new RegExp(`@${ctx.me.username}\\b`, "gi"), ""),
       );

@@ -1,12 +1,10 @@
-import { Composer, type Context, InlineKeyboard } from "grammy";
-import type { Lease } from "../queue/inbox.js";
+import { Composer, InlineKeyboard } from "grammy";
 import { escapeHtml } from "../render/markdown-html.js";
-import { conversationKey } from "../scope/conversation-key.js";
 import { truncate } from "../session/event-text.js";
 import { describeRecurrence, formatInZone } from "../tasks/schedule.js";
 import type { Task, TaskStore } from "../tasks/store.js";
 import type { Delivery } from "./delivery.js";
-import { conversationKeyOf, conversationOf, threadOf } from "./topics.js";
+import type { TurnContext } from "./turn-context.js";
 
 const CANCEL_DATA = /^tasks:cancel:(\d+)$/;
 const MAX_INSTRUCTION_CHARS = 120;
@@ -28,24 +26,18 @@ const noSuchTaskHtml = (id: number) =>
 export type TasksCommandDeps = {
   tasks: Pick<TaskStore, "listActive" | "cancel">;
   delivery: Delivery;
-  /** The inbox lease of an update being run (see ConversationDeps). */
-  leaseOf?(updateId: number): Lease | undefined;
 };
 
 /**
  * /tasks lists the conversation's scheduled tasks, each with a button that cancels it;
  * `/tasks cancel <id>` does the same in words. Answered from the database, without a model call.
  */
-export function tasksComposer(deps: TasksCommandDeps): Composer<Context> {
+export function tasksComposer(deps: TasksCommandDeps): Composer<TurnContext> {
   const { tasks, delivery } = deps;
-  const composer = new Composer<Context>();
-  const held = async (ctx: Context) => {
-    await deps.leaseOf?.(ctx.update.update_id)?.ensureHeld();
-  };
+  const composer = new Composer<TurnContext>();
 
   composer.command("tasks", async (ctx) => {
-    const conversation = conversationKeyOf(ctx.msg);
-    const threadId = threadOf(ctx);
+    const { conversation, thread: threadId } = ctx;
     const arg = ctx.match.trim();
     if (arg !== "") {
       const id = Number(/^cancel\s+#?(\d+)$/i.exec(arg)?.[1]);
@@ -57,7 +49,7 @@ export function tasksComposer(deps: TasksCommandDeps): Composer<Context> {
         );
         return;
       }
-      await held(ctx);
+      await ctx.lease.ensureHeld();
       const task = await tasks.cancel(conversation, id);
       await delivery.sendHtml(
         ctx.chat.id,
@@ -78,7 +70,7 @@ export function tasksComposer(deps: TasksCommandDeps): Composer<Context> {
     const keyboard = InlineKeyboard.from(
       list.map((task) => [InlineKeyboard.text(`Cancel #${task.id}`, `tasks:cancel:${task.id}`)]),
     );
-    await held(ctx);
+    await ctx.lease.ensureHeld();
     await ctx.api.sendMessage(
       ctx.chat.id,
       [`<b>Scheduled tasks</b> (${list.length})`, ...list.map(taskLineHtml)].join("\n"),
@@ -95,14 +87,13 @@ export function tasksComposer(deps: TasksCommandDeps): Composer<Context> {
     const id = Number(ctx.match[1]);
     const message = ctx.callbackQuery.message;
     if (!message) return;
-    const { chatId, threadId } = conversationOf(message);
-    await held(ctx);
-    const task = await tasks.cancel(conversationKey({ chatId, threadId }), id);
+    await ctx.lease.ensureHeld();
+    const task = await tasks.cancel(ctx.conversation, id);
     await ctx.answerCallbackQuery({
       text: task ? `Cancelled task #${id}` : `Task #${id} is no longer scheduled`,
     });
     if (task) {
-      await delivery.sendHtml(chatId, cancelledHtml(task), threadId);
+      await delivery.sendHtml(message.chat.id, cancelledHtml(task), ctx.thread);
     }
   });
 

@@ -1,20 +1,20 @@
-import { Composer, type Context } from "grammy";
+import { Composer } from "grammy";
 import { escapeHtml } from "../render/markdown-html.js";
 import { periodStarts, usageReport } from "../usage/report.js";
 import type { UsageStore } from "../usage/usage-store.js";
 import type { Delivery } from "./delivery.js";
-import { conversationKeyOf, threadOf } from "./topics.js";
+import type { TurnContext } from "./turn-context.js";
 
 /** /usage: this conversation's tokens today and this month, and what they cost. No model call. */
 export function usageComposer(deps: {
   usage: UsageStore;
   delivery: Delivery;
   now?: () => Date;
-}): Composer<Context> {
+}): Composer<TurnContext> {
   const now = deps.now ?? (() => new Date());
-  const composer = new Composer<Context>();
+  const composer = new Composer<TurnContext>();
   composer.command("usage", async (ctx) => {
-    const key = conversationKeyOf(ctx.msg);
+    const key = ctx.conversation;
     const starts = periodStarts(now());
     const [today, month] = await Promise.all([
       deps.usage.since(key, starts.today),
@@ -24,7 +24,7 @@ export function usageComposer(deps: {
     await deps.delivery.sendHtml(
       ctx.chat.id,
       [`<b>${escapeHtml(title ?? "")}</b>`, ...lines.map(escapeHtml)].join("\n"),
-      threadOf(ctx),
+      ctx.thread,
     );
   });
   return composer;

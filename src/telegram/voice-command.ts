@@ -1,9 +1,9 @@
-import { Composer, type Context } from "grammy";
+import { Composer } from "grammy";
 import type { VoiceReplyMode } from "../config.js";
 import { escapeHtml } from "../render/markdown-html.js";
 import type { VoiceSettings } from "../voice/voice-settings.js";
 import type { Delivery } from "./delivery.js";
-import { conversationKeyOf, threadOf } from "./topics.js";
+import type { TurnContext } from "./turn-context.js";
 
 const MODES: Record<string, VoiceReplyMode> = { on: "always", off: "off", auto: "auto" };
 
@@ -17,10 +17,10 @@ const SAID: Record<VoiceReplyMode, string> = {
 export function voiceComposer(deps: {
   settings: VoiceSettings;
   delivery: Delivery;
-}): Composer<Context> {
-  const composer = new Composer<Context>();
+}): Composer<TurnContext> {
+  const composer = new Composer<TurnContext>();
   composer.command("voice", async (ctx) => {
-    const key = conversationKeyOf(ctx.msg);
+    const key = ctx.conversation;
     const word = ctx.match.trim().toLowerCase();
     const mode = MODES[word];
     let text: string;
@@ -34,7 +34,7 @@ export function voiceComposer(deps: {
           ? `${now}\nChange it with /voice on, /voice off or /voice auto.`
           : `/voice takes on, off or auto, not "${word}".\n${now}`;
     }
-    await deps.delivery.sendHtml(ctx.chat.id, escapeHtml(text), threadOf(ctx));
+    await deps.delivery.sendHtml(ctx.chat.id, escapeHtml(text), ctx.thread);
   });
   return composer;
 }

@@ -228,9 +228,10 @@ describe.each(DATABASE_KINDS)("files Koroku sends (Gemini's answers, send_file) 
     };
     const run = (lease: Lease) =>
       runPrivateMessage(
-        w.botWith({ courier, leaseOf: () => lease }),
+        w.botWith({ courier }),
         { update, chat, user: USER },
         { text: "send the chart" },
+        lease,
       );
     const before = w.telegram.sentFiles.length;
     try {

@@ -2,7 +2,7 @@ import type { Message } from "grammy/types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { NewTask } from "../../src/tasks/store.js";
 import { routeUpdate } from "../../src/telegram/access.js";
-import { COMMANDS } from "../../src/telegram/commands.js";
+import { COMMANDS } from "../../src/telegram/command-list.js";
 import { buildTextUpdate, type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { botOnHarness, buttonPress } from "../helpers/bot.js";
 import { CHAT_MODEL, type Harness, startHarness } from "../helpers/harness.js";
@@ -33,7 +33,7 @@ describe("/tasks", () => {
 
   const say = (text: string, threadId?: number) => {
     const id = ++updateId;
-    return bot.handleUpdate(
+    return bot.run(
       buildTextUpdate({ updateId: id, messageId: id, text, userId: USER, chatId: GROUP, threadId }),
     );
   };
@@ -93,7 +93,7 @@ describe("/tasks", () => {
       action: "ignore",
       who: USER,
     });
-    await bot.handleUpdate(pressed);
+    await bot.run(pressed);
     const answer = telegram.calls.find((c) => c.method === "answerCallbackQuery");
     expect(answer?.body).toMatchObject({ text: `Cancelled task #${bank.id}` });
     expect(telegram.sent.at(-1)).toMatchObject({
@@ -103,7 +103,7 @@ describe("/tasks", () => {
     expect((await h.app.tasks.get(bank.id))?.status).toBe("cancelled");
 
     // Pressed again: nothing left to cancel, and it says so.
-    await bot.handleUpdate(press(list?.message as Message, `tasks:cancel:${bank.id}`));
+    await bot.run(press(list?.message as Message, `tasks:cancel:${bank.id}`));
     expect(
       telegram.calls.filter((c) => c.method === "answerCallbackQuery").at(-1)?.body,
     ).toMatchObject({

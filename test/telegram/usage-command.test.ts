@@ -21,7 +21,7 @@ describe("/usage", () => {
       settings: { model: MODEL, maxEvents: 0, maxTokens: 0 },
     });
     updateId++;
-    await bot.handleUpdate(buildTextUpdate({ updateId, messageId: updateId, text: words, userId }));
+    await bot.run(buildTextUpdate({ updateId, messageId: updateId, text: words, userId }));
     await h.app.usageRecorder.flush();
     return telegram.sent.at(-1)?.plain_text ?? "";
   };
