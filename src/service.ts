@@ -394,8 +394,9 @@ export async function startService(
     onQueued: () => dispatcher.announce(),
     now: clock?.now,
   });
-  // Embeds new events, and the history from before, for recall by meaning; replicas share it.
-  app.embeddingWorker?.start();
+  // Embeds new events, and the history from before, for recall by meaning; replicas share its
+  // queue, so its leases too are timed by the database's clock.
+  app.embeddingWorker?.start(clock?.now);
   const expiry = startApprovalExpiry({
     approvals: app.approvals,
     intervalMs: APPROVAL_EXPIRY_INTERVAL_MS,

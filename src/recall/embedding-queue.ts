@@ -17,11 +17,9 @@ export function createEmbeddingQueue(deps: {
   /** This process, in `claimed_by`. */
   worker: string;
   leaseMs: number;
-  now?: () => number;
 }) {
   const { db } = deps;
   const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
-  const now = deps.now ?? Date.now;
 
   return {
     /**
@@ -74,9 +72,11 @@ export function createEmbeddingQueue(deps: {
       });
     },
 
-    /** Claims up to `limit` items nobody holds, oldest first. */
-    async claim(limit: number): Promise<ClaimedItem[]> {
-      const at = now();
+    /**
+     * Claims up to `limit` items nobody holds, oldest first, at `at` (ms since the epoch): the
+     * time leases are compared by, the database server's where replicas share one (src/db/clock.ts).
+     */
+    async claim(limit: number, at: number): Promise<ClaimedItem[]> {
       const skipLocked = postgres ? sql`for update skip locked` : sql``;
       const { rows } = await sql<{ message_id: number; attempts: number }>`
         update embedding_queue
@@ -131,8 +131,11 @@ export function createEmbeddingQueue(deps: {
       });
     },
 
-    /** Gives claimed items back to wait `delayMs`; those tried `maxAttempts` times are dropped. */
-    async release(ids: readonly number[], delayMs: number, maxAttempts: number): Promise<number> {
+    /**
+     * Gives claimed items back, to be claimed again from `retryAt` (by the clock claims use); those
+     * tried `maxAttempts` times are dropped.
+     */
+    async release(ids: readonly number[], retryAt: number, maxAttempts: number): Promise<number> {
       if (ids.length === 0) return 0;
       const dropped = await db
         .deleteFrom("embedding_queue")
@@ -142,7 +145,7 @@ export function createEmbeddingQueue(deps: {
         .executeTakeFirst();
       await db
         .updateTable("embedding_queue")
-        .set({ claimed_by: null, lease_until: now() + delayMs })
+        .set({ claimed_by: null, lease_until: retryAt })
         .where("message_id", "in", [...ids])
         .where("claimed_by", "=", deps.worker)
         .execute();
