@@ -6,6 +6,21 @@ const INTAKE = 2_000;
 
 export type ClaimedItem = { messageId: number; attempts: number };
 
+/** Names the advisory lock under which vectors are stored on PostgreSQL (see inIdOrder). */
+export const EMBEDDINGS_LOCK_KEY = 4_216_711_533_033;
+
+/**
+ * Makes the vectors a transaction stores commit in the order of their ids. A replica's cache of a
+ * scope's vectors (src/recall/vector-search.ts) reads only the rows with ids above those it
+ * holds; a sequence hands ids out at insert time, so without this two replicas storing at once
+ * could commit a lower id after a search read a higher one, and that vector would never be read.
+ * SQLite commits one writer at a time.
+ */
+export async function inIdOrder(trx: Kysely<Database>): Promise<void> {
+  if (!(trx.getExecutor().adapter instanceof PostgresAdapter)) return;
+  await sql`select pg_advisory_xact_lock(${EMBEDDINGS_LOCK_KEY})`.execute(trx);
+}
+
 /**
  * The durable queue of events to embed. Events enter it in id order from a cursor over
  * `messages`, which takes in the history stored before recall by meaning too; a worker claims a
@@ -121,6 +136,7 @@ export function createEmbeddingQueue(deps: {
               : Buffer.from(v.values.buffer, v.values.byteOffset, v.values.byteLength),
           })),
         );
+        if (rows.length > 0) await inIdOrder(trx);
         for (let i = 0; i < rows.length; i += 200) {
           await trx
             .insertInto("embeddings")

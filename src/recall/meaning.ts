@@ -7,7 +7,7 @@ import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { SharedLimit } from "../retry/shared-limit.js";
 import { scopeKeyOf } from "./area.js";
-import { createEmbeddingQueue } from "./embedding-queue.js";
+import { createEmbeddingQueue, inIdOrder } from "./embedding-queue.js";
 import { createEmbeddingWorker } from "./embedding-worker.js";
 import { createGeminiEmbedder, type Embed } from "./gemini-embedder.js";
 import { createVectorSearch, hasPgvector } from "./vector-search.js";
@@ -82,6 +82,7 @@ export async function followMovedConversation(
 ): Promise<void> {
   const scope = scopeKeyOf(conversation);
   await db.transaction().execute(async (trx) => {
+    await inIdOrder(trx);
     const events = trx.selectFrom("messages").select("id").where("chat_id", "=", conversation);
     await trx
       .insertInto("embeddings")

@@ -1,5 +1,6 @@
+import pg from "pg";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createEmbeddingQueue } from "../../src/recall/embedding-queue.js";
+import { createEmbeddingQueue, EMBEDDINGS_LOCK_KEY } from "../../src/recall/embedding-queue.js";
 import { CHUNK_CHARS, chunksOf, MAX_CHUNKS } from "../../src/recall/embedding-worker.js";
 import { EMBEDDING_DIMENSIONS, type Embed } from "../../src/recall/gemini-embedder.js";
 import { followMovedConversation } from "../../src/recall/meaning.js";
@@ -11,6 +12,7 @@ import { DATABASE_KINDS } from "../helpers/databases.js";
 import { said } from "../helpers/events.js";
 import { type Harness, startHarness } from "../helpers/harness.js";
 import { installPgvectorStandIn } from "../helpers/pgvector-stand-in.js";
+import { eventually } from "../helpers/service-process.js";
 
 const USER = 8201;
 const GROUP = -1008201;
@@ -218,6 +220,47 @@ describe.each(DATABASE_KINDS)("recall by meaning on %s", (kind) => {
     expect(await b.complete(late, [...late.keys()])).toBe(2);
     expect(await b.backlog()).toBe(0);
   });
+
+  it.runIf(kind === "postgres")(
+    "stores vectors only while no other replica is storing, so their ids commit in order",
+    async () => {
+      const { db } = h.app.database;
+      const { config } = h.app;
+      if (config.database.kind !== "postgres") throw new Error("expected PostgreSQL");
+      await h.app.store.append(String(USER), [{ event: said("one") }]);
+      const queue = createEmbeddingQueue({ db, worker: "a", leaseMs: 60_000 });
+      await queue.intake();
+      const [item] = await queue.claim(1, Date.now());
+      const vector = { scope: `private-${USER}`, model: "m", values: new Float32Array(256) };
+      // Another replica, in the middle of storing its vectors.
+      const other = new pg.Client({ connectionString: config.database.connectionString });
+      await other.connect();
+      try {
+        await other.query("begin");
+        await other.query("select pg_advisory_xact_lock($1)", [EMBEDDINGS_LOCK_KEY]);
+        let stored: number | undefined;
+        const storing = queue
+          .complete(new Map([[item?.messageId as number, [vector]]]), [item?.messageId as number])
+          .then((n) => {
+            stored = n;
+          });
+        // Tests of other schemas share the database's advisory locks: any wait on this one counts.
+        await eventually(async () => {
+          const { rows } = await other.query<{ n: number }>(
+            `select count(*)::int as n from pg_locks where locktype = 'advisory' and not granted
+              and pg_backend_pid() = any(pg_blocking_pids(pid))`,
+          );
+          return (rows[0]?.n ?? 0) > 0;
+        });
+        expect(stored).toBeUndefined();
+        await other.query("commit");
+        await storing;
+        expect(stored).toBe(1);
+      } finally {
+        await other.end();
+      }
+    },
+  );
 });
 
 describe("recall by meaning turned off", () => {
