@@ -2,6 +2,7 @@ import { fileURLToPath } from "node:url";
 import type { FunctionResponse, Part } from "@google/genai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NOT_ANSWERED, RAN_BEFORE_CRASH, USER_DECLINED } from "../../src/approvals/gate.js";
+import { NOT_YOURS_TO_STOP } from "../../src/telegram/ingest.js";
 import { call, text } from "../fakes/gemini.js";
 import type { RecordedRequest } from "../fakes/gemini-steps.js";
 import { type HttpMcpServer, INJECTION, startHttpMcpServer } from "../fakes/mcp-server.js";
@@ -12,8 +13,11 @@ import { mcpConfigFile } from "../helpers/tool-policies.js";
 
 const FAKE_SERVER = fileURLToPath(new URL("../fakes/mcp-server.ts", import.meta.url));
 // One private chat per test: approvals and grants are per conversation and scope.
-const USERS = Array.from({ length: 14 }, (_, i) => 700_001 + i);
+const USERS = Array.from({ length: 20 }, (_, i) => 700_001 + i);
 const GROUP = -4_000_777;
+const OTHER_GROUP = -4_000_779;
+const FORUM = -1_004_000_778;
+const TOPIC = 5;
 
 const WEB_TOKEN = "web-bearer-token-0042";
 
@@ -85,6 +89,37 @@ async function press(
 const current = (w: ServiceWorld, chat: number, id: number) =>
   w.telegram.sent.find((m) => m.chat_id === chat && m.message_id === id);
 
+type Where = { chatId: number; userId: number; threadId?: number };
+
+/**
+ * The model asks for `fake__note` in a conversation (a chat, or a topic of it); resolves with the
+ * update that asked and the request's message once it shows its buttons.
+ */
+async function askIn(w: ServiceWorld, where: Where) {
+  w.gemini.script(call("fake__note"));
+  const nth = prompts(w, where.chatId, "fake__note").length + 1;
+  const mention = where.chatId < 0 ? `@${w.telegram.bot.username} ` : "";
+  const updateId = await w.say(`${mention}read it`, where);
+  return { updateId, prompt: await promptFor(w, where.chatId, "fake__note", nth) };
+}
+
+/**
+ * The waiting call was cancelled: its request says so, the answer ends as stopped in its own
+ * conversation, and the model was not asked again.
+ */
+async function cancelled(w: ServiceWorld, where: Where, prompt: SentMessage, modelCalls: number) {
+  await eventually(() =>
+    current(w, where.chatId, prompt.message_id)?.plain_text.includes("Stopped"),
+  );
+  await eventually(() =>
+    sentTo(w, where.chatId).some(
+      (m) => m.plain_text === "(stopped)" && m.message.message_thread_id === where.threadId,
+    ),
+  );
+  expect(current(w, where.chatId, prompt.message_id)?.message.reply_markup).toBeUndefined();
+  expect(w.gemini.requests.length).toBe(modelCalls);
+}
+
 /** Waits until the MCP servers answer (they start beside the service, not before it). */
 const serversReady = (w: ServiceWorld, count: number) =>
   eventually(
@@ -97,7 +132,12 @@ describe.each(DATABASE_KINDS)("tool approvals through the running service on %s"
   let web: HttpMcpServer;
   beforeAll(async () => {
     web = await startHttpMcpServer(WEB_TOKEN);
-    w = await startWorld({ kind, env: mcpEnv(web.url) });
+    w = await startWorld({
+      kind,
+      env: mcpEnv(web.url),
+      telegram: { topicsInPrivateChats: true },
+    });
+    w.telegram.addForum(FORUM);
     await serversReady(w, 2);
   });
   afterAll(async () => {
@@ -228,6 +268,64 @@ describe.each(DATABASE_KINDS)("tool approvals through the running service on %s"
     await eventually(() => textsTo(w, chat).includes("(stopped)"));
     await eventually(() => current(w, chat, prompt.message_id)?.plain_text.includes("Stopped"));
     expect(w.gemini.requests.length).toBe(before);
+  });
+
+  for (const [name, threadId] of [
+    ["a private chat", undefined],
+    ["a private chat's topic", TOPIC],
+  ] as const) {
+    it(`the draft's stop button cancels a call that waits in ${name}`, async () => {
+      const chat = (threadId === undefined ? USERS[14] : USERS[15]) as number;
+      const where = { chatId: chat, userId: chat, threadId };
+      const { updateId, prompt } = await askIn(w, where);
+      const before = w.gemini.requests.length;
+      const res = await w.post(w.telegram.pressStop(chat, updateId, threadId));
+      expect(res.status).toBe(200);
+      await cancelled(w, where, prompt, before);
+    });
+  }
+
+  it("/stop cancels a call that waits in a private chat's topic, and only there", async () => {
+    const chat = USERS[16] as number;
+    const topic = { chatId: chat, userId: chat, threadId: TOPIC };
+    const main = { chatId: chat, userId: chat };
+    const inMain = await askIn(w, main);
+    const inTopic = await askIn(w, topic);
+    const before = w.gemini.requests.length;
+    await w.say("/stop", topic);
+    await cancelled(w, topic, inTopic.prompt, before);
+    // The chat's main conversation is another conversation: its request still waits.
+    expect(current(w, chat, inMain.prompt.message_id)?.message.reply_markup).toBeDefined();
+    w.gemini.script(text("read in the main chat"));
+    await press(w, chat, inMain.prompt, "once");
+    await eventually(() => textsTo(w, chat).includes("read in the main chat"));
+  });
+
+  it("/stop in a forum's topic cancels a waiting call for the one who asked, not for another member", async () => {
+    const [asker, member] = [USERS[17], USERS[5]] as number[];
+    w.telegram.setMemberStatus(FORUM, member as number, "member");
+    const where = { chatId: FORUM, userId: asker as number, threadId: TOPIC };
+    const { prompt } = await askIn(w, where);
+    const before = w.gemini.requests.length;
+    await w.say(`/stop@${w.telegram.bot.username}`, { ...where, userId: member });
+    await eventually(() =>
+      sentTo(w, FORUM).some(
+        (m) => m.plain_text === NOT_YOURS_TO_STOP && m.message.message_thread_id === TOPIC,
+      ),
+    );
+    expect(current(w, FORUM, prompt.message_id)?.message.reply_markup).toBeDefined();
+    await w.say("/stop", where);
+    await cancelled(w, where, prompt, before);
+  });
+
+  it("/stop in a group cancels a waiting call for an admin", async () => {
+    const [asker, admin] = [USERS[18], USERS[13]] as number[];
+    w.telegram.setMemberStatus(OTHER_GROUP, admin as number, "administrator");
+    const where = { chatId: OTHER_GROUP, userId: asker as number };
+    const { prompt } = await askIn(w, where);
+    const before = w.gemini.requests.length;
+    await w.say("/stop", { ...where, userId: admin });
+    await cancelled(w, where, prompt, before);
   });
 
   it("a prompt injection in a tool's result cannot run a risky call without asking", async () => {
