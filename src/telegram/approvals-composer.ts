@@ -1,5 +1,6 @@
 import { type Api, Composer, type Context, InlineKeyboard } from "grammy";
 import type { Approvals } from "../approvals/approvals.js";
+import { ENDINGS, requestTitle, shownArguments } from "../approvals/request-text.js";
 import type { Approval, Decision } from "../approvals/store.js";
 import type { ServerStatus } from "../mcp/server-connection.js";
 import type { Lease } from "../queue/inbox.js";
@@ -11,29 +12,17 @@ import { conversationKeyOf, conversationOf, threadOf } from "./topics.js";
 
 const ANSWER_DATA = /^approval:(\d+):(once|always|deny)$/;
 const REVOKE_DATA = /^tools:revoke:(\d+)$/;
-// Arguments are shown, not kept: enough to judge the call, short enough for a phone.
-const MAX_ARGS_CHARS = 1_200;
 const DECISIONS: Record<string, Decision> = { once: "allowed", always: "always", deny: "denied" };
-const ENDINGS: Record<Approval["status"], string> = {
-  pending: "",
-  allowed: "✅ Allowed once",
-  always: "✅ Always allowed here",
-  denied: "🚫 Denied",
-  expired: "⌛ Not answered in time: not run",
-  cancelled: "⏹ Stopped",
-  superseded: "↪️ Not answered: a new message came first",
-};
 
 const minutes = (ms: number) =>
   ms >= 60_000 ? `${Math.round(ms / 60_000)} min` : `${Math.round(ms / 1000)} s`;
 
 /** The request as the user sees it: the tool, its arguments pretty-printed and cut. */
 export function approvalHtml(approval: Approval, timeoutMs: number): string {
-  const args = truncate(JSON.stringify(approval.args, null, 2), MAX_ARGS_CHARS);
   const ending = ENDINGS[approval.status];
   return [
-    `🔐 Koroku wants to run <code>${escapeHtml(approval.tool)}</code>:`,
-    `<pre>${escapeHtml(args)}</pre>`,
+    requestTitle(`<code>${escapeHtml(approval.tool)}</code>`),
+    `<pre>${escapeHtml(shownArguments(approval.args))}</pre>`,
     ending === ""
       ? `Unanswered in ${minutes(timeoutMs)}, it counts as denied.`
       : `<b>${ending}</b>`,

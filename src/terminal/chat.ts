@@ -3,6 +3,7 @@ import { compactionNotice } from "../agent/compaction.js";
 import { GeminiError, GeminiUnavailableError } from "../agent/gemini-errors.js";
 import type { AgentHookEvents } from "../agent/hooks.js";
 import type { App } from "../app.js";
+import type { AskNow } from "../approvals/gate.js";
 import { configuredSecrets } from "../config.js";
 import { createScrubber } from "../logger.js";
 import {
@@ -14,6 +15,8 @@ import {
 } from "../session/history-view.js";
 import { toolStatus } from "../tools/status.js";
 import { type AnswerPrinter, createAnswerPrinter } from "./answer-printer.js";
+import { askInTerminal } from "./approval-prompt.js";
+import { queueLines } from "./line-queue.js";
 import { ANSI_STYLES, PLAIN_STYLES } from "./markdown.js";
 
 export type TerminalChatDeps = {
@@ -29,6 +32,7 @@ export type TerminalChatDeps = {
 type Say = (line: string) => void;
 
 const DEFAULT_CHAT_ID = "local";
+const PROMPT = "> ";
 const REPLAY_TURNS = 50;
 const BANNER =
   "Koroku — type a message; `clear` wipes the history, `history [n]` replays it, `exit` quits (each with or without a /).";
@@ -91,6 +95,7 @@ async function converse(
   text: string,
   printer: AnswerPrinter,
   stop: AbortSignal,
+  ask: AskNow,
 ): Promise<void> {
   const unsubscribe = [
     app.hooks.on("toolResult", (event) => {
@@ -106,6 +111,7 @@ async function converse(
       text,
       stop,
       chatType: "terminal",
+      ask,
       progress: {
         text: (written) => printer.text(written),
         restart: () => printer.restart(),
@@ -138,9 +144,9 @@ function failureText(error: unknown): string {
 }
 
 /**
- * Ctrl-C stops the answer being written; a second one, or one while nothing runs, quits. Lines
- * typed while an answer is written wait for it (readline keeps them, and redraws the one being
- * typed with the prompt).
+ * Ctrl-C stops the answer being written, or a call waiting for the user's yes; a second one, or
+ * one while nothing runs, quits. Lines typed while an answer is written wait for it (queued, see
+ * line-queue.ts; readline redraws the one being typed with the prompt).
  */
 function onInterrupt(lines: Interface, running: () => AbortController | undefined): void {
   lines.on("SIGINT", () => {
@@ -175,7 +181,7 @@ export async function runTerminalChat(deps: TerminalChatDeps): Promise<void> {
   say(BANNER);
   // Given the output, readline edits lines and echoes only when it is a terminal; a pipe gets
   // nothing but the conversation.
-  const lines = createInterface({ input, output, prompt: "> ", terminal });
+  const lines = createInterface({ input, output, prompt: PROMPT, terminal });
   // A second Ctrl-C closes readline while a stopped answer is still being written; Node 22+
   // throws when a closed interface is asked to prompt.
   let closed = false;
@@ -185,10 +191,21 @@ export async function runTerminalChat(deps: TerminalChatDeps): Promise<void> {
   const prompt = () => {
     if (lines.terminal && !closed) lines.prompt(true);
   };
+  const queue = queueLines(lines);
+  /** On a terminal the question is the prompt the answer is typed after; elsewhere a line. */
+  const question = (text: string) => {
+    if (!lines.terminal) {
+      printer.line(text);
+      return () => {};
+    }
+    lines.setPrompt(`${text}: `);
+    prompt();
+    return () => lines.setPrompt(PROMPT);
+  };
   let running: AbortController | undefined;
   onInterrupt(lines, () => running);
   prompt();
-  for await (const raw of lines) {
+  for (let raw = await queue.next(); raw !== undefined; raw = await queue.next()) {
     const line = raw.trim();
     const command = commandOf(line);
     if (command?.name === "exit") break;
@@ -205,7 +222,9 @@ export async function runTerminalChat(deps: TerminalChatDeps): Promise<void> {
         );
       } else if (line !== "") {
         running = new AbortController();
-        await converse(app, chatId, line, printer, running.signal);
+        const stop = running.signal;
+        const ask = askInTerminal({ printer, lines: queue, question, stop });
+        await converse(app, chatId, line, printer, stop, ask);
       }
     } catch (error) {
       // One readable line in the chat; the details (a stack) only at LOG_LEVEL=debug.
@@ -216,4 +235,5 @@ export async function runTerminalChat(deps: TerminalChatDeps): Promise<void> {
     }
     prompt();
   }
+  lines.close();
 }

@@ -1,7 +1,13 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { STOPPED_CALL } from "../../src/agent/turn.js";
 import type { App } from "../../src/app.js";
+import { USER_DECLINED } from "../../src/approvals/gate.js";
 import { createLogger } from "../../src/logger.js";
+import { scopeName, scopeOfKey } from "../../src/scope/recall-scope.js";
+import { APPROVAL_QUESTION } from "../../src/terminal/approval-prompt.js";
 import { runTerminalChat } from "../../src/terminal/chat.js";
 import { readableLogLines, TERMINAL_LOG_LEVEL } from "../../src/terminal/log-lines.js";
 import { call, status, streamed, text } from "../fakes/gemini.js";
@@ -102,21 +108,14 @@ describe("terminal chat", () => {
     h = await startHarness();
     const terminal = openTerminal(h.app);
     let printedBeforeAnswer: string[] = [];
-    h.fake.script(
-      call("write_file", { path: "a.txt", content: "A" }),
-      call("read_file", { path: "nope.txt" }),
-      () => {
-        printedBeforeAnswer = terminal.lines();
-        return text("written");
-      },
-    );
+    h.fake.script(call("get_current_time"), call("read_file", { path: "nope.txt" }), () => {
+      printedBeforeAnswer = terminal.lines();
+      return text("written");
+    });
     terminal.type("write a file");
     await terminal.until("Koroku: written");
 
-    const toolLines = [
-      '✓ write_file {"path":"a.txt","content":"A"}',
-      '✗ read_file {"path":"nope.txt"}',
-    ];
+    const toolLines = ["✓ get_current_time {}", '✗ read_file {"path":"nope.txt"}'];
     expect(printedBeforeAnswer).toEqual([BANNER, ...toolLines]);
     expect(terminal.lines()).toEqual([BANNER, ...toolLines, "Koroku: written"]);
     terminal.end();
@@ -437,5 +436,119 @@ describe("terminal chat", () => {
     expect(printed).not.toContain("Infinity");
     // The partial line "Koroku: " and 90 x's takes two rows of 80: erased by going one row up.
     expect(printed).toContain("\r\x1b[1A\x1b[J");
+  });
+});
+
+describe("terminal chat: a tool whose policy is ask", () => {
+  let h: Harness;
+  afterEach(async () => {
+    expect(h.fake.rejections).toEqual([]);
+    await h.close();
+  });
+  /** What the model was last told a call returned. */
+  const lastResponse = () =>
+    h.fake.requests.at(-1)?.body.contents.at(-1)?.parts?.[0]?.functionResponse?.response;
+  const written = (name: string) => join(h.workspaceOf("local"), name);
+
+  it("shows the call, runs it once on y, and asks again the next time", async () => {
+    h = await startHarness();
+    h.fake.script(call("write_file", { path: "a.txt", content: "A" }), text("written"));
+    const terminal = openTerminal(h.app);
+    // As a pipe gives them: the line after the message answers the question it brings.
+    terminal.type("write a file", "y");
+    await terminal.until("Koroku: written");
+    expect(terminal.lines()).toEqual([
+      BANNER,
+      "🔐 Koroku wants to run write_file:",
+      "{",
+      '  "path": "a.txt",',
+      '  "content": "A"',
+      "}",
+      APPROVAL_QUESTION,
+      "✅ Allowed once",
+      '✓ write_file {"path":"a.txt","content":"A"}',
+      "Koroku: written",
+    ]);
+    expect(readFileSync(written("a.txt"), "utf8")).toBe("A");
+
+    h.fake.script(call("write_file", { path: "b.txt", content: "B" }), text("asked again"));
+    terminal.type("another one", "y");
+    await terminal.until("Koroku: asked again");
+    expect(terminal.lines().filter((l) => l === APPROVAL_QUESTION)).toHaveLength(2);
+    terminal.end();
+    await terminal.done;
+  });
+
+  it("takes anything but y or a as a no, and cuts long arguments as Telegram does", async () => {
+    h = await startHarness();
+    const content = "x".repeat(3_000);
+    h.fake.script(call("write_file", { path: "long.txt", content }), text("left it"));
+    const terminal = openTerminal(h.app);
+    terminal.type("write a long file", "sure, why not");
+    await terminal.until("Koroku: left it");
+    expect(terminal.lines()).toContain("🚫 Denied");
+    const lines = terminal.lines();
+    const shown = lines.slice(lines.indexOf("{"), lines.indexOf(APPROVAL_QUESTION)).join("\n");
+    expect(shown.startsWith('{\n  "path": "long.txt",\n  "content": "xxx')).toBe(true);
+    expect(shown).toHaveLength(1_200 + "…".length);
+    expect(shown.endsWith("x…")).toBe(true);
+    expect(lastResponse()).toEqual({ error: USER_DECLINED });
+    expect(existsSync(written("long.txt"))).toBe(false);
+    terminal.end();
+    await terminal.done;
+  });
+
+  it("takes the end of the input while it asks as a no", async () => {
+    h = await startHarness();
+    h.fake.script(call("write_file", { path: "a.txt", content: "A" }), text("fine"));
+    const terminal = openTerminal(h.app);
+    terminal.type("write a file");
+    terminal.end();
+    await terminal.done;
+    expect(terminal.lines().slice(-2)).toEqual(["🚫 Denied", "Koroku: fine"]);
+    expect(lastResponse()).toEqual({ error: USER_DECLINED });
+  });
+
+  it("remembers always for the terminal's scope, and for no Telegram chat", async () => {
+    h = await startHarness();
+    h.fake.script(
+      call("write_file", { path: "a.txt", content: "A" }),
+      text("first"),
+      call("write_file", { path: "b.txt", content: "B" }),
+      text("second"),
+    );
+    const terminal = openTerminal(h.app);
+    terminal.type("write a", "a");
+    await terminal.until("Koroku: first");
+    terminal.type("write b");
+    await terminal.until("Koroku: second");
+    terminal.end();
+    await terminal.done;
+    expect(terminal.lines()).toContain("✅ Always allowed here");
+    expect(terminal.lines().filter((l) => l === APPROVAL_QUESTION)).toHaveLength(1);
+    expect(readFileSync(written("b.txt"), "utf8")).toBe("B");
+    const { store } = h.app.approvals;
+    expect((await store.grants(scopeName({ kind: "terminal" }))).map((g) => g.tool)).toEqual([
+      "write_file",
+    ]);
+    expect(await store.hasGrant(scopeName(scopeOfKey("42")), "write_file")).toBe(false);
+  });
+
+  it("Ctrl-C while it asks stops the answer, and the call does not run", async () => {
+    h = await startHarness();
+    h.fake.script(call("write_file", { path: "a.txt", content: "A" }), text("never asked for"));
+    const terminal = openTerminal(h.app, true);
+    terminal.type("write a file");
+    await vi.waitFor(() => expect(terminal.shown()).toContain(`${APPROVAL_QUESTION}: `), {
+      timeout: 30_000,
+    });
+    terminal.type("\x03");
+    await terminal.until("(stopped)");
+    expect(h.fake.requests).toHaveLength(1);
+    expect(existsSync(written("a.txt"))).toBe(false);
+    const stored = (await h.app.store.loadContext("local")).events.map((e) => e.event);
+    expect(JSON.stringify(stored.at(-2))).toContain(STOPPED_CALL);
+    terminal.end();
+    await terminal.done;
   });
 });
