@@ -396,6 +396,27 @@ describe.each(DATABASE_KINDS)("tool approvals through the running service on %s"
     expect(lastResponses(w)[0]?.response).toEqual({ output: "echo: back" });
   });
 
+  it("a Streamable HTTP server that goes away answers unavailable, and is reconnected when back", async () => {
+    const chat = USERS[19] as number;
+    const offered = () =>
+      w.service.logs.filter((l) => l.msg === "MCP server's tools offered").length;
+    const before = offered();
+    const { url } = web;
+    await web.close();
+    w.gemini.script(call("web__echo", { text: "anyone?" }), text("it is away"));
+    await w.say("echo over http", { chatId: chat, userId: chat });
+    await eventually(() => textsTo(w, chat).includes("it is away"));
+    expect(lastResponses(w)[0]?.response).toEqual({
+      error: expect.stringMatching(/^the MCP server "web" is unavailable \(.+\); try again later$/),
+    });
+    web = await startHttpMcpServer(WEB_TOKEN, Number(new URL(url).port));
+    await eventually(() => offered() > before, 30_000);
+    w.gemini.script(call("web__echo", { text: "back" }), text("it is back"));
+    await w.say("echo over http again", { chatId: chat, userId: chat });
+    await eventually(() => textsTo(w, chat).includes("it is back"));
+    expect(lastResponses(w)[0]?.response).toEqual({ output: "echo: back" });
+  });
+
   it("a button pressed after a restart still runs the waiting call", async () => {
     const chat = USERS[11] as number;
     w.gemini.script(call("fake__note"), text("after the restart"));

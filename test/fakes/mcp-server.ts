@@ -76,9 +76,9 @@ export type HttpMcpServer = { url: string; requests: number; close(): Promise<vo
 
 /**
  * The fake over Streamable HTTP, one server per session; every request must carry
- * `Authorization: Bearer <token>`.
+ * `Authorization: Bearer <token>`. `port`: where a server that went away comes back.
  */
-export async function startHttpMcpServer(token: string): Promise<HttpMcpServer> {
+export async function startHttpMcpServer(token: string, port = 0): Promise<HttpMcpServer> {
   const sessions = new Map<string, StreamableHTTPServerTransport>();
   const state = { requests: 0 };
   const readBody = async (req: IncomingMessage) => {
@@ -108,10 +108,10 @@ export async function startHttpMcpServer(token: string): Promise<HttpMcpServer> 
     }
     await transport.handleRequest(req, res, body);
   });
-  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
-  const { port } = http.address() as AddressInfo;
+  await new Promise<void>((resolve) => http.listen(port, "127.0.0.1", resolve));
+  const listening = (http.address() as AddressInfo).port;
   return {
-    url: `http://127.0.0.1:${port}/mcp`,
+    url: `http://127.0.0.1:${listening}/mcp`,
     get requests() {
       return state.requests;
     },

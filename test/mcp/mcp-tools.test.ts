@@ -27,7 +27,10 @@ afterEach(async () => {
   http = undefined;
 });
 
-function start(servers: McpServerConfig[]) {
+// A restart in tests comes at once.
+const AT_ONCE = { baseMs: 1, maxMs: 1 };
+
+function start(servers: McpServerConfig[], backoff = AT_ONCE) {
   const { logger, lines } = captureLogger();
   const saved: NewAttachment[] = [];
   running = startMcpTools(
@@ -42,8 +45,7 @@ function start(servers: McpServerConfig[]) {
           size: file.bytes.byteLength,
         };
       },
-      // A restart in tests comes at once.
-      backoff: { baseMs: 1, maxMs: 1 },
+      backoff,
     },
   );
   return { tools: running, lines, saved };
@@ -125,11 +127,20 @@ describe("MCP tools over stdio", () => {
   });
 
   it("restarts a server that died; its tools answer unavailable meanwhile", async () => {
-    const { tools, lines } = start([stdioServer()]);
+    // The restart waits a while (and the server takes a while to start): time to call it.
+    const { tools, lines } = start([stdioServer()], { baseMs: 500, maxMs: 500 });
     await tools.settled();
     const before = tools.server("fake")?.pid();
     await tools.execute("fake__crash", {}, ctx);
-    await vi.waitFor(() => expect(lines.some((l) => l.msg.includes("restarting"))).toBe(true));
+    await vi.waitFor(() => expect(lines.some((l) => l.msg.includes("restarting"))).toBe(true), {
+      interval: 5,
+    });
+    expect(await tools.execute("fake__echo", { text: "now?" }, ctx)).toEqual({
+      ok: false,
+      response: {
+        error: 'the MCP server "fake" is unavailable (it closed the connection); try again later',
+      },
+    });
     await vi.waitFor(
       () => {
         expect(tools.servers()[0]?.state).toBe("ready");
@@ -196,6 +207,47 @@ describe("MCP tools over Streamable HTTP", () => {
     });
     await tools.execute("web__grow", {}, ctx);
     await vi.waitFor(() => expect(tools.declarations().map((d) => d.name)).toContain("web__late"));
+  });
+
+  it("answers unavailable while the server is away, and reconnects with backoff when it is back", async () => {
+    http = await startHttpMcpServer("s3cret-token");
+    const { url } = http;
+    const { tools, lines } = start(
+      [
+        {
+          ...stdioServer(),
+          name: "web",
+          transport: { kind: "http", url, headers: { Authorization: "Bearer s3cret-token" } },
+        },
+      ],
+      { baseMs: 20, maxMs: 200 },
+    );
+    await tools.settled();
+    await http.close();
+    const unavailable = {
+      ok: false,
+      response: {
+        error: expect.stringMatching(
+          /^the MCP server "web" is unavailable \(.+\); try again later$/,
+        ),
+      },
+    };
+    // The call that finds it gone, and the calls while it stays away.
+    expect(await tools.execute("web__echo", { text: "gone?" }, ctx)).toMatchObject(unavailable);
+    const failedAttempts = () =>
+      lines.filter((l) => l.msg === "could not start the MCP server; trying again later").length;
+    await vi.waitFor(() => expect(failedAttempts()).toBeGreaterThanOrEqual(2), { timeout: 20_000 });
+    expect(tools.servers()[0]?.state).toBe("unavailable");
+    expect(await tools.execute("web__echo", { text: "still gone?" }, ctx)).toMatchObject(
+      unavailable,
+    );
+
+    http = await startHttpMcpServer("s3cret-token", Number(new URL(url).port));
+    await vi.waitFor(() => expect(tools.servers()[0]?.state).toBe("ready"), { timeout: 20_000 });
+    expect(await tools.execute("web__echo", { text: "back" }, ctx)).toEqual({
+      ok: true,
+      response: { output: "echo: back" },
+    });
   });
 
   it("is unavailable with a wrong token", async () => {
