@@ -2,6 +2,7 @@ import { fileURLToPath } from "node:url";
 import type { FunctionResponse, Part } from "@google/genai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NOT_ANSWERED, RAN_BEFORE_CRASH, USER_DECLINED } from "../../src/approvals/gate.js";
+import { INHERITED_ENV } from "../../src/mcp/stdio-transport.js";
 import { NOT_YOURS_TO_STOP } from "../../src/telegram/ingest.js";
 import { call, text } from "../fakes/gemini.js";
 import type { RecordedRequest } from "../fakes/gemini-steps.js";
@@ -13,7 +14,7 @@ import { mcpConfigFile } from "../helpers/tool-policies.js";
 
 const FAKE_SERVER = fileURLToPath(new URL("../fakes/mcp-server.ts", import.meta.url));
 // One private chat per test: approvals and grants are per conversation and scope.
-const USERS = Array.from({ length: 20 }, (_, i) => 700_001 + i);
+const USERS = Array.from({ length: 21 }, (_, i) => 700_001 + i);
 const GROUP = -4_000_777;
 const OTHER_GROUP = -4_000_779;
 const FORUM = -1_004_000_778;
@@ -44,6 +45,7 @@ function mcpEnv(webUrl?: string): Record<string, string> {
             huge: "allow",
             slow: "allow",
             inject: "allow",
+            env: "allow",
           },
         },
       },
@@ -394,6 +396,22 @@ describe.each(DATABASE_KINDS)("tool approvals through the running service on %s"
     await w.say("echo back", { chatId: chat, userId: chat });
     await eventually(() => textsTo(w, chat).includes("it is back"));
     expect(lastResponses(w)[0]?.response).toEqual({ output: "echo: back" });
+  });
+
+  it("a stdio server's environment holds none of Koroku's secrets", async () => {
+    const chat = USERS[20] as number;
+    w.gemini.script(call("fake__env"), text("env read"));
+    await w.say("what is your environment?", { chatId: chat, userId: chat });
+    await eventually(() => textsTo(w, chat).includes("env read"));
+    const output = String(lastResponses(w)[0]?.response?.output);
+    const names = Object.keys(JSON.parse(output) as Record<string, string>);
+    expect(names).toContain("PATH");
+    expect(names.filter((name) => !(INHERITED_ENV as readonly string[]).includes(name))).toEqual(
+      [],
+    );
+    for (const secret of [w.telegram.token, "test-key", WEB_TOKEN]) {
+      expect(output).not.toContain(secret);
+    }
   });
 
   it("a Streamable HTTP server that goes away answers unavailable, and is reconnected when back", async () => {

@@ -2,6 +2,7 @@ import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { McpServerConfig } from "../../src/mcp/config-file.js";
 import { type McpTools, startMcpTools } from "../../src/mcp/mcp-tools.js";
+import { INHERITED_ENV } from "../../src/mcp/stdio-transport.js";
 import { type NewAttachment, sha256Hex } from "../../src/session/attachments.js";
 import { type HttpMcpServer, INJECTION, startHttpMcpServer } from "../fakes/mcp-server.js";
 import { captureLogger } from "../helpers/logs.js";
@@ -73,8 +74,11 @@ describe("MCP tools over stdio", () => {
     expect(tools.servers()[0]).toMatchObject({ name: "fake", state: "ready" });
   });
 
-  it("gives the server only the environment the file gives it (and PATH)", async () => {
-    process.env.GEMINI_API_KEY_FOR_THIS_TEST = "must-not-leak";
+  it("gives the server the environment the file gives it and the inherited set, no secret", async () => {
+    vi.stubEnv("TELEGRAM_BOT_TOKEN", "123456:must-not-leak");
+    vi.stubEnv("GEMINI_API_KEY", "must-not-leak");
+    vi.stubEnv("HOME", "/home/koroku");
+    vi.stubEnv("TERM", "xterm");
     try {
       const { tools } = start([stdioServer()]);
       await tools.settled();
@@ -83,10 +87,12 @@ describe("MCP tools over stdio", () => {
         string,
         string
       >;
-      expect(Object.keys(env).sort()).toEqual(["GREETING", "PATH"]);
-      expect(env.GREETING).toBe("hi");
+      const inherited = INHERITED_ENV.filter((name) => process.env[name] !== undefined);
+      expect(Object.keys(env).sort()).toEqual(["GREETING", ...inherited].sort());
+      expect(env).toMatchObject({ GREETING: "hi", HOME: "/home/koroku", TERM: "xterm" });
+      expect(JSON.stringify(env)).not.toContain("must-not-leak");
     } finally {
-      delete process.env.GEMINI_API_KEY_FOR_THIS_TEST;
+      vi.unstubAllEnvs();
     }
   });
 
