@@ -2,11 +2,11 @@ import { type Api, Composer, type Context, InlineKeyboard } from "grammy";
 import type { Approvals } from "../approvals/approvals.js";
 import { ENDINGS, requestTitle, shownArguments } from "../approvals/request-text.js";
 import type { Approval, Decision } from "../approvals/store.js";
+import { grantsReport, type Markup, serversReport } from "../approvals/tools-report.js";
 import type { ServerStatus } from "../mcp/server-connection.js";
 import type { Lease } from "../queue/inbox.js";
 import { escapeHtml } from "../render/markdown-html.js";
 import { scopeName, scopeOf } from "../scope/recall-scope.js";
-import { truncate } from "../session/event-text.js";
 import type { MayStop } from "./stop-permission.js";
 import { conversationKeyOf, conversationOf, threadOf } from "./topics.js";
 
@@ -71,37 +71,11 @@ export async function showEnding(
     .catch(() => {});
 }
 
-const STATE_ICONS: Record<ServerStatus["state"], string> = {
-  ready: "🟢",
-  starting: "🟡",
-  unavailable: "🔴",
-  stopped: "⚪",
+const HTML: Markup = {
+  bold: (text) => `<b>${escapeHtml(text)}</b>`,
+  code: (text) => `<code>${escapeHtml(text)}</code>`,
+  text: escapeHtml,
 };
-
-function toolsHtml(
-  servers: readonly ServerStatus[],
-  approvals: Pick<Approvals, "policyOf">,
-): string {
-  if (servers.length === 0) {
-    return "No MCP servers are set up (MCP_CONFIG names none).";
-  }
-  const lines = ["<b>MCP servers</b>"];
-  for (const server of servers) {
-    const why = server.error ? `: ${escapeHtml(truncate(server.error, 200))}` : "";
-    lines.push(
-      `${STATE_ICONS[server.state]} <b>${escapeHtml(server.name)}</b> (${server.state}${why})`,
-    );
-    for (const tool of server.tools) {
-      lines.push(
-        `    • <code>${escapeHtml(tool.remoteName)}</code> — ${approvals.policyOf(tool.name)}`,
-      );
-    }
-    for (const left of server.skipped) {
-      lines.push(`    ✗ <code>${escapeHtml(left.tool)}</code> left out: ${escapeHtml(left.why)}`);
-    }
-  }
-  return lines.join("\n");
-}
 
 export type ApprovalsComposerDeps = {
   approvals: Approvals;
@@ -157,12 +131,10 @@ export function approvalsComposer(deps: ApprovalsComposerDeps): Composer<Context
     const conversation = conversationOf(ctx.msg);
     const scope = scopeName(scopeOf({ key: conversationKeyOf(ctx.msg), chatType: ctx.chat.type }));
     const grants = await approvals.store.grants(scope);
-    const parts = [toolsHtml(deps.servers(), approvals)];
-    parts.push(
-      grants.length === 0
-        ? "No tool is always allowed here: each call of a tool that asks waits for your yes."
-        : `<b>Always allowed here</b>\n${grants.map((g) => `• <code>${escapeHtml(g.tool)}</code>`).join("\n")}`,
-    );
+    const parts = [
+      serversReport(deps.servers(), approvals.policyOf, HTML),
+      grantsReport(grants, HTML),
+    ];
     await held(ctx);
     await ctx.api.sendMessage(ctx.chat.id, parts.join("\n\n"), {
       parse_mode: "HTML",

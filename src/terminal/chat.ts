@@ -18,6 +18,7 @@ import { type AnswerPrinter, createAnswerPrinter } from "./answer-printer.js";
 import { askInTerminal } from "./approval-prompt.js";
 import { queueLines } from "./line-queue.js";
 import { ANSI_STYLES, PLAIN_STYLES } from "./markdown.js";
+import { toolsCommand } from "./tools-command.js";
 
 export type TerminalChatDeps = {
   app: App;
@@ -35,25 +36,31 @@ const DEFAULT_CHAT_ID = "local";
 const PROMPT = "> ";
 const REPLAY_TURNS = 50;
 const BANNER =
-  "Koroku — type a message; `clear` wipes the history, `history [n]` replays it, `exit` quits (each with or without a /).";
+  "Koroku — type a message; `clear` wipes the history, `history [n]` replays it, `tools` lists the tools, `exit` quits (each with or without a /).";
 
 type Command =
   | { name: "clear" | "exit" }
   | { name: "history"; turns: number | undefined }
+  | { name: "tools"; arg: string }
   | { name: "unknown"; word: string };
 
 /**
  * The terminal's own commands, typed bare or, as in Telegram, after a slash. Bare, only the
- * exact command is one ("clear", "history 5"): "clear the table" is a message. Slashed, any word
- * is a command (not a path like /etc/hosts), and the ones Telegram knows beyond these are not.
+ * exact command is one ("clear", "history 5", "tools revoke write_file"): "clear the table" is a
+ * message. Slashed, any word is a command (not a path like /etc/hosts), and the ones Telegram
+ * knows beyond these are not.
  */
 function commandOf(line: string): Command | undefined {
   const slashed = /^\/([A-Za-z_]+)(?:\s+(.*))?$/.exec(line);
-  const [, word = "", arg = ""] = slashed ?? /^(clear|history|exit)(?:\s+(\d+))?$/.exec(line) ?? [];
+  const bare =
+    /^(clear|history|exit)(?:\s+(\d+))?$/.exec(line) ??
+    /^(tools)(?:\s+(revoke\s+\S+))?$/.exec(line);
+  const [, word = "", arg = ""] = slashed ?? bare ?? [];
   if (word === "clear" || word === "exit") {
     return slashed || arg === "" ? { name: word } : undefined;
   }
   if (word === "history") return { name: "history", turns: historyTurns(arg) };
+  if (word === "tools") return { name: "tools", arg: arg.trim() };
   return slashed ? { name: "unknown", word } : undefined;
 }
 
@@ -169,10 +176,10 @@ export async function runTerminalChat(deps: TerminalChatDeps): Promise<void> {
   const say: Say = (line) => {
     output.write(`${scrub(line)}\n`);
   };
-  const colour = terminal && process.env.NO_COLOR === undefined;
+  const styles = terminal && process.env.NO_COLOR === undefined ? ANSI_STYLES : PLAIN_STYLES;
   const printer = createAnswerPrinter(
     { write: (text) => output.write(scrub(text)) },
-    colour ? ANSI_STYLES : PLAIN_STYLES,
+    styles,
     // A width the terminal does not report (or reports as 0) is the printer's default.
     terminal ? ((output as { columns?: number }).columns ?? 0) : undefined,
   );
@@ -216,9 +223,11 @@ export async function runTerminalChat(deps: TerminalChatDeps): Promise<void> {
         else if ((await replayHistory(app, chatId, command.turns, say, printer)) === 0) {
           say("No conversation yet.");
         }
+      } else if (command?.name === "tools") {
+        say(await toolsCommand(app, command.arg, styles));
       } else if (command?.name === "unknown") {
         say(
-          `/${command.word} is not a command here: the terminal knows clear, history [n] and exit.`,
+          `/${command.word} is not a command here: the terminal knows clear, history [n], tools and exit.`,
         );
       } else if (line !== "") {
         running = new AbortController();

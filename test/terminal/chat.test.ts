@@ -10,12 +10,13 @@ import { scopeName, scopeOfKey } from "../../src/scope/recall-scope.js";
 import { APPROVAL_QUESTION } from "../../src/terminal/approval-prompt.js";
 import { runTerminalChat } from "../../src/terminal/chat.js";
 import { readableLogLines, TERMINAL_LOG_LEVEL } from "../../src/terminal/log-lines.js";
+import { TOOLS_USAGE } from "../../src/terminal/tools-command.js";
 import { call, status, streamed, text } from "../fakes/gemini.js";
 import { type Harness, SUMMARY_MODEL, startHarness } from "../helpers/harness.js";
 import { refusingPort } from "../helpers/refusing-port.js";
 
 const BANNER =
-  "Koroku — type a message; `clear` wipes the history, `history [n]` replays it, `exit` quits (each with or without a /).";
+  "Koroku — type a message; `clear` wipes the history, `history [n]` replays it, `tools` lists the tools, `exit` quits (each with or without a /).";
 
 type Terminal = {
   /** Resolves when runTerminalChat returns. */
@@ -355,7 +356,7 @@ describe("terminal chat", () => {
       "Koroku: second answer",
       ...replay,
       "Usage: history [n], where n is a number of turns from 1 to 100 (default 10).",
-      "/status is not a command here: the terminal knows clear, history [n] and exit.",
+      "/status is not a command here: the terminal knows clear, history [n], tools and exit.",
       "History cleared (4 events removed); the memory files are kept.",
       "No conversation yet.",
     ]);
@@ -449,6 +450,15 @@ describe("terminal chat: a tool whose policy is ask", () => {
   const lastResponse = () =>
     h.fake.requests.at(-1)?.body.contents.at(-1)?.parts?.[0]?.functionResponse?.response;
   const written = (name: string) => join(h.workspaceOf("local"), name);
+  /** What the terminal shows for write_file("a.txt", "A"), up to the question. */
+  const ASKED_TO_WRITE_A = [
+    "🔐 Koroku wants to run write_file:",
+    "{",
+    '  "path": "a.txt",',
+    '  "content": "A"',
+    "}",
+    APPROVAL_QUESTION,
+  ];
 
   it("shows the call, runs it once on y, and asks again the next time", async () => {
     h = await startHarness();
@@ -459,12 +469,7 @@ describe("terminal chat: a tool whose policy is ask", () => {
     await terminal.until("Koroku: written");
     expect(terminal.lines()).toEqual([
       BANNER,
-      "🔐 Koroku wants to run write_file:",
-      "{",
-      '  "path": "a.txt",',
-      '  "content": "A"',
-      "}",
-      APPROVAL_QUESTION,
+      ...ASKED_TO_WRITE_A,
       "✅ Allowed once",
       '✓ write_file {"path":"a.txt","content":"A"}',
       "Koroku: written",
@@ -522,16 +527,48 @@ describe("terminal chat: a tool whose policy is ask", () => {
     await terminal.until("Koroku: first");
     terminal.type("write b");
     await terminal.until("Koroku: second");
-    terminal.end();
-    await terminal.done;
     expect(terminal.lines()).toContain("✅ Always allowed here");
     expect(terminal.lines().filter((l) => l === APPROVAL_QUESTION)).toHaveLength(1);
+    terminal.type("tools");
+    await terminal.until("tools revoke <tool> asks again.");
+    expect(terminal.lines().slice(-5)).toEqual([
+      "No MCP servers are set up (MCP_CONFIG names none).",
+      "",
+      "Always allowed here",
+      "• write_file",
+      "tools revoke <tool> asks again.",
+    ]);
     expect(readFileSync(written("b.txt"), "utf8")).toBe("B");
     const { store } = h.app.approvals;
     expect((await store.grants(scopeName({ kind: "terminal" }))).map((g) => g.tool)).toEqual([
       "write_file",
     ]);
     expect(await store.hasGrant(scopeName(scopeOfKey("42")), "write_file")).toBe(false);
+  });
+
+  it("`tools revoke <tool>` takes an always back: the tool asks again", async () => {
+    h = await startHarness();
+    await h.app.approvals.store.grant(scopeName({ kind: "terminal" }), "write_file", undefined);
+    h.fake.script(call("write_file", { path: "a.txt", content: "A" }), text("asked"));
+    const terminal = openTerminal(h.app);
+    terminal.type("/tools oops", "tools revoke read_file", "tools revoke write_file");
+    await terminal.until("Revoked: write_file asks again from now on.");
+    terminal.type("tools", "write a", "n");
+    await terminal.until("Koroku: asked");
+    terminal.end();
+    await terminal.done;
+    expect(terminal.lines()).toEqual([
+      BANNER,
+      TOOLS_USAGE,
+      "read_file is not always allowed here.",
+      "Revoked: write_file asks again from now on.",
+      "No MCP servers are set up (MCP_CONFIG names none).",
+      "",
+      "No tool is always allowed here: each call of a tool that asks waits for your yes.",
+      ...ASKED_TO_WRITE_A,
+      "🚫 Denied",
+      "Koroku: asked",
+    ]);
   });
 
   it("Ctrl-C while it asks stops the answer, and the call does not run", async () => {
