@@ -471,3 +471,27 @@ describe.each(DATABASE_KINDS)("an approval nobody answers on %s", (kind) => {
     }
   });
 });
+
+describe("an approval across replicas on postgres", () => {
+  it("is answered through another replica after the one that asked has gone, which runs the call", async () => {
+    const chat = USERS[0] as number;
+    const w = await startWorld({ kind: "postgres", env: { ALLOWED_USER_IDS: String(chat) } });
+    try {
+      const asking = w.service;
+      const other = await w.start();
+      w.gemini.script(call("write_file", { path: "a.txt", content: "A" }), text("written"));
+      await w.say("write a file", { chatId: chat, userId: chat });
+      const prompt = await promptFor(w, chat, "write_file");
+      asking.proc.kill("SIGTERM");
+      await asking.exited;
+      w.service = other;
+      await press(w, chat, prompt, "once");
+      await eventually(() => textsTo(w, chat).includes("written"), 30_000);
+      expect(lastResponses(w)[0]?.response).toMatchObject({ output: expect.anything() });
+      expect(current(w, chat, prompt.message_id)?.plain_text).toContain("Allowed once");
+      expect(w.gemini.rejections).toEqual([]);
+    } finally {
+      await w.close();
+    }
+  });
+});
