@@ -6,7 +6,12 @@ import { INHERITED_ENV } from "../../src/mcp/stdio-transport.js";
 import { NOT_YOURS_TO_STOP } from "../../src/telegram/ingest.js";
 import { call, text } from "../fakes/gemini.js";
 import type { RecordedRequest } from "../fakes/gemini-steps.js";
-import { type HttpMcpServer, INJECTION, startHttpMcpServer } from "../fakes/mcp-server.js";
+import {
+  type HttpMcpServer,
+  INJECTION,
+  LONG_TOOL_NAME,
+  startHttpMcpServer,
+} from "../fakes/mcp-server.js";
 import type { SentMessage } from "../fakes/telegram.js";
 import { DATABASE_KINDS } from "../helpers/databases.js";
 import { eventually, type ServiceWorld, startWorld } from "../helpers/service-process.js";
@@ -213,6 +218,7 @@ describe.each(DATABASE_KINDS)("tool approvals through the running service on %s"
     expect(list.plain_text).toContain("🟢 fake (ready)");
     expect(list.plain_text).toContain("echo — allow");
     expect(list.plain_text).toContain("note — ask");
+    expect(list.plain_text).toContain(`✗ ${LONG_TOOL_NAME} left out: "fake__${LONG_TOOL_NAME}"`);
     const revoke = buttonsOf(list)[0] as string;
     expect(revoke).toMatch(/^tools:revoke:\d+$/);
     await w.post({

@@ -4,7 +4,12 @@ import type { McpServerConfig } from "../../src/mcp/config-file.js";
 import { type McpTools, startMcpTools } from "../../src/mcp/mcp-tools.js";
 import { INHERITED_ENV } from "../../src/mcp/stdio-transport.js";
 import { type NewAttachment, sha256Hex } from "../../src/session/attachments.js";
-import { type HttpMcpServer, INJECTION, startHttpMcpServer } from "../fakes/mcp-server.js";
+import {
+  type HttpMcpServer,
+  INJECTION,
+  LONG_TOOL_NAME,
+  startHttpMcpServer,
+} from "../fakes/mcp-server.js";
 import { captureLogger } from "../helpers/logs.js";
 import { toolContext } from "../helpers/tool-context.js";
 
@@ -72,6 +77,21 @@ describe("MCP tools over stdio", () => {
       response: { output: "echo: hello" },
     });
     expect(tools.servers()[0]).toMatchObject({ name: "fake", state: "ready" });
+  });
+
+  it("leaves out a tool Gemini cannot take, and says why", async () => {
+    const { tools, lines } = start([stdioServer()]);
+    await tools.settled();
+    const why = `"fake__${LONG_TOOL_NAME}" is not a name Gemini takes (letters, digits, "_", ".", ":", "-", 64 characters at most)`;
+    expect(tools.servers()[0]?.skipped).toEqual([{ tool: LONG_TOOL_NAME, why }]);
+    expect(tools.declarations().map((d) => d.name)).not.toContain(`fake__${LONG_TOOL_NAME}`);
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        msg: "an MCP tool is left out: Gemini cannot take it",
+        tool: LONG_TOOL_NAME,
+        why,
+      }),
+    );
   });
 
   it("gives the server the environment the file gives it and the inherited set, no secret", async () => {
