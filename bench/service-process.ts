@@ -6,13 +6,13 @@ import { fileURLToPath } from "node:url";
 import type { DatabaseTarget } from "../src/config.js";
 import type { Fakes } from "./fakes.js";
 
-/** The benchmarks run this file as dist/bench/service-process.js; tests import it from bench/. */
+/** The benchmarks run this file as dist-bench/bench/service-process.js; tests import it from bench/. */
 export const REPO_ROOT = fileURLToPath(
-  new URL(import.meta.url.includes("/dist/bench/") ? "../../" : "../", import.meta.url),
+  new URL(import.meta.url.includes("/dist-bench/bench/") ? "../../" : "../", import.meta.url),
 );
 export const SERVICE_MAIN = join(REPO_ROOT, "dist/src/main.js");
 /** The libraries' floor: a bot that only asks Gemini and answers (bench/floor-service.ts). */
-export const FLOOR_SERVICE_MAIN = join(REPO_ROOT, "dist/bench/floor-service.js");
+export const FLOOR_SERVICE_MAIN = join(REPO_ROOT, "dist-bench/bench/floor-service.js");
 export const WEBHOOK_SECRET = "bench-webhook-secret";
 
 const READY_TIMEOUT_MS = 20_000;
