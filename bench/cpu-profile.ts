@@ -5,7 +5,7 @@
  *   node dist-bench/bench/cpu-profile.js <file.cpuprofile> [how many functions, default 25]
  */
 import { readFileSync } from "node:fs";
-import { REPO_ROOT } from "./service-process.js";
+import { REPO_ROOT } from "../test/helpers/spawn-service.js";
 
 type CallFrame = { functionName: string; url: string; lineNumber: number };
 type ProfileNode = { id: number; callFrame: CallFrame };
