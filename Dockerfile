@@ -31,6 +31,8 @@ RUN mkdir -p /data/memory /data/workspace && chown -R node:node /data
 VOLUME /data
 USER node
 EXPOSE 8080
-HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
+# The start period covers the longest start-up: waiting up to 30 s for a stopping Koroku's SQLite
+# lock (docs/deployment.md), then migrations.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=45s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1)).catch(()=>process.exit(1))"]
 CMD ["node", "--max-semi-space-size=4", "--heap-growing-percent=20", "dist/src/main.js"]

@@ -2,10 +2,10 @@
  * Summarises a V8 CPU profile (`node --cpu-prof`, or BENCH_CPU_PROFILE_DIR for the e2e bench):
  * where the process spent its own time, by function and by module.
  *
- *   node dist/bench/cpu-profile.js <file.cpuprofile> [how many functions, default 25]
+ *   node dist-bench/bench/cpu-profile.js <file.cpuprofile> [how many functions, default 25]
  */
 import { readFileSync } from "node:fs";
-import { REPO_ROOT } from "./service-process.js";
+import { REPO_ROOT } from "../test/helpers/spawn-service.js";
 
 type CallFrame = { functionName: string; url: string; lineNumber: number };
 type ProfileNode = { id: number; callFrame: CallFrame };
@@ -74,7 +74,7 @@ function table(title: string, times: Map<string, number>, busyMs: number, top: n
 function main(): void {
   const [file, topArg] = process.argv.slice(2);
   if (file === undefined) {
-    throw new Error("Usage: node dist/bench/cpu-profile.js <file.cpuprofile> [top]");
+    throw new Error("Usage: node dist-bench/bench/cpu-profile.js <file.cpuprofile> [top]");
   }
   const profile: unknown = JSON.parse(readFileSync(file, "utf8"));
   if (!isProfile(profile)) throw new Error(`${file} is not a V8 .cpuprofile`);

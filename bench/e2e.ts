@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { DatabaseKind } from "../src/db/connect.js";
+import { freePort } from "../test/helpers/spawn-service.js";
 import { type ChatDriver, createChatDriver } from "./chat-driver.js";
 import { createBenchDatabase, type DatabaseBenchOptions } from "./databases.js";
 import { type Delivery, deliveryBetween, deliveryRow } from "./delivery.js";
@@ -9,7 +10,6 @@ import { type Fakes, startFakes } from "./fakes.js";
 import type { BenchRow } from "./run.js";
 import {
   type CpuTime,
-  freePort,
   profileArgs,
   type ServiceProcess,
   START_COMMAND,

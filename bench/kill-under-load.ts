@@ -5,12 +5,12 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { type DatabaseHandle, type DatabaseKind, openDatabase } from "../src/db/connect.js";
 import { type RecordedRequest, text } from "../test/fakes/gemini.js";
 import { buildTextUpdate } from "../test/fakes/telegram.js";
+import { freePort } from "../test/helpers/spawn-service.js";
 import { wordsOf } from "../test/helpers/stamps.js";
 import { createBenchDatabase, type DatabaseBenchOptions } from "./databases.js";
 import { startFakes, type TelegramArrival } from "./fakes.js";
 import type { BenchRow } from "./run.js";
 import {
-  freePort,
   type ServiceProcess,
   serviceEnv,
   startService,

@@ -5,6 +5,7 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import { DEFAULT_MAX_CONCURRENT_TURNS } from "../src/config.js";
 import type { DatabaseKind } from "../src/db/connect.js";
 import { type ReplyStep, streamed, text } from "../test/fakes/gemini.js";
+import { freePort } from "../test/helpers/spawn-service.js";
 import { type ChatDriver, createChatDriver } from "./chat-driver.js";
 import { createBenchDatabase, type DatabaseBenchOptions } from "./databases.js";
 import { deliveryBetween, deliveryRow } from "./delivery.js";
@@ -13,7 +14,6 @@ import type { BenchRow } from "./run.js";
 import {
   type CpuTime,
   FLOOR_SERVICE_MAIN,
-  freePort,
   profileArgs,
   type ServiceProcess,
   START_COMMAND,

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { DatabaseKind } from "../src/db/connect.js";
+import { freePort } from "../test/helpers/spawn-service.js";
 import { type ChatDriver, createChatDriver } from "./chat-driver.js";
 import { createBenchDatabase, type DatabaseBenchOptions } from "./databases.js";
 import { deliveryBetween, deliveryRow } from "./delivery.js";
@@ -9,13 +10,7 @@ import { type Fakes, startFakes } from "./fakes.js";
 import { envCount } from "./load.js";
 import { jpeg } from "./media.js";
 import type { BenchRow } from "./run.js";
-import {
-  freePort,
-  type ServiceProcess,
-  serviceEnv,
-  startService,
-  watchPeakRss,
-} from "./service-process.js";
+import { type ServiceProcess, serviceEnv, startService, watchPeakRss } from "./service-process.js";
 import { round } from "./stats.js";
 
 const BENCHMARK = "media-memory";

@@ -7,6 +7,7 @@ import { migrateToLatest } from "../src/db/migrate.js";
 import { createLogger } from "../src/logger.js";
 import type { SessionEvent } from "../src/session/events.js";
 import { createSessionStore } from "../src/session/store.js";
+import { freePort } from "../test/helpers/spawn-service.js";
 import { type ChatDriver, createChatDriver } from "./chat-driver.js";
 import { createBenchDatabase, type DatabaseBenchOptions } from "./databases.js";
 import { deliveryBetween, deliveryRow } from "./delivery.js";
@@ -14,7 +15,6 @@ import { type Fakes, startFakes } from "./fakes.js";
 import { historyTurn } from "./history.js";
 import type { BenchRow } from "./run.js";
 import {
-  freePort,
   type ServiceProcess,
   START_COMMAND,
   serviceEnv,

@@ -60,7 +60,7 @@ const benchmarks: ReadonlyMap<string, Benchmark> = new Map([
   ["voice", () => voiceBenchmark({ databases, postgresUrl: POSTGRES_URL, progress })],
 ]);
 
-// This file runs as dist/bench/run.js; the results live next to the sources, in bench/.
+// This file runs as dist-bench/bench/run.js; the results live next to the sources, in bench/.
 const RESULTS_PATH = fileURLToPath(new URL("../../bench/results.json", import.meta.url));
 
 const COLUMNS = ["benchmark", "database", "case", "metric", "value", "target", "ok", "note"];
@@ -90,7 +90,7 @@ function formatTable(rows: readonly BenchRow[]): string {
   return [format(COLUMNS), rule, ...rows.map((row) => format(cellsOf(row)))].join("\n");
 }
 
-/** `node dist/bench/run.js e2e startup` runs only those; no names runs them all. */
+/** `node dist-bench/bench/run.js e2e startup` runs only those; no names runs them all. */
 function selected(names: readonly string[]): Benchmark[] {
   const unknown = names.filter((name) => !benchmarks.has(name));
   if (unknown.length > 0) {

@@ -1,39 +1,14 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import type { DatabaseTarget } from "../src/config.js";
+import { REPO_ROOT, type RunningService, spawnService } from "../test/helpers/spawn-service.js";
 import type { Fakes } from "./fakes.js";
 
-/** The benchmarks run this file as dist/bench/service-process.js; tests import it from bench/. */
-export const REPO_ROOT = fileURLToPath(
-  new URL(import.meta.url.includes("/dist/bench/") ? "../../" : "../", import.meta.url),
-);
-export const SERVICE_MAIN = join(REPO_ROOT, "dist/src/main.js");
 /** The libraries' floor: a bot that only asks Gemini and answers (bench/floor-service.ts). */
-export const FLOOR_SERVICE_MAIN = join(REPO_ROOT, "dist/bench/floor-service.js");
+export const FLOOR_SERVICE_MAIN = join(REPO_ROOT, "dist-bench/bench/floor-service.js");
 export const WEBHOOK_SECRET = "bench-webhook-secret";
 
 const READY_TIMEOUT_MS = 20_000;
-const STOP_TIMEOUT_MS = 30_000;
-const OUTPUT_TAIL_CHARS = 4_000;
-
-/**
- * A port nobody listens on right now. The service is told it through PORT: with PORT=0 it would
- * only say which port it took in an info-level log line, and the benchmarks run it at warn.
- */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", resolve);
-  });
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (address === null || typeof address === "string") throw new Error("expected a TCP port");
-  return address.port;
-}
 
 export const databaseUrl = (target: DatabaseTarget): string =>
   target.kind === "sqlite" ? `sqlite:${target.path}` : target.connectionString;
@@ -117,17 +92,12 @@ export function profileArgs(dir: string | undefined, name: string): string[] {
 
 export type CpuTime = { userMs: number; systemMs: number };
 
-export type ServiceProcess = {
-  pid: number;
-  /** The last lines the process printed (stderr, then stdout), for error messages. */
-  output(): string;
-  baseUrl: string;
+/** The service a benchmark measures: its memory and CPU time, besides what the tests see. */
+export type ServiceProcess = RunningService & {
   /** Resident set size now, from /proc. */
   rssMb(): number;
   /** CPU time the process has used so far, from /proc. */
   cpuTime(): CpuTime;
-  /** SIGTERM, then waits for the graceful exit (running turns finish first). */
-  stop(): Promise<void>;
 };
 
 /** Resident set size of a process, from /proc/<pid>/status (Linux). */
@@ -166,21 +136,10 @@ export function cpuTime(pid: number): CpuTime {
   return { userMs: ticksToMs(fields[11]), systemMs: ticksToMs(fields[12]) };
 }
 
-function keepTail(stream: NodeJS.ReadableStream | null): () => string {
-  let tail = "";
-  stream?.on("data", (chunk: Buffer) => {
-    tail = (tail + chunk.toString("utf8")).slice(-OUTPUT_TAIL_CHARS);
-  });
-  return () => tail;
-}
-
-function exitOf(proc: ChildProcess): Promise<number | null> {
-  return new Promise((resolve) => proc.once("exit", (code) => resolve(code)));
-}
-
 /**
- * Spawns `node [nodeArgs] dist/src/main.js` (or `main`) and waits until the fake Telegram receives
- * its setWebhook: by then the webhook accepts updates. The node options default to `npm start`'s.
+ * Spawns the service (or `main`) with `npm start`'s node options unless told others, and waits
+ * until the fake Telegram receives its setWebhook: by then the webhook accepts updates. At
+ * LOG_LEVEL=warn, that is the only sign it gives.
  */
 export async function startService(options: {
   env: Record<string, string>;
@@ -189,41 +148,11 @@ export async function startService(options: {
   /** The script to run instead of the service's (FLOOR_SERVICE_MAIN). */
   main?: string;
 }): Promise<ServiceProcess> {
-  const webhookSet = options.fakes.nextArrival("setWebhook", READY_TIMEOUT_MS);
-  const nodeArgs = options.nodeArgs ?? START_COMMAND.nodeArgs;
-  const proc = spawn(process.execPath, [...nodeArgs, options.main ?? SERVICE_MAIN], {
-    cwd: REPO_ROOT,
+  const service = await spawnService({
     env: options.env,
-    stdio: ["ignore", "pipe", "pipe"],
+    nodeArgs: options.nodeArgs ?? START_COMMAND.nodeArgs,
+    ready: options.fakes.nextArrival("setWebhook", READY_TIMEOUT_MS),
+    ...(options.main === undefined ? {} : { main: options.main }),
   });
-  const stdout = keepTail(proc.stdout);
-  const stderr = keepTail(proc.stderr);
-  const exited = exitOf(proc);
-  const output = () => `${stderr()}${stdout()}`.trim() || "(no output)";
-  const died = exited.then((code) => {
-    throw new Error(`the service exited with ${code} before it was ready:\n${output()}`);
-  });
-  try {
-    await Promise.race([webhookSet, died]);
-  } catch (error) {
-    proc.kill("SIGKILL");
-    throw error;
-  }
-  died.catch(() => {});
-  const pid = proc.pid as number;
-  return {
-    pid,
-    baseUrl: `http://127.0.0.1:${options.env.PORT}`,
-    output,
-    rssMb: () => rssMb(pid),
-    cpuTime: () => cpuTime(pid),
-    async stop() {
-      if (proc.exitCode !== null || proc.signalCode !== null) return;
-      proc.kill("SIGTERM");
-      const timer = setTimeout(() => proc.kill("SIGKILL"), STOP_TIMEOUT_MS);
-      const code = await exited;
-      clearTimeout(timer);
-      if (code !== 0) throw new Error(`the service exited with ${code} on SIGTERM:\n${output()}`);
-    },
-  };
+  return { ...service, rssMb: () => rssMb(service.pid), cpuTime: () => cpuTime(service.pid) };
 }

@@ -5,10 +5,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import type { DatabaseKind } from "../src/db/connect.js";
+import { freePort, REPO_ROOT, SERVICE_MAIN } from "../test/helpers/spawn-service.js";
 import { createBenchDatabase, type DatabaseBenchOptions } from "./databases.js";
 import { type Fakes, startFakes } from "./fakes.js";
 import type { BenchRow } from "./run.js";
-import { freePort, REPO_ROOT, SERVICE_MAIN, serviceEnv } from "./service-process.js";
+import { serviceEnv } from "./service-process.js";
 import { round, summarize } from "./stats.js";
 
 export type StartupBenchOptions = DatabaseBenchOptions;

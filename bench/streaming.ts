@@ -3,11 +3,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { streamed, text } from "../test/fakes/gemini.js";
 import { buildTextUpdate } from "../test/fakes/telegram-objects.js";
+import { freePort } from "../test/helpers/spawn-service.js";
 import { type Fakes, startFakes } from "./fakes.js";
 import type { BenchRow } from "./run.js";
 import {
   cpuTime,
-  freePort,
   profileArgs,
   START_COMMAND,
   serviceEnv,

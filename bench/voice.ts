@@ -4,12 +4,13 @@ import { join } from "node:path";
 import type { DatabaseKind } from "../src/db/connect.js";
 import { OggOpusEncoder, TTS_SAMPLE_RATE } from "../src/voice/ogg-opus.js";
 import { text } from "../test/fakes/gemini.js";
+import { freePort } from "../test/helpers/spawn-service.js";
 import { createChatDriver } from "./chat-driver.js";
 import { createBenchDatabase, type DatabaseBenchOptions } from "./databases.js";
 import { type Fakes, startFakes, type TelegramArrival } from "./fakes.js";
 import { envCount } from "./load.js";
 import type { BenchRow } from "./run.js";
-import { freePort, serviceEnv, startService, watchPeakRss } from "./service-process.js";
+import { serviceEnv, startService, watchPeakRss } from "./service-process.js";
 import { round, summarize } from "./stats.js";
 
 const BENCHMARK = "voice";

@@ -23,7 +23,7 @@ function newestMtime(dir) {
   return newest;
 }
 
-const sources = ["src", "migrations", "bench", "test/fakes"].filter(existsSync);
+const sources = ["src", "migrations"].filter(existsSync);
 const stale = !existsSync(entry) || Math.max(...sources.map(newestMtime)) > statSync(entry).mtimeMs;
 if (stale) {
   process.stderr.write("Compiling TypeScript (dist/ is missing or older than src/)…\n");

@@ -27,6 +27,7 @@ import { createMeaning, forgetEmbeddings } from "./recall/meaning.js";
 import { createProfiles, profileInstruction } from "./recall/profile.js";
 import { createProfileTools } from "./recall/profile-tools.js";
 import { createRecall } from "./recall/recall.js";
+import { scopeMemoryEntries } from "./recall/scope-memory.js";
 import { createSharedLimit } from "./retry/shared-limit.js";
 import { scopeName } from "./scope/recall-scope.js";
 import { sortWorkspaceAtStart } from "./scope/workspace-migration.js";
@@ -119,6 +120,7 @@ export async function createApp(
     db: handle.db,
     profiles,
     keyword: recall.keyword,
+    memory: scopeMemoryEntries(config.memoryDir),
     onForgotten: (ids) => forgetEmbeddings(handle.db, ids),
   });
   if (config.enableShellTool) {

@@ -1,6 +1,7 @@
 import "./check-node-version.js";
 import { createApp } from "./app.js";
 import { ConfigError, configuredSecrets, loadConfig, readEnvironment } from "./config.js";
+import { Components } from "./lifecycle/components.js";
 import { createLogger } from "./logger.js";
 import { startService } from "./service.js";
 import { StartupError } from "./startup-error.js";
@@ -34,39 +35,38 @@ async function main(): Promise<void> {
     logger.flush();
     process.exit(0);
   }
-
-  const starting = (async () => {
-    const app = await createApp(config, logger);
-    const service = await startService(app, logger, { signal: stop.signal }).catch(
-      async (error: unknown) => {
-        await app.database.close();
-        throw error;
-      },
-    );
-    return { app, service };
-  })();
-  type Outcome = { started: Awaited<typeof starting> } | { error: unknown };
-  const settled: Promise<Outcome> = starting.then(
-    (started) => ({ started }),
-    (error: unknown) => ({ error }),
-  );
-  const first = await Promise.race([settled, stopped.then(() => undefined)]);
   // After a signal, start-up ends at its next step; one that does not end soon ends with the process.
-  const outcome =
-    first ??
-    (await Promise.race([
-      settled,
-      new Promise<undefined>((resolve) =>
-        setTimeout(() => resolve(undefined), STARTUP_ABORT_WAIT_MS),
-      ),
-    ]));
-  if (outcome === undefined || ("error" in outcome && stop.signal.aborted)) exitStopped();
-  if ("error" in outcome) throw outcome.error;
-  const { app, service } = outcome.started;
+  let startupDeadline: NodeJS.Timeout | undefined;
+  const stopDuringStartup = () => {
+    startupDeadline = setTimeout(exitStopped, STARTUP_ABORT_WAIT_MS);
+  };
+  stop.signal.addEventListener("abort", stopDuringStartup, { once: true });
+
+  const components = new Components({
+    signal: stop.signal,
+    onStopFailure: (component, error) =>
+      logger.error({ err: error, component }, "a part of Koroku failed to stop"),
+  });
+  try {
+    const app = await components.start({
+      name: "app",
+      start: () => createApp(config, logger),
+      stop: (app) => app.database.close(),
+    });
+    await components.start({
+      name: "service",
+      start: (signal) => startService(app, logger, { signal }),
+      stop: (service) => service.stop(),
+    });
+  } catch (error) {
+    if (stop.signal.aborted) exitStopped();
+    throw error;
+  }
+  stop.signal.removeEventListener("abort", stopDuringStartup);
+  clearTimeout(startupDeadline);
   await stopped;
   logger.info({ signal: stop.signal.reason }, "signal received");
-  await service.stop();
-  await app.database.close();
+  await components.stop();
   logger.flush();
   process.exit(0);
 }

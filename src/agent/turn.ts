@@ -1,4 +1,4 @@
-import type { ApprovalGate, CallDecision } from "../approvals/gate.js";
+import type { ApprovalGate, AskNow, CallDecision } from "../approvals/gate.js";
 import type { Approval } from "../approvals/store.js";
 import type { BuiltinTool, ThinkingLevel } from "../config.js";
 import type { Logger } from "../logger.js";
@@ -151,6 +151,11 @@ export type TurnInput = {
   origin?: "scheduled_task";
   /** Who asked (see ToolContext.askedBy). */
   askedBy?: number;
+  /**
+   * Asks the person at the keyboard about a call whose tool asks, and waits (the terminal). A
+   * Telegram conversation needs none: its requests are stored and answered by buttons.
+   */
+  ask?: AskNow;
   /**
    * The answer, decided without the model (a plain reminder): it is stored as the model's turn
    * and returned, and no model is called.
@@ -395,6 +400,7 @@ export function createAgent(deps: AgentDeps) {
           eventId: stored.id,
           calls: toCheck,
           askedBy: input.askedBy,
+          ask: input.ask,
         });
         if (checked.kind === "waiting") return { waiting: checked.pending };
         toCheck.forEach(({ index }, i) => {

@@ -3,7 +3,7 @@ import { parseConversationKey } from "../scope/conversation-key.js";
 import { type RecallScope, scopeName } from "../scope/recall-scope.js";
 import type { FunctionCallPart } from "../session/events.js";
 import type { PolicyOf } from "./policy.js";
-import type { Approval, ApprovalStore } from "./store.js";
+import type { Approval, ApprovalStore, Decision } from "./store.js";
 
 /** What the model reads when the user pressed Deny. */
 export const USER_DECLINED = "the user declined this call, so it did not run; carry on without it";
@@ -22,6 +22,12 @@ export type GateCheck =
   | { kind: "decided"; decisions: CallDecision[]; approvals: Approval[] }
   | { kind: "waiting"; pending: Approval[] };
 
+/**
+ * Asks the person at hand about one call and waits for the answer (the terminal, where someone
+ * sits at the keyboard); "stop" when they stopped the answer instead.
+ */
+export type AskNow = (call: FunctionCallPart) => Promise<Decision | "stop">;
+
 export type GateRequest = {
   conversation: string;
   scope: RecallScope;
@@ -30,6 +36,11 @@ export type GateRequest = {
   /** The calls that are to run (budget and repeats decided already), by their place in the event. */
   calls: readonly { index: number; call: FunctionCallPart }[];
   askedBy: number | undefined;
+  /**
+   * For a conversation no Telegram chat has (the terminal's): asks at once, instead of storing a
+   * request the buttons of a chat would answer.
+   */
+  ask?: AskNow;
 };
 
 export type ApprovalGate = ReturnType<typeof createApprovalGate>;
@@ -58,15 +69,24 @@ export function createApprovalGate(deps: {
     const decisions: CallDecision[] = [];
     const toAsk: { index: number; call: FunctionCallPart }[] = [];
     let waiting = false;
+    let stopped = false;
     for (const { index, call } of request.calls) {
       const policy = deps.policyOf(call.name);
       if (policy === "deny") {
         decisions.push({ kind: "refuse", error: POLICY_DENIED });
         continue;
       }
-      // Where no one can be asked (the terminal, run by whoever runs Koroku), the call runs.
-      if (policy === "allow" || !where) {
+      if (policy === "allow") {
         decisions.push({ kind: "run" });
+        continue;
+      }
+      if (!where) {
+        // After a stop nothing more is asked: the turn ends.
+        const decision: CallDecision = stopped
+          ? { kind: "stop" }
+          : await askNow(request.ask, scope, call);
+        stopped ||= decision.kind === "stop";
+        decisions.push(decision);
         continue;
       }
       const asked = known.get(index);
@@ -110,6 +130,27 @@ export function createApprovalGate(deps: {
       return { kind: "waiting", pending: all.filter((a) => a.status === "pending") };
     }
     return { kind: "decided", decisions, approvals: [...known.values()] };
+  }
+
+  async function askNow(
+    ask: AskNow | undefined,
+    scope: string,
+    call: FunctionCallPart,
+  ): Promise<CallDecision> {
+    // Nobody to ask: a turn that code runs for itself (tests of the loop), never a person's.
+    if (!ask || (await store.hasGrant(scope, call.name))) return { kind: "run" };
+    const answer = await ask(call);
+    switch (answer) {
+      case "always":
+        await store.grant(scope, call.name, undefined);
+        return { kind: "run" };
+      case "allowed":
+        return { kind: "run" };
+      case "denied":
+        return { kind: "refuse", error: USER_DECLINED };
+      case "stop":
+        return { kind: "stop" };
+    }
   }
 
   function decisionOf(approval: Approval): CallDecision | { kind: "wait" } {

@@ -187,10 +187,11 @@ export function createApprovalStore(db: Kysely<Database>, now: () => number = Da
         .executeTakeFirst();
       return row !== undefined;
     },
-    async grant(scope: string, tool: string, by: number): Promise<void> {
+    /** `by`: who pressed Always allow; undefined in the terminal, whose user has no id. */
+    async grant(scope: string, tool: string, by: number | undefined): Promise<void> {
       await db
         .insertInto("tool_grants")
-        .values({ scope, tool, granted_by: by, created_at: iso() })
+        .values({ scope, tool, granted_by: by ?? null, created_at: iso() })
         .onConflict((oc) => oc.columns(["scope", "tool"]).doNothing())
         .execute();
     },

@@ -72,6 +72,49 @@ const describe = (issues: readonly z.core.$ZodIssue[]) =>
     .map((issue) => (issue.path.length > 0 ? `${issue.path.join(".")}: ` : "") + issue.message)
     .join("; ");
 
+/** Koroku's own secrets: no MCP server is given them, by name or by value. */
+const OWN_SECRETS = [
+  "TELEGRAM_BOT_TOKEN",
+  "GEMINI_API_KEY",
+  "WEBHOOK_SECRET",
+  "METRICS_TOKEN",
+  "DATABASE_URL",
+] as const;
+// Shorter values would be found inside unrelated words; their names are refused all the same.
+const MIN_SECRET_CHARS = 8;
+const NOT_OURS =
+  "Koroku's own secret, which no MCP server is given: give the server a credential of its own";
+
+/** The values of Koroku's own secrets (a PostgreSQL URL's password, not the whole URL). */
+function ownSecretValues(env: Record<string, string | undefined>): [string, string][] {
+  const values: [string, string][] = [];
+  for (const name of OWN_SECRETS) {
+    let value = env[name]?.trim() ?? "";
+    if (name === "DATABASE_URL") {
+      const password =
+        /^postgres(ql)?:\/\//.test(value) && URL.canParse(value) ? new URL(value).password : "";
+      value = decodeURIComponent(password);
+    }
+    if (value.length >= MIN_SECRET_CHARS) values.push([name, value]);
+  }
+  return values;
+}
+
+/** A line for each of Koroku's own secrets a server's settings would hand it. */
+function ownSecretProblems(
+  where: string,
+  transport: McpTransport,
+  env: Record<string, string | undefined>,
+): string[] {
+  const given =
+    transport.kind === "stdio"
+      ? [transport.command, ...transport.args, ...Object.values(transport.env)]
+      : [transport.url, ...Object.values(transport.headers)];
+  return ownSecretValues(env)
+    .filter(([, value]) => given.some((setting) => setting.includes(value)))
+    .map(([name]) => `MCP_CONFIG: ${where} holds the value of ${name}, ${NOT_OURS}`);
+}
+
 /**
  * Replaces `${VAR}` with the environment's value, so that tokens stay out of the file. A
  * variable that is not set is a problem, not an empty string: a header "Bearer " fails later, and
@@ -85,6 +128,10 @@ function expand(
   where: string,
 ): string {
   return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => {
+    if ((OWN_SECRETS as readonly string[]).includes(name)) {
+      problems.push(`MCP_CONFIG: ${where} uses \${${name}}, ${NOT_OURS}`);
+      return "";
+    }
     const set = env[name];
     if (set === undefined || set === "") {
       problems.push(`MCP_CONFIG: ${where} uses \${${name}}, which is not set in the environment`);
@@ -199,7 +246,9 @@ export function readMcpConfig(
   const secrets: string[] = [];
   const servers = Object.entries(file.data.mcpServers).flatMap(([name, raw]) => {
     const server = parseServer(name, raw, env, secrets, problems);
-    return server ? [server] : [];
+    if (!server) return [];
+    problems.push(...ownSecretProblems(`server "${name}"`, server.transport, env));
+    return [server];
   });
   if (problems.length > 0) return { problems };
   return { config: { servers, policies: file.data.policies, secrets }, problems };

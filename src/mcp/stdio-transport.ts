@@ -7,11 +7,30 @@ import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 const MAX_STDERR_LINE = 500;
 
 /**
- * A stdio transport whose child gets the environment it was given and nothing else. The SDK's
- * own adds HOME, USER, SHELL and others of this process's; here only PATH is added, when the
- * file does not set it, so that `npx` or `uvx` can be found, and nothing that could hold a secret
- * (the bot token, the API key) ever reaches a server.
+ * What a server inherits of Koroku's environment: the SDK's default set on POSIX, which is what
+ * the same `mcpServers` entry gets from Claude Desktop (servers look for `npx` on PATH, and for
+ * their settings under HOME). None of them holds a secret.
  */
+export const INHERITED_ENV = ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"] as const;
+
+/**
+ * A server's environment: INHERITED_ENV from `parent`, then what its entry in the file sets.
+ * Nothing else of Koroku's reaches it: not the bot token, not the API key, not DATABASE_URL.
+ */
+export function serverEnvironment(
+  configured: Readonly<Record<string, string>>,
+  parent: Readonly<Record<string, string | undefined>> = process.env,
+): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const name of INHERITED_ENV) {
+    const value = parent[name];
+    // A bash function exported through the environment ("() { …") is code, not a value.
+    if (value !== undefined && !value.startsWith("()")) env[name] = value;
+  }
+  return { ...env, ...configured };
+}
+
+/** A stdio transport whose child gets serverEnvironment and nothing else. */
 export class IsolatedStdioTransport implements Transport {
   onclose?: () => void;
   onerror?: (error: Error) => void;
@@ -31,11 +50,9 @@ export class IsolatedStdioTransport implements Transport {
 
   start(): Promise<void> {
     const { command, args, env } = this.params;
-    const childEnv: Record<string, string> = { ...env };
-    if (childEnv.PATH === undefined && process.env.PATH) childEnv.PATH = process.env.PATH;
     return new Promise((resolve, reject) => {
       const child = spawn(command, [...args], {
-        env: childEnv,
+        env: serverEnvironment(env),
         stdio: ["pipe", "pipe", "pipe"],
         shell: false,
       });

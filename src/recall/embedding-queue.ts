@@ -6,6 +6,21 @@ const INTAKE = 2_000;
 
 export type ClaimedItem = { messageId: number; attempts: number };
 
+/** Names the advisory lock under which vectors are stored on PostgreSQL (see inIdOrder). */
+export const EMBEDDINGS_LOCK_KEY = 4_216_711_533_033;
+
+/**
+ * Makes the vectors a transaction stores commit in the order of their ids. A replica's cache of a
+ * scope's vectors (src/recall/vector-search.ts) reads only the rows with ids above those it
+ * holds; a sequence hands ids out at insert time, so without this two replicas storing at once
+ * could commit a lower id after a search read a higher one, and that vector would never be read.
+ * SQLite commits one writer at a time.
+ */
+export async function inIdOrder(trx: Kysely<Database>): Promise<void> {
+  if (!(trx.getExecutor().adapter instanceof PostgresAdapter)) return;
+  await sql`select pg_advisory_xact_lock(${EMBEDDINGS_LOCK_KEY})`.execute(trx);
+}
+
 /**
  * The durable queue of events to embed. Events enter it in id order from a cursor over
  * `messages`, which takes in the history stored before recall by meaning too; a worker claims a
@@ -17,11 +32,9 @@ export function createEmbeddingQueue(deps: {
   /** This process, in `claimed_by`. */
   worker: string;
   leaseMs: number;
-  now?: () => number;
 }) {
   const { db } = deps;
   const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
-  const now = deps.now ?? Date.now;
 
   return {
     /**
@@ -74,9 +87,11 @@ export function createEmbeddingQueue(deps: {
       });
     },
 
-    /** Claims up to `limit` items nobody holds, oldest first. */
-    async claim(limit: number): Promise<ClaimedItem[]> {
-      const at = now();
+    /**
+     * Claims up to `limit` items nobody holds, oldest first, at `at` (ms since the epoch): the
+     * time leases are compared by, the database server's where replicas share one (src/db/clock.ts).
+     */
+    async claim(limit: number, at: number): Promise<ClaimedItem[]> {
       const skipLocked = postgres ? sql`for update skip locked` : sql``;
       const { rows } = await sql<{ message_id: number; attempts: number }>`
         update embedding_queue
@@ -121,6 +136,7 @@ export function createEmbeddingQueue(deps: {
               : Buffer.from(v.values.buffer, v.values.byteOffset, v.values.byteLength),
           })),
         );
+        if (rows.length > 0) await inIdOrder(trx);
         for (let i = 0; i < rows.length; i += 200) {
           await trx
             .insertInto("embeddings")
@@ -131,8 +147,11 @@ export function createEmbeddingQueue(deps: {
       });
     },
 
-    /** Gives claimed items back to wait `delayMs`; those tried `maxAttempts` times are dropped. */
-    async release(ids: readonly number[], delayMs: number, maxAttempts: number): Promise<number> {
+    /**
+     * Gives claimed items back, to be claimed again from `retryAt` (by the clock claims use); those
+     * tried `maxAttempts` times are dropped.
+     */
+    async release(ids: readonly number[], retryAt: number, maxAttempts: number): Promise<number> {
       if (ids.length === 0) return 0;
       const dropped = await db
         .deleteFrom("embedding_queue")
@@ -142,7 +161,7 @@ export function createEmbeddingQueue(deps: {
         .executeTakeFirst();
       await db
         .updateTable("embedding_queue")
-        .set({ claimed_by: null, lease_until: now() + delayMs })
+        .set({ claimed_by: null, lease_until: retryAt })
         .where("message_id", "in", [...ids])
         .where("claimed_by", "=", deps.worker)
         .execute();

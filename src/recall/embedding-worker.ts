@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Kysely } from "kysely";
+import type { Now } from "../db/clock.js";
 import type { Database } from "../db/schema.js";
 import type { Logger } from "../logger.js";
 import { backoffDelay } from "../retry/backoff.js";
@@ -71,10 +72,13 @@ export function createEmbeddingWorker(deps: {
     lastLog = Date.now();
   }
 
-  /** One step: intake, then one batch claimed and embedded. Returns the work it did (0: idle). */
-  async function runOnce(): Promise<number> {
+  /**
+   * One step: intake, then one batch claimed and embedded. Returns the work it did (0: idle).
+   * `now` times the leases: the service gives its database clock, as to every lease it takes.
+   */
+  async function runOnce(now: Now = Date.now): Promise<number> {
     const taken = await queue.intake();
-    const claimed = await queue.claim(BATCH);
+    const claimed = await queue.claim(BATCH, now());
     if (claimed.length === 0) return taken;
     const ids = claimed.map((c) => c.messageId);
     const rows = await db
@@ -93,7 +97,7 @@ export function createEmbeddingWorker(deps: {
         vectors.push(...(await deps.embed(texts, "RETRIEVAL_DOCUMENT")));
       }
     } catch (error) {
-      const dropped = await queue.release(ids, RETRY_MS, MAX_ATTEMPTS);
+      const dropped = await queue.release(ids, now() + RETRY_MS, MAX_ATTEMPTS);
       if (dropped > 0) {
         logger.warn(
           { events: dropped, attempts: MAX_ATTEMPTS },
@@ -121,12 +125,12 @@ export function createEmbeddingWorker(deps: {
   let running: Promise<void> | undefined;
   const stop = new AbortController();
 
-  async function loop(): Promise<void> {
+  async function loop(now: Now): Promise<void> {
     let failures = 0;
     while (!stop.signal.aborted) {
       let worked = 0;
       try {
-        worked = await runOnce();
+        worked = await runOnce(now);
         failures = 0;
       } catch (error) {
         failures++;
@@ -142,11 +146,12 @@ export function createEmbeddingWorker(deps: {
   return {
     runOnce,
     /** Runs until there is nothing left to do now (tests, the benchmark). */
-    async drain(): Promise<void> {
-      while ((await runOnce()) > 0) {}
+    async drain(now?: Now): Promise<void> {
+      while ((await runOnce(now)) > 0) {}
     },
-    start(): void {
-      running ??= loop();
+    /** Runs in the background until stopped, timing leases by `now` (the database's clock). */
+    start(now: Now = Date.now): void {
+      running ??= loop(now);
     },
     async stop(): Promise<void> {
       stop.abort();

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Kysely } from "kysely";
+import { type Kysely, sql } from "kysely";
 import type { Config } from "../config.js";
 import type { DatabaseHandle } from "../db/connect.js";
 import type { Database } from "../db/schema.js";
@@ -7,7 +7,7 @@ import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { SharedLimit } from "../retry/shared-limit.js";
 import { scopeKeyOf } from "./area.js";
-import { createEmbeddingQueue } from "./embedding-queue.js";
+import { createEmbeddingQueue, inIdOrder } from "./embedding-queue.js";
 import { createEmbeddingWorker } from "./embedding-worker.js";
 import { createGeminiEmbedder, type Embed } from "./gemini-embedder.js";
 import { createVectorSearch, hasPgvector } from "./vector-search.js";
@@ -72,19 +72,40 @@ export async function forgetEmbeddings(
 
 /**
  * After a conversation moved to another chat (a group that became a supergroup), its vectors
- * follow it into the new chat's scope, as its events did.
+ * follow it into the new chat's scope, as its events did. They are stored again, as new rows, not
+ * updated: a replica's vectors of the new scope (src/recall/vector-search.ts) read only rows added
+ * after those it holds.
  */
 export async function followMovedConversation(
   db: Kysely<Database>,
   conversation: string,
 ): Promise<void> {
-  await db
-    .updateTable("embeddings")
-    .set({ scope: scopeKeyOf(conversation) })
-    .where(
-      "message_id",
-      "in",
-      db.selectFrom("messages").select("id").where("chat_id", "=", conversation),
-    )
-    .execute();
+  const scope = scopeKeyOf(conversation);
+  await db.transaction().execute(async (trx) => {
+    await inIdOrder(trx);
+    const events = trx.selectFrom("messages").select("id").where("chat_id", "=", conversation);
+    await trx
+      .insertInto("embeddings")
+      .columns(["message_id", "scope", "chunk", "model", "embedding"])
+      .expression(
+        trx
+          .selectFrom("embeddings")
+          .select([
+            "message_id",
+            sql<string>`cast(${scope} as text)`.as("scope"),
+            "chunk",
+            "model",
+            "embedding",
+          ])
+          .where("message_id", "in", events)
+          .where("scope", "<>", scope)
+          .orderBy("id"),
+      )
+      .execute();
+    await trx
+      .deleteFrom("embeddings")
+      .where("message_id", "in", events)
+      .where("scope", "<>", scope)
+      .execute();
+  });
 }

@@ -1,11 +1,14 @@
 import { scopeName } from "../scope/recall-scope.js";
 import {
+  countMemoryEntries,
   listMemoryConversations,
   listMemoryDates,
   MEMORY_DATE_PATTERN,
   readMemory,
+  removeMemoryEntries,
 } from "../session/memory-files.js";
 import { scopeKeyOf } from "./area.js";
+import { factMatches } from "./profile.js";
 import type { Asking } from "./recall.js";
 
 /** The scope's name of a memory folder; undefined for one no conversation of any scope has. */
@@ -59,3 +62,28 @@ export function scopeMemory(memoryDir: string, asking: Asking) {
     },
   };
 }
+
+/**
+ * The entries of a whole scope's memory files that have all of some words, as /forget matches
+ * profile facts: to count them when it asks, and to delete them once confirmed.
+ */
+export function scopeMemoryEntries(memoryDir: string) {
+  async function each(
+    scope: string,
+    words: string,
+    act: typeof countMemoryEntries,
+  ): Promise<number> {
+    let total = 0;
+    for (const conversation of await listMemoryConversations(memoryDir)) {
+      if (scopeOfFolder(conversation) !== scope) continue;
+      total += await act(memoryDir, conversation, (text) => factMatches(text, words));
+    }
+    return total;
+  }
+  return {
+    count: (scope: string, words: string) => each(scope, words, countMemoryEntries),
+    remove: (scope: string, words: string) => each(scope, words, removeMemoryEntries),
+  };
+}
+
+export type ScopeMemoryEntries = ReturnType<typeof scopeMemoryEntries>;

@@ -1,4 +1,13 @@
-import { appendFile, mkdir, readdir, readFile, rename, rm } from "node:fs/promises";
+import {
+  appendFile,
+  mkdir,
+  readdir,
+  readFile,
+  rename,
+  rm,
+  stat,
+  writeFile,
+} from "node:fs/promises";
 import path from "node:path";
 
 /**
@@ -7,7 +16,8 @@ import path from "node:path";
  *
  * Entry format: `[HH:MM]: <text>` followed by a blank line. Paragraphs inside the text stay on
  * their own lines, but blank lines inside it are removed, so every entry is one contiguous block
- * and the blank line alone separates entries. Files are only ever appended to.
+ * and the blank line alone separates entries. Files are appended to, and rewritten only to drop
+ * entries a /forget asked to delete.
  */
 
 export const MEMORY_DATE_PATTERN = /^(\d{2})-(\d{2})-(\d{4})$/;
@@ -149,4 +159,57 @@ export async function moveMemory(memoryDir: string, from: string, to: string): P
   }
   await rm(source, { recursive: true, force: true });
   return dates.length;
+}
+
+/** A memory file's entries, each without its `[HH:MM]: ` stamp (see formatEntry). */
+const ENTRY_STAMP = /^\[\d{2}:\d{2}\]: /;
+const entriesOf = (content: string) => content.split(/\n{2,}/).filter((e) => e.trim() !== "");
+const textOf = (entry: string) => entry.replace(ENTRY_STAMP, "");
+
+/** How many entries of a conversation's memory files `matches` takes. */
+export async function countMemoryEntries(
+  memoryDir: string,
+  chatId: string,
+  matches: (text: string) => boolean,
+): Promise<number> {
+  let count = 0;
+  for (const date of await listMemoryDates(memoryDir, chatId)) {
+    const content = (await readMemory(memoryDir, chatId, date)) ?? "";
+    count += entriesOf(content).filter((e) => matches(textOf(e))).length;
+  }
+  return count;
+}
+
+/**
+ * Deletes the entries of a conversation's memory files that `matches` takes (a /forget); a file
+ * left without entries goes. Returns how many went.
+ */
+export async function removeMemoryEntries(
+  memoryDir: string,
+  chatId: string,
+  matches: (text: string) => boolean,
+): Promise<number> {
+  const dir = chatMemoryDir(memoryDir, chatId);
+  let removed = 0;
+  for (const date of await listMemoryDates(memoryDir, chatId)) {
+    const file = path.join(dir, `${date}.md`);
+    for (;;) {
+      const content = await readFile(file, "utf8");
+      const entries = entriesOf(content);
+      const kept = entries.filter((e) => !matches(textOf(e)));
+      if (kept.length === entries.length) break;
+      const temporary = `${file}.forget`;
+      if (kept.length > 0) await writeFile(temporary, kept.map((e) => `${e}\n\n`).join(""), "utf8");
+      // A summary appended meanwhile (a compaction of another conversation of the scope) would
+      // go with the old content: then the file is read again.
+      if ((await stat(file)).size !== Buffer.byteLength(content)) {
+        await rm(temporary, { force: true });
+        continue;
+      }
+      await (kept.length > 0 ? rename(temporary, file) : rm(file));
+      removed += entries.length - kept.length;
+      break;
+    }
+  }
+  return removed;
 }

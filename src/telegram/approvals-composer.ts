@@ -1,38 +1,27 @@
 import { type Api, Composer, InlineKeyboard } from "grammy";
 import type { Approvals } from "../approvals/approvals.js";
+import { ENDINGS, requestTitle, shownArguments } from "../approvals/request-text.js";
 import type { Approval, Decision } from "../approvals/store.js";
+import { grantsReport, type Markup, serversReport } from "../approvals/tools-report.js";
 import type { ServerStatus } from "../mcp/server-connection.js";
 import { escapeHtml } from "../render/markdown-html.js";
 import { scopeName, scopeOf } from "../scope/recall-scope.js";
-import { truncate } from "../session/event-text.js";
 import type { MayStop } from "./stop-permission.js";
 import type { TurnContext } from "./turn-context.js";
 
 const ANSWER_DATA = /^approval:(\d+):(once|always|deny)$/;
 const REVOKE_DATA = /^tools:revoke:(\d+)$/;
-// Arguments are shown, not kept: enough to judge the call, short enough for a phone.
-const MAX_ARGS_CHARS = 1_200;
 const DECISIONS: Record<string, Decision> = { once: "allowed", always: "always", deny: "denied" };
-const ENDINGS: Record<Approval["status"], string> = {
-  pending: "",
-  allowed: "✅ Allowed once",
-  always: "✅ Always allowed here",
-  denied: "🚫 Denied",
-  expired: "⌛ Not answered in time: not run",
-  cancelled: "⏹ Stopped",
-  superseded: "↪️ Not answered: a new message came first",
-};
 
 const minutes = (ms: number) =>
   ms >= 60_000 ? `${Math.round(ms / 60_000)} min` : `${Math.round(ms / 1000)} s`;
 
 /** The request as the user sees it: the tool, its arguments pretty-printed and cut. */
 export function approvalHtml(approval: Approval, timeoutMs: number): string {
-  const args = truncate(JSON.stringify(approval.args, null, 2), MAX_ARGS_CHARS);
   const ending = ENDINGS[approval.status];
   return [
-    `🔐 Koroku wants to run <code>${escapeHtml(approval.tool)}</code>:`,
-    `<pre>${escapeHtml(args)}</pre>`,
+    requestTitle(`<code>${escapeHtml(approval.tool)}</code>`),
+    `<pre>${escapeHtml(shownArguments(approval.args))}</pre>`,
     ending === ""
       ? `Unanswered in ${minutes(timeoutMs)}, it counts as denied.`
       : `<b>${ending}</b>`,
@@ -81,37 +70,11 @@ export async function showEnding(
     .catch(() => {});
 }
 
-const STATE_ICONS: Record<ServerStatus["state"], string> = {
-  ready: "🟢",
-  starting: "🟡",
-  unavailable: "🔴",
-  stopped: "⚪",
+const HTML: Markup = {
+  bold: (text) => `<b>${escapeHtml(text)}</b>`,
+  code: (text) => `<code>${escapeHtml(text)}</code>`,
+  text: escapeHtml,
 };
-
-function toolsHtml(
-  servers: readonly ServerStatus[],
-  approvals: Pick<Approvals, "policyOf">,
-): string {
-  if (servers.length === 0) {
-    return "No MCP servers are set up (MCP_CONFIG names none).";
-  }
-  const lines = ["<b>MCP servers</b>"];
-  for (const server of servers) {
-    const why = server.error ? `: ${escapeHtml(truncate(server.error, 200))}` : "";
-    lines.push(
-      `${STATE_ICONS[server.state]} <b>${escapeHtml(server.name)}</b> (${server.state}${why})`,
-    );
-    for (const tool of server.tools) {
-      lines.push(
-        `    • <code>${escapeHtml(tool.remoteName)}</code> — ${approvals.policyOf(tool.name)}`,
-      );
-    }
-    for (const left of server.skipped) {
-      lines.push(`    ✗ <code>${escapeHtml(left.tool)}</code> left out: ${escapeHtml(left.why)}`);
-    }
-  }
-  return lines.join("\n");
-}
 
 export type ApprovalsComposerDeps = {
   approvals: Approvals;
@@ -162,12 +125,10 @@ export function approvalsComposer(deps: ApprovalsComposerDeps): Composer<TurnCon
   composer.command("tools", async (ctx) => {
     const scope = scopeName(scopeOf({ key: ctx.conversation, chatType: ctx.chat.type }));
     const grants = await approvals.store.grants(scope);
-    const parts = [toolsHtml(deps.servers(), approvals)];
-    parts.push(
-      grants.length === 0
-        ? "No tool is always allowed here: each call of a tool that asks waits for your yes."
-        : `<b>Always allowed here</b>\n${grants.map((g) => `• <code>${escapeHtml(g.tool)}</code>`).join("\n")}`,
-    );
+    const parts = [
+      serversReport(deps.servers(), approvals.policyOf, HTML),
+      grantsReport(grants, HTML),
+    ];
     await ctx.lease.ensureHeld();
     await ctx.api.sendMessage(ctx.chat.id, parts.join("\n\n"), {
       parse_mode: "HTML",

@@ -3,6 +3,7 @@ import type { Logger } from "../logger.js";
 import type { Inbox, StopTarget } from "../queue/inbox.js";
 import type { RunningAnswers } from "../queue/running-answers.js";
 import { escapeHtml } from "../render/markdown-html.js";
+import { conversationKey } from "../scope/conversation-key.js";
 import {
   type BotIdentity,
   isStopCommand,
@@ -77,18 +78,22 @@ export function createIngest(deps: {
     if (told.size > MAX_TOLD_USERS) told.delete(told.keys().next().value as number);
     return true;
   };
-  /**
-   * Stops the answer a stop is for, here or on the replica writing it: false when none is being
-   * written anywhere, undefined when that could not be found out.
-   */
-  async function stop(target: StopTarget, here: boolean | undefined): Promise<boolean | undefined> {
-    if (here || !deps.stopElsewhere) return here ?? false;
-    try {
-      return (await deps.stopElsewhere(target)) === true;
-    } catch (error) {
+  /** Stops a draft's answer: here, or on the replica writing it when it is not written here. */
+  async function stopDraft(target: { chatId: number; draftId: number }): Promise<void> {
+    if (deps.answers?.stopDraft(target.chatId, target.draftId) || !deps.stopElsewhere) return;
+    await deps.stopElsewhere(target).catch((error: unknown) => {
       deps.logger.warn({ err: error }, "could not pass a stop on to the other replicas");
-      return undefined;
-    }
+    });
+  }
+
+  /**
+   * A stop also cancels the conversation's tool calls that wait for approval: while one waits no
+   * answer is being written, and a turn that is ending because it waits no longer sees a stop.
+   */
+  async function cancelWaiting(conversation: string, may: StopCheck): Promise<void> {
+    await deps.cancelWaiting?.(conversation, may).catch((error: unknown) => {
+      deps.logger.warn({ err: error }, "could not cancel the tool calls waiting for approval");
+    });
   }
 
   /**
@@ -111,21 +116,16 @@ export function createIngest(deps: {
       if (allowed === undefined) return STOP_UNCHECKED;
       if (!allowed) return NOT_YOURS_TO_STOP;
       here.stop();
-      // A turn that is ending because it waits for an approval no longer sees the stop: the
-      // waiting calls are cancelled instead.
-      await deps.cancelWaiting?.(conversation, may).catch((error: unknown) => {
-        deps.logger.warn({ err: error }, "could not cancel the tool calls waiting for approval");
-      });
+      await cancelWaiting(conversation, may);
       return undefined;
     }
     try {
       const stopped = deps.stopElsewhere ? await deps.stopElsewhere({ conversation }, may) : false;
       if (stopped === "refused") return NOT_YOURS_TO_STOP;
-      if (stopped) return undefined;
-      // No answer is being written: the conversation may be waiting for an approval instead.
+      // See cancelWaiting: with no answer being written, the conversation may wait for one.
       const cancelled = (await deps.cancelWaiting?.(conversation, may)) ?? false;
       if (cancelled === "refused") return NOT_YOURS_TO_STOP;
-      return cancelled ? undefined : NOTHING_TO_STOP;
+      return stopped || cancelled ? undefined : NOTHING_TO_STOP;
     } catch (error) {
       deps.logger.warn({ err: error }, "could not pass a stop on");
       return STOP_FAILED;
@@ -135,22 +135,14 @@ export function createIngest(deps: {
   return async (update) => {
     const pressed = update.stopped_message_generation;
     if (pressed) {
-      // Drafts exist in private chats only, whose id is their user's.
+      // Drafts exist in private chats only, whose id is their user's: whoever presses may stop.
       if (!allowed.has(pressed.chat.id)) return "ignored";
       const { id: chatId } = pressed.chat;
       const draftId = pressed.draft_id;
-      const stopped = await stop({ chatId, draftId }, deps.answers?.stopDraft(chatId, draftId));
-      // A private chat's stop button, pressed while a call waits for approval, cancels it.
-      if (stopped === false) {
-        await deps
-          .cancelWaiting?.(String(chatId), async () => true)
-          .catch((error: unknown) => {
-            deps.logger.warn(
-              { err: error },
-              "could not cancel the tool calls waiting for approval",
-            );
-          });
-      }
+      await stopDraft({ chatId, draftId });
+      // A draft in a topic (of a private chat with topics) is of the topic's conversation.
+      const conversation = conversationKey({ chatId, threadId: pressed.message_thread_id });
+      await cancelWaiting(conversation, async () => true);
       return "stopped";
     }
     const route = routeUpdate(update, allowed, deps.bot);

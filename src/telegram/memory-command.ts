@@ -1,6 +1,6 @@
 import { Composer, InlineKeyboard } from "grammy";
 import { scopeKeyOf } from "../recall/area.js";
-import type { Forgetting } from "../recall/forgetting.js";
+import type { ForgetAsked, Forgetting } from "../recall/forgetting.js";
 import { PROFILE_BUDGET, type ProfileEntry, type Profiles } from "../recall/profile.js";
 import { escapeHtml } from "../render/markdown-html.js";
 import { truncate } from "../session/event-text.js";
@@ -40,7 +40,34 @@ function profileView(entries: readonly ProfileEntry[]) {
   };
 }
 
-const plural = (n: number, one: string) => `${n} ${one}${n === 1 ? "" : "s"}`;
+const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+const summaries = (n: number) => `${plural(n, "summary", "summaries")} in my memory files`;
+
+/** What /forget found beyond the profile, and the question its button answers. */
+function offerText(asked: ForgetAsked, quoted: string): string {
+  const found = [
+    ...(asked.matching > 0 ? [plural(asked.matching, "stored message")] : []),
+    ...(asked.memoryEntries > 0 ? [summaries(asked.memoryEntries)] : []),
+  ];
+  const one = found.length === 1 && asked.matching + asked.memoryEntries === 1;
+  const what = `${found.join(" and ")} ${one ? "has" : "have"} all of ${quoted}.`;
+  const them = one ? "it" : "them";
+  if (asked.memoryEntries === 0) {
+    return `${what} Hide ${them} from my recall? They stay stored, marked as forgotten, and I will not find them again.`;
+  }
+  if (asked.matching === 0) return `${what} Delete ${them} from my memory files?`;
+  return `${what} Hide them from my recall? The messages stay stored, marked as forgotten, and I will not find them again; the summaries are deleted.`;
+}
+
+/** What a confirmed /forget did. */
+function hiddenText(done: { events: number; memoryEntries: number; words: string }): string {
+  const quoted = `“${escapeHtml(done.words)}”`;
+  if (done.events === 0) {
+    return `🙈 Deleted ${plural(done.memoryEntries, "summary", "summaries")} with all of ${quoted} from my memory files.`;
+  }
+  const deleted = done.memoryEntries > 0 ? `, and deleted ${summaries(done.memoryEntries)}` : "";
+  return `🙈 Hid ${plural(done.events, "message")} with all of ${quoted} from my recall${deleted}.`;
+}
 
 /**
  * /memory shows the profile of the chat's recall scope with a button to delete each entry;
@@ -95,7 +122,7 @@ export function memoryComposer(deps: MemoryCommandDeps): Composer<TurnContext> {
     if (words === "") {
       await delivery.sendHtml(
         ctx.chat.id,
-        "Usage: /forget &lt;words&gt; removes the facts with all these words from what I remember (/memory), and offers to hide the messages that have them from my recall.",
+        "Usage: /forget &lt;words&gt; removes the facts with all these words from what I remember (/memory), and offers to hide the messages that have them from my recall and to delete the summaries in my memory files that have them.",
         ctx.thread,
       );
       return;
@@ -110,13 +137,11 @@ export function memoryComposer(deps: MemoryCommandDeps): Composer<TurnContext> {
           ]
         : [`No fact I remember has all of ${quoted}.`];
     if (asked.requestId === undefined) {
-      lines.push(`No stored message has all of ${quoted} either.`);
+      lines.push(`No stored message or summary has all of ${quoted} either.`);
       await send(ctx, lines.join("\n"));
       return;
     }
-    lines.push(
-      `${plural(asked.matching, "stored message")} ${asked.matching === 1 ? "has" : "have"} all of ${quoted}. Hide ${asked.matching === 1 ? "it" : "them"} from my recall? They stay stored, marked as forgotten, and I will not find them again.`,
-    );
+    lines.push(offerText(asked, quoted));
     await send(
       ctx,
       lines.join("\n"),
@@ -137,7 +162,7 @@ export function memoryComposer(deps: MemoryCommandDeps): Composer<TurnContext> {
     }
     const html =
       done.status === "hidden"
-        ? `🙈 Hid ${plural(done.events, "message")} with all of “${escapeHtml(done.words)}” from my recall.`
+        ? hiddenText(done)
         : `🙈 The messages with all of “${escapeHtml(done.words)}” were hidden before.`;
     await ctx.answerCallbackQuery({ text: done.status === "hidden" ? "Hidden" : "Hidden before" });
     await ctx.editMessageText(html, { parse_mode: "HTML" });

@@ -3,6 +3,7 @@ import { compactionNotice } from "../agent/compaction.js";
 import { GeminiError, GeminiUnavailableError } from "../agent/gemini-errors.js";
 import type { AgentHookEvents } from "../agent/hooks.js";
 import type { App } from "../app.js";
+import type { AskNow } from "../approvals/gate.js";
 import { configuredSecrets } from "../config.js";
 import { createScrubber } from "../logger.js";
 import {
@@ -14,7 +15,10 @@ import {
 } from "../session/history-view.js";
 import { toolStatus } from "../tools/status.js";
 import { type AnswerPrinter, createAnswerPrinter } from "./answer-printer.js";
+import { askInTerminal } from "./approval-prompt.js";
+import { queueLines } from "./line-queue.js";
 import { ANSI_STYLES, PLAIN_STYLES } from "./markdown.js";
+import { toolsCommand } from "./tools-command.js";
 
 export type TerminalChatDeps = {
   app: App;
@@ -29,27 +33,34 @@ export type TerminalChatDeps = {
 type Say = (line: string) => void;
 
 const DEFAULT_CHAT_ID = "local";
+const PROMPT = "> ";
 const REPLAY_TURNS = 50;
 const BANNER =
-  "Koroku — type a message; `clear` wipes the history, `history [n]` replays it, `exit` quits (each with or without a /).";
+  "Koroku — type a message; `clear` wipes the history, `history [n]` replays it, `tools` lists the tools, `exit` quits (each with or without a /).";
 
 type Command =
   | { name: "clear" | "exit" }
   | { name: "history"; turns: number | undefined }
+  | { name: "tools"; arg: string }
   | { name: "unknown"; word: string };
 
 /**
  * The terminal's own commands, typed bare or, as in Telegram, after a slash. Bare, only the
- * exact command is one ("clear", "history 5"): "clear the table" is a message. Slashed, any word
- * is a command (not a path like /etc/hosts), and the ones Telegram knows beyond these are not.
+ * exact command is one ("clear", "history 5", "tools revoke write_file"): "clear the table" is a
+ * message. Slashed, any word is a command (not a path like /etc/hosts), and the ones Telegram
+ * knows beyond these are not.
  */
 function commandOf(line: string): Command | undefined {
   const slashed = /^\/([A-Za-z_]+)(?:\s+(.*))?$/.exec(line);
-  const [, word = "", arg = ""] = slashed ?? /^(clear|history|exit)(?:\s+(\d+))?$/.exec(line) ?? [];
+  const bare =
+    /^(clear|history|exit)(?:\s+(\d+))?$/.exec(line) ??
+    /^(tools)(?:\s+(revoke\s+\S+))?$/.exec(line);
+  const [, word = "", arg = ""] = slashed ?? bare ?? [];
   if (word === "clear" || word === "exit") {
     return slashed || arg === "" ? { name: word } : undefined;
   }
   if (word === "history") return { name: "history", turns: historyTurns(arg) };
+  if (word === "tools") return { name: "tools", arg: arg.trim() };
   return slashed ? { name: "unknown", word } : undefined;
 }
 
@@ -91,6 +102,7 @@ async function converse(
   text: string,
   printer: AnswerPrinter,
   stop: AbortSignal,
+  ask: AskNow,
 ): Promise<void> {
   const unsubscribe = [
     app.hooks.on("toolResult", (event) => {
@@ -106,6 +118,7 @@ async function converse(
       text,
       stop,
       chatType: "terminal",
+      ask,
       progress: {
         text: (written) => printer.text(written),
         restart: () => printer.restart(),
@@ -138,9 +151,9 @@ function failureText(error: unknown): string {
 }
 
 /**
- * Ctrl-C stops the answer being written; a second one, or one while nothing runs, quits. Lines
- * typed while an answer is written wait for it (readline keeps them, and redraws the one being
- * typed with the prompt).
+ * Ctrl-C stops the answer being written, or a call waiting for the user's yes; a second one, or
+ * one while nothing runs, quits. Lines typed while an answer is written wait for it (queued, see
+ * line-queue.ts; readline redraws the one being typed with the prompt).
  */
 function onInterrupt(lines: Interface, running: () => AbortController | undefined): void {
   lines.on("SIGINT", () => {
@@ -163,10 +176,10 @@ export async function runTerminalChat(deps: TerminalChatDeps): Promise<void> {
   const say: Say = (line) => {
     output.write(`${scrub(line)}\n`);
   };
-  const colour = terminal && process.env.NO_COLOR === undefined;
+  const styles = terminal && process.env.NO_COLOR === undefined ? ANSI_STYLES : PLAIN_STYLES;
   const printer = createAnswerPrinter(
     { write: (text) => output.write(scrub(text)) },
-    colour ? ANSI_STYLES : PLAIN_STYLES,
+    styles,
     // A width the terminal does not report (or reports as 0) is the printer's default.
     terminal ? ((output as { columns?: number }).columns ?? 0) : undefined,
   );
@@ -175,7 +188,7 @@ export async function runTerminalChat(deps: TerminalChatDeps): Promise<void> {
   say(BANNER);
   // Given the output, readline edits lines and echoes only when it is a terminal; a pipe gets
   // nothing but the conversation.
-  const lines = createInterface({ input, output, prompt: "> ", terminal });
+  const lines = createInterface({ input, output, prompt: PROMPT, terminal });
   // A second Ctrl-C closes readline while a stopped answer is still being written; Node 22+
   // throws when a closed interface is asked to prompt.
   let closed = false;
@@ -185,10 +198,21 @@ export async function runTerminalChat(deps: TerminalChatDeps): Promise<void> {
   const prompt = () => {
     if (lines.terminal && !closed) lines.prompt(true);
   };
+  const queue = queueLines(lines);
+  /** On a terminal the question is the prompt the answer is typed after; elsewhere a line. */
+  const question = (text: string) => {
+    if (!lines.terminal) {
+      printer.line(text);
+      return () => {};
+    }
+    lines.setPrompt(`${text}: `);
+    prompt();
+    return () => lines.setPrompt(PROMPT);
+  };
   let running: AbortController | undefined;
   onInterrupt(lines, () => running);
   prompt();
-  for await (const raw of lines) {
+  for (let raw = await queue.next(); raw !== undefined; raw = await queue.next()) {
     const line = raw.trim();
     const command = commandOf(line);
     if (command?.name === "exit") break;
@@ -199,13 +223,17 @@ export async function runTerminalChat(deps: TerminalChatDeps): Promise<void> {
         else if ((await replayHistory(app, chatId, command.turns, say, printer)) === 0) {
           say("No conversation yet.");
         }
+      } else if (command?.name === "tools") {
+        say(await toolsCommand(app, command.arg, styles));
       } else if (command?.name === "unknown") {
         say(
-          `/${command.word} is not a command here: the terminal knows clear, history [n] and exit.`,
+          `/${command.word} is not a command here: the terminal knows clear, history [n], tools and exit.`,
         );
       } else if (line !== "") {
         running = new AbortController();
-        await converse(app, chatId, line, printer, running.signal);
+        const stop = running.signal;
+        const ask = askInTerminal({ printer, lines: queue, question, stop });
+        await converse(app, chatId, line, printer, stop, ask);
       }
     } catch (error) {
       // One readable line in the chat; the details (a stack) only at LOG_LEVEL=debug.
@@ -216,4 +244,5 @@ export async function runTerminalChat(deps: TerminalChatDeps): Promise<void> {
     }
     prompt();
   }
+  lines.close();
 }

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Approvals, createApprovals } from "../../src/approvals/approvals.js";
 import { continuationOf } from "../../src/approvals/continuation.js";
 import {
+  type AskNow,
   NOT_ANSWERED,
   POLICY_DENIED,
   SUPERSEDED,
@@ -191,19 +192,47 @@ describe.each(DATABASE_KINDS)("approvals on %s", (kind) => {
     expect(await check(7, [call("write_file")])).toMatchObject({ decisions: [{ kind: "stop" }] });
   });
 
-  it("in the terminal, where nobody can be asked, asking tools run", async () => {
-    const terminal = await approvals.gate.check({
-      conversation: "terminal",
-      scope: { kind: "terminal" },
-      eventId: 8,
-      calls: [
-        { index: 0, call: call("write_file") },
-        { index: 1, call: call("forbidden") },
+  it("in the terminal, asks at once: an always grants the terminal's scope, a stop asks no more", async () => {
+    const asked: string[] = [];
+    const answers = ["denied", "always"] as const;
+    const terminalCheck = (eventId: number, names: string[], ask?: AskNow) =>
+      approvals.gate.check({
+        conversation: "terminal",
+        scope: { kind: "terminal" },
+        eventId,
+        calls: names.map((name, index) => ({ index, call: call(name) })),
+        askedBy: undefined,
+        ask,
+      });
+    const ask: AskNow = async (c) => {
+      asked.push(c.name);
+      return answers[asked.length - 1] ?? "stop";
+    };
+    expect(
+      await terminalCheck(8, ["write_file", "forbidden", "run_command", "read_file"], ask),
+    ).toMatchObject({
+      decisions: [
+        { kind: "refuse", error: USER_DECLINED },
+        { kind: "refuse", error: POLICY_DENIED },
+        { kind: "run" },
+        { kind: "run" },
       ],
-      askedBy: undefined,
     });
-    expect(terminal).toMatchObject({
+    expect(asked).toEqual(["write_file", "run_command"]);
+    expect(await approvals.store.grants("terminal")).toEqual([
+      expect.objectContaining({ tool: "run_command", grantedBy: undefined }),
+    ]);
+    // Granted: not asked again. A stop ends the asking: the calls after it are not asked about.
+    expect(await terminalCheck(9, ["run_command", "write_file", "write_file"], ask)).toMatchObject({
+      decisions: [{ kind: "run" }, { kind: "stop" }, { kind: "stop" }],
+    });
+    expect(asked).toEqual(["write_file", "run_command", "write_file"]);
+    // Nobody to ask (code running a turn for itself): asking tools run, denied ones do not.
+    expect(await terminalCheck(10, ["write_file", "forbidden"])).toMatchObject({
       decisions: [{ kind: "run" }, { kind: "refuse", error: POLICY_DENIED }],
     });
+    expect(await inbox()).not.toContainEqual(
+      expect.objectContaining({ update_json: expect.stringContaining('"terminal"') }),
+    );
   });
 });

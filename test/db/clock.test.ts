@@ -4,7 +4,12 @@ import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
 import { migrateToLatest } from "../../src/db/migrate.js";
 import { createScrubber } from "../../src/logger.js";
 import { createInbox } from "../../src/queue/inbox.js";
+import { createEmbeddingQueue } from "../../src/recall/embedding-queue.js";
+import { createEmbeddingWorker } from "../../src/recall/embedding-worker.js";
+import { createSessionStore } from "../../src/session/store.js";
+import { fakeEmbedding } from "../fakes/gemini-embeddings.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/databases.js";
+import { said } from "../helpers/events.js";
 import { captureLogger } from "../helpers/logs.js";
 
 const RESYNC_MS = 60_000;
@@ -121,6 +126,18 @@ describe("leases between replicas whose clocks disagree, on PostgreSQL", () => {
     await testDb?.dispose();
   });
 
+  /** The database clock of a replica whose own clock is `localNow`, measured once. */
+  const serverClockOn = async (localNow: () => number) => {
+    const clock = await startDatabaseClock({
+      readServerTime: () => readPostgresTime(handle.db),
+      localNow,
+      logger,
+      resyncMs: RESYNC_MS,
+    });
+    clock.stop();
+    return clock;
+  };
+
   it("reads the server's clock, here the same host's", async () => {
     const before = Date.now();
     const server = await readPostgresTime(handle.db);
@@ -146,16 +163,41 @@ describe("leases between replicas whose clocks disagree, on PostgreSQL", () => {
     expect(await inboxOn("slow", slowHost).claim()).toMatchObject({ updateId: 1 });
     expect(await inboxOn("on-time", Date.now).claim()).toMatchObject({ updateId: 1, attempts: 2 });
 
-    const clock = await startDatabaseClock({
-      readServerTime: () => readPostgresTime(handle.db),
-      localNow: slowHost,
-      logger,
-      resyncMs: RESYNC_MS,
-    });
-    clock.stop();
+    const clock = await serverClockOn(slowHost);
     expect(Math.abs(clock.offsetMs - SLOW_MS)).toBeLessThan(1_000);
     await inboxOn("slow", clock.now).add(2, "chat-2", { update_id: 2 });
     expect(await inboxOn("slow", clock.now).claim()).toMatchObject({ updateId: 2 });
     expect(await inboxOn("on-time", Date.now).claim()).toBeUndefined();
+  });
+
+  it("hold an embedding claim against a replica ten minutes fast, once it times by the server", async () => {
+    const FAST_MS = 10 * 60 * 1000;
+    const fastHost = () => Date.now() + FAST_MS;
+    await createSessionStore({ db: handle.db, logger }).append("9301", [
+      { event: said("the spare key is under the blue flowerpot") },
+    ]);
+    const queueOf = (worker: string) =>
+      createEmbeddingQueue({ db: handle.db, worker, leaseMs: 5 * 60 * 1000 });
+    const onTime = queueOf("on-time");
+    await onTime.intake();
+    expect(await onTime.claim(10, Date.now())).toHaveLength(1);
+
+    const embedded: string[] = [];
+    const fast = createEmbeddingWorker({
+      db: handle.db,
+      queue: queueOf("fast"),
+      embed: async (texts) => {
+        embedded.push(...texts);
+        return texts.map((t) => fakeEmbedding(t, 256));
+      },
+      model: "fake-embedding",
+      logger,
+    });
+    const clock = await serverClockOn(fastHost);
+    expect(await fast.runOnce(clock.now)).toBe(0);
+    expect(embedded).toEqual([]);
+    // By its own clock the lease ran out long ago: it would embed the event a second time.
+    expect(await fast.runOnce(fastHost)).toBe(1);
+    expect(embedded).toEqual(["the spare key is under the blue flowerpot"]);
   });
 });

@@ -1,7 +1,8 @@
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { parseStartScript, REPO_ROOT, START_COMMAND } from "../../bench/service-process.js";
+import { parseStartScript, START_COMMAND } from "../../bench/service-process.js";
+import { REPO_ROOT } from "../helpers/spawn-service.js";
 
 const dockerfile = readFileSync(`${REPO_ROOT}/Dockerfile`, "utf8");
 

@@ -1,6 +1,5 @@
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
-import { freePort } from "../../bench/service-process.js";
 import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
 import { type RecordedRequest, text } from "../fakes/gemini.js";
 import { buildTextUpdate } from "../fakes/telegram.js";
@@ -12,6 +11,7 @@ import {
   type ServiceWorld,
   startWorld,
 } from "../helpers/service-process.js";
+import { freePort } from "../helpers/spawn-service.js";
 import { wordsOf } from "../helpers/stamps.js";
 
 const echo = (r: RecordedRequest) => text(`echo: ${wordsOf(r.body.contents.at(-1)?.parts)}`);

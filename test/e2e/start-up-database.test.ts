@@ -3,9 +3,8 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { freePort } from "../../bench/service-process.js";
 import { POSTGRES_URL, requirePostgres } from "../helpers/databases.js";
-import { MAIN } from "../helpers/service-process.js";
+import { freePort, SERVICE_MAIN } from "../helpers/spawn-service.js";
 
 // A process stuck in start-up (as one spun on mkdir for ever) is a failure, not a wait.
 const EXIT_WITHIN_MS = 30_000;
@@ -38,7 +37,7 @@ async function startUntilExit(
   options: { cwd?: string; asAnotherUser?: boolean } = {},
 ): Promise<{ code: number | null; stderr: string }> {
   const other = options.asAnotherUser && asRoot ? { uid: NOBODY, gid: NOBODY } : {};
-  const proc = spawn(process.execPath, [MAIN], {
+  const proc = spawn(process.execPath, [SERVICE_MAIN], {
     cwd: options.cwd,
     env: {
       PATH: process.env.PATH ?? "",

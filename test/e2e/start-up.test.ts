@@ -3,13 +3,13 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
-import { freePort } from "../../bench/service-process.js";
 import {
   eventually,
   type ServiceWorld,
   startStoppedWorld,
   startWorld,
 } from "../helpers/service-process.js";
+import { freePort } from "../helpers/spawn-service.js";
 import { startTcpProxy } from "../helpers/tcp-proxy.js";
 
 /** The service, started with `env` on top of the world's, must exit before it runs. */

@@ -2,9 +2,16 @@ import { fileURLToPath } from "node:url";
 import type { FunctionResponse, Part } from "@google/genai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NOT_ANSWERED, RAN_BEFORE_CRASH, USER_DECLINED } from "../../src/approvals/gate.js";
+import { INHERITED_ENV } from "../../src/mcp/stdio-transport.js";
+import { NOT_YOURS_TO_STOP } from "../../src/telegram/ingest.js";
 import { call, text } from "../fakes/gemini.js";
 import type { RecordedRequest } from "../fakes/gemini-steps.js";
-import { type HttpMcpServer, INJECTION, startHttpMcpServer } from "../fakes/mcp-server.js";
+import {
+  type HttpMcpServer,
+  INJECTION,
+  LONG_TOOL_NAME,
+  startHttpMcpServer,
+} from "../fakes/mcp-server.js";
 import type { SentMessage } from "../fakes/telegram.js";
 import { DATABASE_KINDS } from "../helpers/databases.js";
 import { eventually, type ServiceWorld, startWorld } from "../helpers/service-process.js";
@@ -12,8 +19,11 @@ import { mcpConfigFile } from "../helpers/tool-policies.js";
 
 const FAKE_SERVER = fileURLToPath(new URL("../fakes/mcp-server.ts", import.meta.url));
 // One private chat per test: approvals and grants are per conversation and scope.
-const USERS = Array.from({ length: 14 }, (_, i) => 700_001 + i);
+const USERS = Array.from({ length: 21 }, (_, i) => 700_001 + i);
 const GROUP = -4_000_777;
+const OTHER_GROUP = -4_000_779;
+const FORUM = -1_004_000_778;
+const TOPIC = 5;
 
 const WEB_TOKEN = "web-bearer-token-0042";
 
@@ -40,6 +50,7 @@ function mcpEnv(webUrl?: string): Record<string, string> {
             huge: "allow",
             slow: "allow",
             inject: "allow",
+            env: "allow",
           },
         },
       },
@@ -85,6 +96,37 @@ async function press(
 const current = (w: ServiceWorld, chat: number, id: number) =>
   w.telegram.sent.find((m) => m.chat_id === chat && m.message_id === id);
 
+type Where = { chatId: number; userId: number; threadId?: number };
+
+/**
+ * The model asks for `fake__note` in a conversation (a chat, or a topic of it); resolves with the
+ * update that asked and the request's message once it shows its buttons.
+ */
+async function askIn(w: ServiceWorld, where: Where) {
+  w.gemini.script(call("fake__note"));
+  const nth = prompts(w, where.chatId, "fake__note").length + 1;
+  const mention = where.chatId < 0 ? `@${w.telegram.bot.username} ` : "";
+  const updateId = await w.say(`${mention}read it`, where);
+  return { updateId, prompt: await promptFor(w, where.chatId, "fake__note", nth) };
+}
+
+/**
+ * The waiting call was cancelled: its request says so, the answer ends as stopped in its own
+ * conversation, and the model was not asked again.
+ */
+async function cancelled(w: ServiceWorld, where: Where, prompt: SentMessage, modelCalls: number) {
+  await eventually(() =>
+    current(w, where.chatId, prompt.message_id)?.plain_text.includes("Stopped"),
+  );
+  await eventually(() =>
+    sentTo(w, where.chatId).some(
+      (m) => m.plain_text === "(stopped)" && m.message.message_thread_id === where.threadId,
+    ),
+  );
+  expect(current(w, where.chatId, prompt.message_id)?.message.reply_markup).toBeUndefined();
+  expect(w.gemini.requests.length).toBe(modelCalls);
+}
+
 /** Waits until the MCP servers answer (they start beside the service, not before it). */
 const serversReady = (w: ServiceWorld, count: number) =>
   eventually(
@@ -97,7 +139,12 @@ describe.each(DATABASE_KINDS)("tool approvals through the running service on %s"
   let web: HttpMcpServer;
   beforeAll(async () => {
     web = await startHttpMcpServer(WEB_TOKEN);
-    w = await startWorld({ kind, env: mcpEnv(web.url) });
+    w = await startWorld({
+      kind,
+      env: mcpEnv(web.url),
+      telegram: { topicsInPrivateChats: true },
+    });
+    w.telegram.addForum(FORUM);
     await serversReady(w, 2);
   });
   afterAll(async () => {
@@ -171,6 +218,7 @@ describe.each(DATABASE_KINDS)("tool approvals through the running service on %s"
     expect(list.plain_text).toContain("🟢 fake (ready)");
     expect(list.plain_text).toContain("echo — allow");
     expect(list.plain_text).toContain("note — ask");
+    expect(list.plain_text).toContain(`✗ ${LONG_TOOL_NAME} left out: "fake__${LONG_TOOL_NAME}"`);
     const revoke = buttonsOf(list)[0] as string;
     expect(revoke).toMatch(/^tools:revoke:\d+$/);
     await w.post({
@@ -228,6 +276,64 @@ describe.each(DATABASE_KINDS)("tool approvals through the running service on %s"
     await eventually(() => textsTo(w, chat).includes("(stopped)"));
     await eventually(() => current(w, chat, prompt.message_id)?.plain_text.includes("Stopped"));
     expect(w.gemini.requests.length).toBe(before);
+  });
+
+  for (const [name, threadId] of [
+    ["a private chat", undefined],
+    ["a private chat's topic", TOPIC],
+  ] as const) {
+    it(`the draft's stop button cancels a call that waits in ${name}`, async () => {
+      const chat = (threadId === undefined ? USERS[14] : USERS[15]) as number;
+      const where = { chatId: chat, userId: chat, threadId };
+      const { updateId, prompt } = await askIn(w, where);
+      const before = w.gemini.requests.length;
+      const res = await w.post(w.telegram.pressStop(chat, updateId, threadId));
+      expect(res.status).toBe(200);
+      await cancelled(w, where, prompt, before);
+    });
+  }
+
+  it("/stop cancels a call that waits in a private chat's topic, and only there", async () => {
+    const chat = USERS[16] as number;
+    const topic = { chatId: chat, userId: chat, threadId: TOPIC };
+    const main = { chatId: chat, userId: chat };
+    const inMain = await askIn(w, main);
+    const inTopic = await askIn(w, topic);
+    const before = w.gemini.requests.length;
+    await w.say("/stop", topic);
+    await cancelled(w, topic, inTopic.prompt, before);
+    // The chat's main conversation is another conversation: its request still waits.
+    expect(current(w, chat, inMain.prompt.message_id)?.message.reply_markup).toBeDefined();
+    w.gemini.script(text("read in the main chat"));
+    await press(w, chat, inMain.prompt, "once");
+    await eventually(() => textsTo(w, chat).includes("read in the main chat"));
+  });
+
+  it("/stop in a forum's topic cancels a waiting call for the one who asked, not for another member", async () => {
+    const [asker, member] = [USERS[17], USERS[5]] as number[];
+    w.telegram.setMemberStatus(FORUM, member as number, "member");
+    const where = { chatId: FORUM, userId: asker as number, threadId: TOPIC };
+    const { prompt } = await askIn(w, where);
+    const before = w.gemini.requests.length;
+    await w.say(`/stop@${w.telegram.bot.username}`, { ...where, userId: member });
+    await eventually(() =>
+      sentTo(w, FORUM).some(
+        (m) => m.plain_text === NOT_YOURS_TO_STOP && m.message.message_thread_id === TOPIC,
+      ),
+    );
+    expect(current(w, FORUM, prompt.message_id)?.message.reply_markup).toBeDefined();
+    await w.say("/stop", where);
+    await cancelled(w, where, prompt, before);
+  });
+
+  it("/stop in a group cancels a waiting call for an admin", async () => {
+    const [asker, admin] = [USERS[18], USERS[13]] as number[];
+    w.telegram.setMemberStatus(OTHER_GROUP, admin as number, "administrator");
+    const where = { chatId: OTHER_GROUP, userId: asker as number };
+    const { prompt } = await askIn(w, where);
+    const before = w.gemini.requests.length;
+    await w.say("/stop", { ...where, userId: admin });
+    await cancelled(w, where, prompt, before);
   });
 
   it("a prompt injection in a tool's result cannot run a risky call without asking", async () => {
@@ -298,6 +404,43 @@ describe.each(DATABASE_KINDS)("tool approvals through the running service on %s"
     expect(lastResponses(w)[0]?.response).toEqual({ output: "echo: back" });
   });
 
+  it("a stdio server's environment holds none of Koroku's secrets", async () => {
+    const chat = USERS[20] as number;
+    w.gemini.script(call("fake__env"), text("env read"));
+    await w.say("what is your environment?", { chatId: chat, userId: chat });
+    await eventually(() => textsTo(w, chat).includes("env read"));
+    const output = String(lastResponses(w)[0]?.response?.output);
+    const names = Object.keys(JSON.parse(output) as Record<string, string>);
+    expect(names).toContain("PATH");
+    expect(names.filter((name) => !(INHERITED_ENV as readonly string[]).includes(name))).toEqual(
+      [],
+    );
+    for (const secret of [w.telegram.token, "test-key", WEB_TOKEN]) {
+      expect(output).not.toContain(secret);
+    }
+  });
+
+  it("a Streamable HTTP server that goes away answers unavailable, and is reconnected when back", async () => {
+    const chat = USERS[19] as number;
+    const offered = () =>
+      w.service.logs.filter((l) => l.msg === "MCP server's tools offered").length;
+    const before = offered();
+    const { url } = web;
+    await web.close();
+    w.gemini.script(call("web__echo", { text: "anyone?" }), text("it is away"));
+    await w.say("echo over http", { chatId: chat, userId: chat });
+    await eventually(() => textsTo(w, chat).includes("it is away"));
+    expect(lastResponses(w)[0]?.response).toEqual({
+      error: expect.stringMatching(/^the MCP server "web" is unavailable \(.+\); try again later$/),
+    });
+    web = await startHttpMcpServer(WEB_TOKEN, Number(new URL(url).port));
+    await eventually(() => offered() > before, 30_000);
+    w.gemini.script(call("web__echo", { text: "back" }), text("it is back"));
+    await w.say("echo over http again", { chatId: chat, userId: chat });
+    await eventually(() => textsTo(w, chat).includes("it is back"));
+    expect(lastResponses(w)[0]?.response).toEqual({ output: "echo: back" });
+  });
+
   it("a button pressed after a restart still runs the waiting call", async () => {
     const chat = USERS[11] as number;
     w.gemini.script(call("fake__note"), text("after the restart"));
@@ -328,6 +471,30 @@ describe.each(DATABASE_KINDS)("an approval nobody answers on %s", (kind) => {
       await eventually(() => textsTo(w, chat).includes("you did not answer"), 30_000);
       expect(lastResponses(w)[0]?.response).toEqual({ error: NOT_ANSWERED });
       expect(current(w, chat, prompt.message_id)?.plain_text).toContain("Not answered in time");
+      expect(w.gemini.rejections).toEqual([]);
+    } finally {
+      await w.close();
+    }
+  });
+});
+
+describe("an approval across replicas on postgres", () => {
+  it("is answered through another replica after the one that asked has gone, which runs the call", async () => {
+    const chat = USERS[0] as number;
+    const w = await startWorld({ kind: "postgres", env: { ALLOWED_USER_IDS: String(chat) } });
+    try {
+      const asking = w.service;
+      const other = await w.start();
+      w.gemini.script(call("write_file", { path: "a.txt", content: "A" }), text("written"));
+      await w.say("write a file", { chatId: chat, userId: chat });
+      const prompt = await promptFor(w, chat, "write_file");
+      asking.proc.kill("SIGTERM");
+      await asking.exited;
+      w.service = other;
+      await press(w, chat, prompt, "once");
+      await eventually(() => textsTo(w, chat).includes("written"), 30_000);
+      expect(lastResponses(w)[0]?.response).toMatchObject({ output: expect.anything() });
+      expect(current(w, chat, prompt.message_id)?.plain_text).toContain("Allowed once");
       expect(w.gemini.rejections).toEqual([]);
     } finally {
       await w.close();

@@ -341,6 +341,10 @@ describe("fake Telegram: drafts, edits and the stop button", () => {
       chat: { id: 42, type: "private", first_name: "Test User" },
       draft_id: 7,
     });
+    expect(fake.pressStop(42, 8, 3).stopped_message_generation).toMatchObject({
+      message_thread_id: 3,
+      draft_id: 8,
+    });
     expect(() => fake.pressStop(-100123, 7)).toThrow(/private/);
   });
 });

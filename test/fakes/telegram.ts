@@ -179,9 +179,10 @@ export interface FakeTelegram {
   pushText(params: Omit<TextUpdateParams, "updateId" | "messageId">): Update;
   /**
    * The user presses a draft's stop button: queues the stopped_message_generation update (for
-   * polling) and returns it (to post to a webhook).
+   * polling) and returns it (to post to a webhook). `threadId`: the draft is in that topic of a
+   * private chat with topics.
    */
-  pressStop(chatId: number, draftId: number): Update;
+  pressStop(chatId: number, draftId: number, threadId?: number): Update;
   /**
    * A user presses an inline button of a message the bot sent: queues the callback_query update
    * (for polling) and returns it (to post to a webhook). The button must be on the message's
@@ -826,11 +827,17 @@ class FakeTelegramServer implements FakeTelegram {
     return true;
   }
 
-  pressStop(chatId: number, draftId: number): Update {
+  pressStop(chatId: number, draftId: number, threadId?: number): Update {
     const chat = chatFor(chatId);
     if (chat.type !== "private")
       throw new Error("fake Telegram: drafts exist in private chats only");
-    return this.pushUpdate({ stopped_message_generation: { chat, draft_id: draftId } });
+    return this.pushUpdate({
+      stopped_message_generation: {
+        chat,
+        ...(threadId === undefined ? {} : { message_thread_id: threadId }),
+        draft_id: draftId,
+      },
+    });
   }
 
   pressButton(chatId: number, messageId: number, data: string, userId: number): Update {

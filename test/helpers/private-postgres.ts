@@ -3,9 +3,9 @@ import { chownSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { freePort } from "../../bench/service-process.js";
 import { parseDatabaseUrl } from "../../src/config.js";
 import type { TestDatabase } from "./databases.js";
+import { freePort } from "./spawn-service.js";
 
 const run = promisify(execFile);
 

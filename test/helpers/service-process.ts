@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,18 +13,12 @@ import {
 } from "../fakes/telegram.js";
 import { chatFor } from "../fakes/telegram-objects.js";
 import { createTestDatabase, type DatabaseKindName, type TestDatabase } from "./databases.js";
+import { type RunningService, spawnService } from "./spawn-service.js";
 
-export const MAIN = join(import.meta.dirname, "../../dist/src/main.js");
 export const ALLOWED_USER = 424242;
 export const WEBHOOK_SECRET = "test-webhook-secret";
 
-export type RunningService = {
-  proc: ChildProcess;
-  baseUrl: string;
-  /** Parsed JSON log lines the process printed so far. */
-  logs: Record<string, unknown>[];
-  exited: Promise<number | null>;
-};
+export type { RunningService };
 
 export type ServiceWorld = {
   telegram: FakeTelegram;
@@ -54,60 +48,7 @@ export type ServiceWorld = {
   close(): Promise<void>;
 };
 
-/**
- * Spawns the real service (dist/src/main.js, compiled by `npm test`) and waits until it logs that
- * it is running. PORT=0 lets the OS pick the port; the log line tells which.
- */
-export async function spawnService(
-  env: Record<string, string>,
-  logs: Record<string, unknown>[] = [],
-  onSpawn?: (proc: ChildProcess) => void,
-): Promise<RunningService> {
-  const proc = spawn(process.execPath, [MAIN], {
-    env: { PATH: process.env.PATH ?? "", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  onSpawn?.(proc);
-  let stderr = "";
-  const exited = new Promise<number | null>((resolve) =>
-    proc.once("exit", (code) => resolve(code)),
-  );
-  let buffered = "";
-  proc.stdout?.on("data", (chunk: Buffer) => {
-    buffered += chunk.toString("utf8");
-    const lines = buffered.split("\n");
-    buffered = lines.pop() ?? "";
-    for (const line of lines) {
-      try {
-        logs.push(JSON.parse(line) as Record<string, unknown>);
-      } catch {
-        logs.push({ msg: line });
-      }
-    }
-  });
-  proc.stderr?.on("data", (chunk: Buffer) => {
-    stderr += chunk.toString("utf8");
-  });
-  const port = await new Promise<number>((resolve, reject) => {
-    const timer = setInterval(() => {
-      const ready = logs.find((l) => l.msg === "Koroku is running");
-      if (ready) {
-        clearInterval(timer);
-        resolve(Number(ready.port));
-      }
-    }, 10);
-    exited.then((code) => {
-      clearInterval(timer);
-      reject(
-        new Error(
-          `service exited with ${code} before it was ready:\n${stderr}\n${JSON.stringify(logs)}`,
-        ),
-      );
-    });
-  });
-  return { proc, baseUrl: `http://127.0.0.1:${port}`, logs, exited };
-}
-
+/** The fakes, a database of its own and the service on them (in webhook mode unless told). */
 export async function startWorld(
   options: {
     kind?: DatabaseKindName;
@@ -147,7 +88,7 @@ export async function startWorld(
     logs?: Record<string, unknown>[],
     onSpawn?: (proc: ChildProcess) => void,
   ) => {
-    const s = await spawnService({ ...env, ...extraEnv }, logs, onSpawn);
+    const s = await spawnService({ env: { ...env, ...extraEnv }, logs, onSpawn });
     services.push(s);
     return s;
   };

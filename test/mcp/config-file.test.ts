@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readMcpConfig } from "../../src/mcp/config-file.js";
+import { OWN_SECRETS_ENV } from "../helpers/own-secrets.js";
 
 /** `${NAME}`, written so that it is not taken for a template string's placeholder. */
 const ref = (name: string) => `$${"{"}${name}}`;
@@ -79,6 +80,33 @@ describe("readMcpConfig", () => {
       'MCP_CONFIG: server "neither" needs "command" (a stdio server) or "url" (Streamable HTTP)',
       'MCP_CONFIG: server "web": policy: a policy is "allow", "ask" or "deny"',
       `MCP_CONFIG: server "shell" env "T" uses ${ref("MISSING_TOKEN")}, which is not set in the environment`,
+    ]);
+  });
+
+  it("gives no server Koroku's own secrets, by name or by value", () => {
+    const env = {
+      ...OWN_SECRETS_ENV,
+      METRICS_TOKEN: "short",
+      SAME_KEY: "the-gemini-api-key",
+      OWN_KEY: "a-key-of-its-own",
+    };
+    const path = file({
+      mcpServers: {
+        named: { command: "x", env: { KEY: ref("GEMINI_API_KEY"), M: ref("METRICS_TOKEN") } },
+        copied: { command: "x", args: ["--token=123456:the-bot-token"] },
+        aliased: { url: "https://x.example/mcp", headers: { "x-api-key": ref("SAME_KEY") } },
+        database: { command: "x", env: { PGPASSWORD: "db/password" } },
+        fine: { command: "x", env: { KEY: ref("OWN_KEY"), WHERE: ref("HOME") } },
+      },
+    });
+    const why =
+      "Koroku's own secret, which no MCP server is given: give the server a credential of its own";
+    expect(readMcpConfig(path, { ...env, HOME: "/home/koroku" }).problems).toEqual([
+      `MCP_CONFIG: server "named" env "KEY" uses ${ref("GEMINI_API_KEY")}, ${why}`,
+      `MCP_CONFIG: server "named" env "M" uses ${ref("METRICS_TOKEN")}, ${why}`,
+      `MCP_CONFIG: server "copied" holds the value of TELEGRAM_BOT_TOKEN, ${why}`,
+      `MCP_CONFIG: server "aliased" holds the value of GEMINI_API_KEY, ${why}`,
+      `MCP_CONFIG: server "database" holds the value of DATABASE_URL, ${why}`,
     ]);
   });
 

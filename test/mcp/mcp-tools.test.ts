@@ -2,8 +2,14 @@ import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { McpServerConfig } from "../../src/mcp/config-file.js";
 import { type McpTools, startMcpTools } from "../../src/mcp/mcp-tools.js";
+import { INHERITED_ENV } from "../../src/mcp/stdio-transport.js";
 import { type NewAttachment, sha256Hex } from "../../src/session/attachments.js";
-import { type HttpMcpServer, INJECTION, startHttpMcpServer } from "../fakes/mcp-server.js";
+import {
+  type HttpMcpServer,
+  INJECTION,
+  LONG_TOOL_NAME,
+  startHttpMcpServer,
+} from "../fakes/mcp-server.js";
 import { captureLogger } from "../helpers/logs.js";
 import { toolContext } from "../helpers/tool-context.js";
 
@@ -27,7 +33,10 @@ afterEach(async () => {
   http = undefined;
 });
 
-function start(servers: McpServerConfig[]) {
+// A restart in tests comes at once.
+const AT_ONCE = { baseMs: 1, maxMs: 1 };
+
+function start(servers: McpServerConfig[], backoff = AT_ONCE) {
   const { logger, lines } = captureLogger();
   const saved: NewAttachment[] = [];
   running = startMcpTools(
@@ -42,8 +51,7 @@ function start(servers: McpServerConfig[]) {
           size: file.bytes.byteLength,
         };
       },
-      // A restart in tests comes at once.
-      backoff: { baseMs: 1, maxMs: 1 },
+      backoff,
     },
   );
   return { tools: running, lines, saved };
@@ -71,8 +79,26 @@ describe("MCP tools over stdio", () => {
     expect(tools.servers()[0]).toMatchObject({ name: "fake", state: "ready" });
   });
 
-  it("gives the server only the environment the file gives it (and PATH)", async () => {
-    process.env.GEMINI_API_KEY_FOR_THIS_TEST = "must-not-leak";
+  it("leaves out a tool Gemini cannot take, and says why", async () => {
+    const { tools, lines } = start([stdioServer()]);
+    await tools.settled();
+    const why = `"fake__${LONG_TOOL_NAME}" is not a name Gemini takes (letters, digits, "_", ".", ":", "-", 64 characters at most)`;
+    expect(tools.servers()[0]?.skipped).toEqual([{ tool: LONG_TOOL_NAME, why }]);
+    expect(tools.declarations().map((d) => d.name)).not.toContain(`fake__${LONG_TOOL_NAME}`);
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        msg: "an MCP tool is left out: Gemini cannot take it",
+        tool: LONG_TOOL_NAME,
+        why,
+      }),
+    );
+  });
+
+  it("gives the server the environment the file gives it and the inherited set, no secret", async () => {
+    vi.stubEnv("TELEGRAM_BOT_TOKEN", "123456:must-not-leak");
+    vi.stubEnv("GEMINI_API_KEY", "must-not-leak");
+    vi.stubEnv("HOME", "/home/koroku");
+    vi.stubEnv("TERM", "xterm");
     try {
       const { tools } = start([stdioServer()]);
       await tools.settled();
@@ -81,10 +107,12 @@ describe("MCP tools over stdio", () => {
         string,
         string
       >;
-      expect(Object.keys(env).sort()).toEqual(["GREETING", "PATH"]);
-      expect(env.GREETING).toBe("hi");
+      const inherited = INHERITED_ENV.filter((name) => process.env[name] !== undefined);
+      expect(Object.keys(env).sort()).toEqual(["GREETING", ...inherited].sort());
+      expect(env).toMatchObject({ GREETING: "hi", HOME: "/home/koroku", TERM: "xterm" });
+      expect(JSON.stringify(env)).not.toContain("must-not-leak");
     } finally {
-      delete process.env.GEMINI_API_KEY_FOR_THIS_TEST;
+      vi.unstubAllEnvs();
     }
   });
 
@@ -125,11 +153,20 @@ describe("MCP tools over stdio", () => {
   });
 
   it("restarts a server that died; its tools answer unavailable meanwhile", async () => {
-    const { tools, lines } = start([stdioServer()]);
+    // The restart waits a while (and the server takes a while to start): time to call it.
+    const { tools, lines } = start([stdioServer()], { baseMs: 500, maxMs: 500 });
     await tools.settled();
     const before = tools.server("fake")?.pid();
     await tools.execute("fake__crash", {}, ctx);
-    await vi.waitFor(() => expect(lines.some((l) => l.msg.includes("restarting"))).toBe(true));
+    await vi.waitFor(() => expect(lines.some((l) => l.msg.includes("restarting"))).toBe(true), {
+      interval: 5,
+    });
+    expect(await tools.execute("fake__echo", { text: "now?" }, ctx)).toEqual({
+      ok: false,
+      response: {
+        error: 'the MCP server "fake" is unavailable (it closed the connection); try again later',
+      },
+    });
     await vi.waitFor(
       () => {
         expect(tools.servers()[0]?.state).toBe("ready");
@@ -196,6 +233,47 @@ describe("MCP tools over Streamable HTTP", () => {
     });
     await tools.execute("web__grow", {}, ctx);
     await vi.waitFor(() => expect(tools.declarations().map((d) => d.name)).toContain("web__late"));
+  });
+
+  it("answers unavailable while the server is away, and reconnects with backoff when it is back", async () => {
+    http = await startHttpMcpServer("s3cret-token");
+    const { url } = http;
+    const { tools, lines } = start(
+      [
+        {
+          ...stdioServer(),
+          name: "web",
+          transport: { kind: "http", url, headers: { Authorization: "Bearer s3cret-token" } },
+        },
+      ],
+      { baseMs: 20, maxMs: 200 },
+    );
+    await tools.settled();
+    await http.close();
+    const unavailable = {
+      ok: false,
+      response: {
+        error: expect.stringMatching(
+          /^the MCP server "web" is unavailable \(.+\); try again later$/,
+        ),
+      },
+    };
+    // The call that finds it gone, and the calls while it stays away.
+    expect(await tools.execute("web__echo", { text: "gone?" }, ctx)).toMatchObject(unavailable);
+    const failedAttempts = () =>
+      lines.filter((l) => l.msg === "could not start the MCP server; trying again later").length;
+    await vi.waitFor(() => expect(failedAttempts()).toBeGreaterThanOrEqual(2), { timeout: 20_000 });
+    expect(tools.servers()[0]?.state).toBe("unavailable");
+    expect(await tools.execute("web__echo", { text: "still gone?" }, ctx)).toMatchObject(
+      unavailable,
+    );
+
+    http = await startHttpMcpServer("s3cret-token", Number(new URL(url).port));
+    await vi.waitFor(() => expect(tools.servers()[0]?.state).toBe("ready"), { timeout: 20_000 });
+    expect(await tools.execute("web__echo", { text: "back" }, ctx)).toEqual({
+      ok: true,
+      response: { output: "echo: back" },
+    });
   });
 
   it("is unavailable with a wrong token", async () => {

@@ -1,18 +1,25 @@
+import pg from "pg";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createEmbeddingQueue } from "../../src/recall/embedding-queue.js";
+import { createEmbeddingQueue, EMBEDDINGS_LOCK_KEY } from "../../src/recall/embedding-queue.js";
 import { CHUNK_CHARS, chunksOf, MAX_CHUNKS } from "../../src/recall/embedding-worker.js";
+import { EMBEDDING_DIMENSIONS, type Embed } from "../../src/recall/gemini-embedder.js";
 import { followMovedConversation } from "../../src/recall/meaning.js";
-import { fuseRanks } from "../../src/recall/recall.js";
+import { createRecall, fuseRanks } from "../../src/recall/recall.js";
+import { createVectorSearch, type VectorEngine } from "../../src/recall/vector-search.js";
 import { scopeOfKey } from "../../src/scope/recall-scope.js";
 import { fakeEmbedding } from "../fakes/gemini-embeddings.js";
 import { DATABASE_KINDS } from "../helpers/databases.js";
 import { said } from "../helpers/events.js";
 import { type Harness, startHarness } from "../helpers/harness.js";
+import { installPgvectorStandIn } from "../helpers/pgvector-stand-in.js";
+import { eventually } from "../helpers/service-process.js";
 
 const USER = 8201;
 const GROUP = -1008201;
 const FACT = "my sister recommended Trattoria Lupa for dinner";
 const QUESTION = "Where did my sibling suggest we eat?";
+
+const fakeEmbed: Embed = async (texts) => texts.map((t) => fakeEmbedding(t, EMBEDDING_DIMENSIONS));
 
 const dot = (a: Float32Array, b: Float32Array) => a.reduce((sum, v, i) => sum + v * (b[i] ?? 0), 0);
 
@@ -100,6 +107,49 @@ describe.each(DATABASE_KINDS)("recall by meaning on %s", (kind) => {
     ).toEqual([]);
   });
 
+  // Both engines that can run here: pgvector's query against a stand-in for its operator.
+  const engines: VectorEngine[] = kind === "postgres" ? ["exact", "pgvector"] : ["exact"];
+
+  it.each(engines)(
+    "ranks only among the vectors the filter lets through (%s): a match behind 250 nearer ones it leaves out",
+    async (engine) => {
+      const { db } = h.app.database;
+      const { store } = h.app;
+      // The very question, 250 times: nearer to it than any fact, and more than a cut of 200.
+      await store.append(
+        `${USER}:1`,
+        Array.from({ length: 250 }, () => ({ event: said(QUESTION) })),
+      );
+      const [fact] = await store.append(`${USER}:2`, [{ event: said(FACT) }]);
+      await h.app.embeddingWorker?.drain();
+      await db
+        .updateTable("messages")
+        .set({ created_at: "2020-01-01T00:00:00.000Z" })
+        .where("chat_id", "=", `${USER}:1`)
+        .execute();
+      if (engine === "pgvector") await installPgvectorStandIn(db);
+      const recall = createRecall({
+        db,
+        loadContext: store.loadContext,
+        meaning: { embed: fakeEmbed, vectors: createVectorSearch({ db, engine }) },
+      });
+      const found = async (chatId: string, dates: { since?: string; until?: string } = {}) =>
+        (await recall.search(asking(chatId), QUESTION, { limit: 5, ...dates })).map(
+          (hit) => hit.id,
+        );
+
+      expect(await found(`${USER}:3`, { since: "2021-01-01T00:00:00.000Z" })).toEqual([fact?.id]);
+      expect(await found(`${USER}:3`, { until: "2020-01-01T00:00:00.000Z" })).toEqual([]);
+      // The asking conversation's context holds the 250.
+      expect(await found(`${USER}:1`)).toEqual([fact?.id]);
+      // Forgotten after the exact engine read their vectors, which it still holds.
+      const asked = await h.app.forgetting.ask(`private-${USER}`, "sibling");
+      expect(asked.matching).toBe(250);
+      await h.app.forgetting.confirm(`private-${USER}`, asked.requestId as number);
+      expect(await found(`${USER}:3`)).toEqual([fact?.id]);
+    },
+  );
+
   it("backfills history stored before, resumes after a restart, and forgets what /forget hid", async () => {
     const { store } = h.app;
     for (let i = 0; i < 70; i++) {
@@ -137,10 +187,14 @@ describe.each(DATABASE_KINDS)("recall by meaning on %s", (kind) => {
     const moved = "-1008202";
     await h.app.store.append(old, [{ event: said(FACT) }]);
     await h.app.embeddingWorker?.drain();
+    // The new chat's vectors are read before the move, from a vector stored after the old one.
+    await h.app.store.append(moved, [{ event: said("which invoice is due?") }]);
+    await h.app.embeddingWorker?.drain();
+    expect(await snippets(`${moved}:4`, QUESTION)).toEqual(["which invoice is due?"]);
     await h.app.store.move(old, moved);
-    expect(await snippets(`${moved}:4`, QUESTION)).toEqual([]);
+    expect(await snippets(`${moved}:4`, QUESTION)).toEqual(["which invoice is due?"]);
     await followMovedConversation(h.app.database.db, moved);
-    expect(await snippets(`${moved}:4`, QUESTION)).toEqual([FACT]);
+    expect(await snippets(`${moved}:4`, QUESTION)).toEqual([FACT, "which invoice is due?"]);
     // /clear takes the vectors with the events.
     await h.app.store.clear(moved);
     const left = await h.app.database.db.selectFrom("embeddings").selectAll().execute();
@@ -150,15 +204,14 @@ describe.each(DATABASE_KINDS)("recall by meaning on %s", (kind) => {
   it("lets one worker's claim stand until its lease runs out, then another takes it", async () => {
     const { db } = h.app.database;
     await h.app.store.append(String(USER), [{ event: said("one") }, { event: said("two") }]);
-    let clock = 1_000_000;
-    const a = createEmbeddingQueue({ db, worker: "a", leaseMs: 60_000, now: () => clock });
-    const b = createEmbeddingQueue({ db, worker: "b", leaseMs: 60_000, now: () => clock });
+    const at = 1_000_000;
+    const a = createEmbeddingQueue({ db, worker: "a", leaseMs: 60_000 });
+    const b = createEmbeddingQueue({ db, worker: "b", leaseMs: 60_000 });
     await a.intake();
-    expect((await a.claim(10)).map((c) => c.attempts)).toEqual([1, 1]);
-    expect(await b.claim(10)).toEqual([]);
+    expect((await a.claim(10, at)).map((c) => c.attempts)).toEqual([1, 1]);
+    expect(await b.claim(10, at + 60_000)).toEqual([]);
     expect(await a.backlog()).toBe(2);
-    clock += 60_001;
-    const taken = await b.claim(10);
+    const taken = await b.claim(10, at + 60_001);
     expect(taken.map((c) => c.attempts)).toEqual([2, 2]);
     // The first worker's late result is not stored: the items are the second's now.
     const vector = { scope: `private-${USER}`, model: "m", values: new Float32Array(256) };
@@ -167,6 +220,47 @@ describe.each(DATABASE_KINDS)("recall by meaning on %s", (kind) => {
     expect(await b.complete(late, [...late.keys()])).toBe(2);
     expect(await b.backlog()).toBe(0);
   });
+
+  it.runIf(kind === "postgres")(
+    "stores vectors only while no other replica is storing, so their ids commit in order",
+    async () => {
+      const { db } = h.app.database;
+      const { config } = h.app;
+      if (config.database.kind !== "postgres") throw new Error("expected PostgreSQL");
+      await h.app.store.append(String(USER), [{ event: said("one") }]);
+      const queue = createEmbeddingQueue({ db, worker: "a", leaseMs: 60_000 });
+      await queue.intake();
+      const [item] = await queue.claim(1, Date.now());
+      const vector = { scope: `private-${USER}`, model: "m", values: new Float32Array(256) };
+      // Another replica, in the middle of storing its vectors.
+      const other = new pg.Client({ connectionString: config.database.connectionString });
+      await other.connect();
+      try {
+        await other.query("begin");
+        await other.query("select pg_advisory_xact_lock($1)", [EMBEDDINGS_LOCK_KEY]);
+        let stored: number | undefined;
+        const storing = queue
+          .complete(new Map([[item?.messageId as number, [vector]]]), [item?.messageId as number])
+          .then((n) => {
+            stored = n;
+          });
+        // Tests of other schemas share the database's advisory locks: any wait on this one counts.
+        await eventually(async () => {
+          const { rows } = await other.query<{ n: number }>(
+            `select count(*)::int as n from pg_locks where locktype = 'advisory' and not granted
+              and pg_backend_pid() = any(pg_blocking_pids(pid))`,
+          );
+          return (rows[0]?.n ?? 0) > 0;
+        });
+        expect(stored).toBeUndefined();
+        await other.query("commit");
+        await storing;
+        expect(stored).toBe(1);
+      } finally {
+        await other.end();
+      }
+    },
+  );
 });
 
 describe("recall by meaning turned off", () => {

@@ -1,10 +1,12 @@
 import type { Message } from "grammy/types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { scopeOfKey } from "../../src/scope/recall-scope.js";
+import { appendMemory, readMemory } from "../../src/session/memory-files.js";
 import { call, type RecordedRequest, text } from "../fakes/gemini.js";
 import { buildTextUpdate, type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { botOnHarness, buttonPress } from "../helpers/bot.js";
 import { DATABASE_KINDS } from "../helpers/databases.js";
+import { said } from "../helpers/events.js";
 import { CHAT_MODEL, type Harness, SUMMARY_MODEL, startHarness } from "../helpers/harness.js";
 
 const USER = 8101;
@@ -134,8 +136,53 @@ describe.each(DATABASE_KINDS)("the profile, /memory and /forget on %s", (kind) =
     expect(lastCall("editMessageText")?.body.text).toContain("were hidden before");
     await say("/forget zanzibar", { threadId: 5 });
     expect(telegram.sent.at(-1)?.plain_text).toBe(
-      "No fact I remember has all of “zanzibar”.\nNo stored message has all of “zanzibar” either.",
+      "No fact I remember has all of “zanzibar”.\nNo stored message or summary has all of “zanzibar” either.",
     );
+  });
+
+  it("/forget deletes the summaries of the scope's memory files that have the words, once confirmed", async () => {
+    const memoryDir = h.dirs.memory;
+    const day = "05-03-2025";
+    const write = (chatId: string, text: string) =>
+      appendMemory({ memoryDir, chatId, at: new Date(2025, 2, 5, 10, 0), text });
+    await write(`${USER}:7`, "The user's sister recommended Trattoria Lupa.");
+    await write(`${USER}:7`, "They planned a trip to Porto.");
+    await write(String(USER), "Dinner at the trattoria was booked.\nLupa, on Friday.");
+    await write(String(GROUP), "The group liked Trattoria Lupa too.");
+    await h.app.store.append(`${USER}:7`, [{ event: said("book Trattoria Lupa for Friday") }]);
+    const confirm = async () => {
+      const offer = telegram.sent.at(-1);
+      const button = offer?.message.reply_markup?.inline_keyboard[0]?.[0];
+      const data = (button as { callback_data: string }).callback_data;
+      await bot.run(press(offer?.message as Message, data));
+      return lastCall("editMessageText")?.body.text;
+    };
+
+    await say("/forget trattoria lupa", { threadId: 8 });
+    expect(telegram.sent.at(-1)?.plain_text).toBe(
+      "No fact I remember has all of “trattoria lupa”.\n1 stored message and 2 summaries in my memory files have all of “trattoria lupa”. Hide them from my recall? The messages stay stored, marked as forgotten, and I will not find them again; the summaries are deleted.",
+    );
+    // Asked, not yet confirmed: nothing is deleted.
+    expect(await readMemory(memoryDir, String(USER), day)).not.toBeNull();
+    expect(await confirm()).toBe(
+      "🙈 Hid 1 message with all of “trattoria lupa” from my recall, and deleted 2 summaries in my memory files.",
+    );
+    expect(await readMemory(memoryDir, `${USER}:7`, day)).toBe(
+      "[10:00]: They planned a trip to Porto.\n\n",
+    );
+    expect(await readMemory(memoryDir, String(USER), day)).toBeNull();
+    // Another scope's memory is its own.
+    expect(await readMemory(memoryDir, String(GROUP), day)).toBe(
+      "[10:00]: The group liked Trattoria Lupa too.\n\n",
+    );
+
+    // Only a summary has the word: no message to hide, the summary to delete.
+    await say("/forget porto", { threadId: 8 });
+    expect(telegram.sent.at(-1)?.plain_text).toBe(
+      "No fact I remember has all of “porto”.\n1 summary in my memory files has all of “porto”. Delete it from my memory files?",
+    );
+    expect(await confirm()).toBe("🙈 Deleted 1 summary with all of “porto” from my memory files.");
+    expect(await readMemory(memoryDir, `${USER}:7`, day)).toBeNull();
   });
 
   it("compaction consolidates the profile with the summary model", async () => {

@@ -3,10 +3,12 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import {
   appendMemory,
+  countMemoryEntries,
   listMemoryDates,
   memoryDate,
   moveMemory,
   readMemory,
+  removeMemoryEntries,
 } from "../../src/session/memory-files.js";
 import { useTempDir } from "../tools/temp-dir.js";
 
@@ -78,6 +80,21 @@ describe("memory files", () => {
     );
     expect(await listMemoryDates(dir, "-43")).toEqual([]);
     expect(await moveMemory(dir, "-43", "-10042")).toBe(0);
+  });
+
+  it("deletes the entries a match takes, by their text without the stamp, and a file left empty", async () => {
+    const dir = memoryDir();
+    await appendMemory({ memoryDir: dir, chatId: "5", at: at(5, 7, 0), text: "met Ana\nat 7" });
+    await appendMemory({ memoryDir: dir, chatId: "5", at: at(5, 8, 0), text: "booked a train" });
+    await appendMemory({ memoryDir: dir, chatId: "5", at: at(6, 7, 0), text: "Ana called" });
+    const has = (word: string) => (text: string) => text.toLowerCase().split(/\W+/).includes(word);
+    expect(await countMemoryEntries(dir, "5", has("ana"))).toBe(2);
+    // "07" is in every stamp, in no text.
+    expect(await removeMemoryEntries(dir, "5", has("07"))).toBe(0);
+    expect(await removeMemoryEntries(dir, "5", has("ana"))).toBe(2);
+    expect(await readMemory(dir, "5", "05-03-2025")).toBe("[08:00]: booked a train\n\n");
+    expect(await listMemoryDates(dir, "5")).toEqual(["05-03-2025"]);
+    expect(await readdir(path.join(dir, "5"))).toEqual(["05-03-2025.md"]);
   });
 
   it("keeps each topic's memory in a folder of its own, apart from its chat's", async () => {

@@ -1,15 +1,22 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { STOPPED_CALL } from "../../src/agent/turn.js";
 import type { App } from "../../src/app.js";
+import { USER_DECLINED } from "../../src/approvals/gate.js";
 import { createLogger } from "../../src/logger.js";
+import { scopeName, scopeOfKey } from "../../src/scope/recall-scope.js";
+import { APPROVAL_QUESTION } from "../../src/terminal/approval-prompt.js";
 import { runTerminalChat } from "../../src/terminal/chat.js";
 import { readableLogLines, TERMINAL_LOG_LEVEL } from "../../src/terminal/log-lines.js";
+import { TOOLS_USAGE } from "../../src/terminal/tools-command.js";
 import { call, status, streamed, text } from "../fakes/gemini.js";
 import { type Harness, SUMMARY_MODEL, startHarness } from "../helpers/harness.js";
 import { refusingPort } from "../helpers/refusing-port.js";
 
 const BANNER =
-  "Koroku — type a message; `clear` wipes the history, `history [n]` replays it, `exit` quits (each with or without a /).";
+  "Koroku — type a message; `clear` wipes the history, `history [n]` replays it, `tools` lists the tools, `exit` quits (each with or without a /).";
 
 type Terminal = {
   /** Resolves when runTerminalChat returns. */
@@ -102,21 +109,14 @@ describe("terminal chat", () => {
     h = await startHarness();
     const terminal = openTerminal(h.app);
     let printedBeforeAnswer: string[] = [];
-    h.fake.script(
-      call("write_file", { path: "a.txt", content: "A" }),
-      call("read_file", { path: "nope.txt" }),
-      () => {
-        printedBeforeAnswer = terminal.lines();
-        return text("written");
-      },
-    );
+    h.fake.script(call("get_current_time"), call("read_file", { path: "nope.txt" }), () => {
+      printedBeforeAnswer = terminal.lines();
+      return text("written");
+    });
     terminal.type("write a file");
     await terminal.until("Koroku: written");
 
-    const toolLines = [
-      '✓ write_file {"path":"a.txt","content":"A"}',
-      '✗ read_file {"path":"nope.txt"}',
-    ];
+    const toolLines = ["✓ get_current_time {}", '✗ read_file {"path":"nope.txt"}'];
     expect(printedBeforeAnswer).toEqual([BANNER, ...toolLines]);
     expect(terminal.lines()).toEqual([BANNER, ...toolLines, "Koroku: written"]);
     terminal.end();
@@ -356,7 +356,7 @@ describe("terminal chat", () => {
       "Koroku: second answer",
       ...replay,
       "Usage: history [n], where n is a number of turns from 1 to 100 (default 10).",
-      "/status is not a command here: the terminal knows clear, history [n] and exit.",
+      "/status is not a command here: the terminal knows clear, history [n], tools and exit.",
       "History cleared (4 events removed); the memory files are kept.",
       "No conversation yet.",
     ]);
@@ -437,5 +437,155 @@ describe("terminal chat", () => {
     expect(printed).not.toContain("Infinity");
     // The partial line "Koroku: " and 90 x's takes two rows of 80: erased by going one row up.
     expect(printed).toContain("\r\x1b[1A\x1b[J");
+  });
+});
+
+describe("terminal chat: a tool whose policy is ask", () => {
+  let h: Harness;
+  afterEach(async () => {
+    expect(h.fake.rejections).toEqual([]);
+    await h.close();
+  });
+  /** What the model was last told a call returned. */
+  const lastResponse = () =>
+    h.fake.requests.at(-1)?.body.contents.at(-1)?.parts?.[0]?.functionResponse?.response;
+  const written = (name: string) => join(h.workspaceOf("local"), name);
+  /** What the terminal shows for write_file("a.txt", "A"), up to the question. */
+  const ASKED_TO_WRITE_A = [
+    "🔐 Koroku wants to run write_file:",
+    "{",
+    '  "path": "a.txt",',
+    '  "content": "A"',
+    "}",
+    APPROVAL_QUESTION,
+  ];
+
+  it("shows the call, runs it once on y, and asks again the next time", async () => {
+    h = await startHarness();
+    h.fake.script(call("write_file", { path: "a.txt", content: "A" }), text("written"));
+    const terminal = openTerminal(h.app);
+    // As a pipe gives them: the line after the message answers the question it brings.
+    terminal.type("write a file", "y");
+    await terminal.until("Koroku: written");
+    expect(terminal.lines()).toEqual([
+      BANNER,
+      ...ASKED_TO_WRITE_A,
+      "✅ Allowed once",
+      '✓ write_file {"path":"a.txt","content":"A"}',
+      "Koroku: written",
+    ]);
+    expect(readFileSync(written("a.txt"), "utf8")).toBe("A");
+
+    h.fake.script(call("write_file", { path: "b.txt", content: "B" }), text("asked again"));
+    terminal.type("another one", "y");
+    await terminal.until("Koroku: asked again");
+    expect(terminal.lines().filter((l) => l === APPROVAL_QUESTION)).toHaveLength(2);
+    terminal.end();
+    await terminal.done;
+  });
+
+  it("takes anything but y or a as a no, and cuts long arguments as Telegram does", async () => {
+    h = await startHarness();
+    const content = "x".repeat(3_000);
+    h.fake.script(call("write_file", { path: "long.txt", content }), text("left it"));
+    const terminal = openTerminal(h.app);
+    terminal.type("write a long file", "sure, why not");
+    await terminal.until("Koroku: left it");
+    expect(terminal.lines()).toContain("🚫 Denied");
+    const lines = terminal.lines();
+    const shown = lines.slice(lines.indexOf("{"), lines.indexOf(APPROVAL_QUESTION)).join("\n");
+    expect(shown.startsWith('{\n  "path": "long.txt",\n  "content": "xxx')).toBe(true);
+    expect(shown).toHaveLength(1_200 + "…".length);
+    expect(shown.endsWith("x…")).toBe(true);
+    expect(lastResponse()).toEqual({ error: USER_DECLINED });
+    expect(existsSync(written("long.txt"))).toBe(false);
+    terminal.end();
+    await terminal.done;
+  });
+
+  it("takes the end of the input while it asks as a no", async () => {
+    h = await startHarness();
+    h.fake.script(call("write_file", { path: "a.txt", content: "A" }), text("fine"));
+    const terminal = openTerminal(h.app);
+    terminal.type("write a file");
+    terminal.end();
+    await terminal.done;
+    expect(terminal.lines().slice(-2)).toEqual(["🚫 Denied", "Koroku: fine"]);
+    expect(lastResponse()).toEqual({ error: USER_DECLINED });
+  });
+
+  it("remembers always for the terminal's scope, and for no Telegram chat", async () => {
+    h = await startHarness();
+    h.fake.script(
+      call("write_file", { path: "a.txt", content: "A" }),
+      text("first"),
+      call("write_file", { path: "b.txt", content: "B" }),
+      text("second"),
+    );
+    const terminal = openTerminal(h.app);
+    terminal.type("write a", "a");
+    await terminal.until("Koroku: first");
+    terminal.type("write b");
+    await terminal.until("Koroku: second");
+    expect(terminal.lines()).toContain("✅ Always allowed here");
+    expect(terminal.lines().filter((l) => l === APPROVAL_QUESTION)).toHaveLength(1);
+    terminal.type("tools");
+    await terminal.until("tools revoke <tool> asks again.");
+    expect(terminal.lines().slice(-5)).toEqual([
+      "No MCP servers are set up (MCP_CONFIG names none).",
+      "",
+      "Always allowed here",
+      "• write_file",
+      "tools revoke <tool> asks again.",
+    ]);
+    expect(readFileSync(written("b.txt"), "utf8")).toBe("B");
+    const { store } = h.app.approvals;
+    expect((await store.grants(scopeName({ kind: "terminal" }))).map((g) => g.tool)).toEqual([
+      "write_file",
+    ]);
+    expect(await store.hasGrant(scopeName(scopeOfKey("42")), "write_file")).toBe(false);
+  });
+
+  it("`tools revoke <tool>` takes an always back: the tool asks again", async () => {
+    h = await startHarness();
+    await h.app.approvals.store.grant(scopeName({ kind: "terminal" }), "write_file", undefined);
+    h.fake.script(call("write_file", { path: "a.txt", content: "A" }), text("asked"));
+    const terminal = openTerminal(h.app);
+    terminal.type("/tools oops", "tools revoke read_file", "tools revoke write_file");
+    await terminal.until("Revoked: write_file asks again from now on.");
+    terminal.type("tools", "write a", "n");
+    await terminal.until("Koroku: asked");
+    terminal.end();
+    await terminal.done;
+    expect(terminal.lines()).toEqual([
+      BANNER,
+      TOOLS_USAGE,
+      "read_file is not always allowed here.",
+      "Revoked: write_file asks again from now on.",
+      "No MCP servers are set up (MCP_CONFIG names none).",
+      "",
+      "No tool is always allowed here: each call of a tool that asks waits for your yes.",
+      ...ASKED_TO_WRITE_A,
+      "🚫 Denied",
+      "Koroku: asked",
+    ]);
+  });
+
+  it("Ctrl-C while it asks stops the answer, and the call does not run", async () => {
+    h = await startHarness();
+    h.fake.script(call("write_file", { path: "a.txt", content: "A" }), text("never asked for"));
+    const terminal = openTerminal(h.app, true);
+    terminal.type("write a file");
+    await vi.waitFor(() => expect(terminal.shown()).toContain(`${APPROVAL_QUESTION}: `), {
+      timeout: 30_000,
+    });
+    terminal.type("\x03");
+    await terminal.until("(stopped)");
+    expect(h.fake.requests).toHaveLength(1);
+    expect(existsSync(written("a.txt"))).toBe(false);
+    const stored = (await h.app.store.loadContext("local")).events.map((e) => e.event);
+    expect(JSON.stringify(stored.at(-2))).toContain(STOPPED_CALL);
+    terminal.end();
+    await terminal.done;
   });
 });

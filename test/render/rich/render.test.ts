@@ -1,14 +1,14 @@
 import fc from "fast-check";
 import type { RichBlock, RichText } from "grammy/types";
 import { describe, expect, it } from "vitest";
-import { blocksChars } from "../../src/render/rich/blocks.js";
-import { markdownToBlocks } from "../../src/render/rich/from-markdown.js";
-import { blocksToRichHtml } from "../../src/render/rich/html.js";
-import { RICH_BUDGET } from "../../src/render/rich/limits.js";
-import { renderRichMessages } from "../../src/render/rich/render.js";
-import { validateTelegramHtml } from "../fakes/telegram-html.js";
-import { RICH_TEXT_LIMIT, validateRichHtml } from "../fakes/telegram-rich.js";
-import { longMarkdownAnswer, manyBlocksAnswer } from "../helpers/answers.js";
+import { blocksChars } from "../../../src/render/rich/blocks.js";
+import { markdownToBlocks } from "../../../src/render/rich/from-markdown.js";
+import { blocksToRichHtml } from "../../../src/render/rich/html.js";
+import { RICH_BUDGET } from "../../../src/render/rich/limits.js";
+import { renderRichMessages } from "../../../src/render/rich/render.js";
+import { validateTelegramHtml } from "../../fakes/telegram-html.js";
+import { RICH_TEXT_LIMIT, validateRichHtml } from "../../fakes/telegram-rich.js";
+import { longMarkdownAnswer, manyBlocksAnswer } from "../../helpers/answers.js";
 
 /** Each message as the fake Telegram parses it; fails the test on one Telegram would refuse. */
 function parsed(markdown: string): { blocks: RichBlock[]; text: string }[] {
