@@ -448,6 +448,7 @@ export async function startService(
       // Turns still running may yet send their answers: the lock then goes only with the process,
       // so that a service waiting for it cannot run them a second time meanwhile.
       if (drained) {
+        await app.voice.encoder.stop();
         await courier?.stop();
         lock?.release();
       }

@@ -3,6 +3,7 @@ import type { Logger } from "../logger.js";
 import type { NewAttachment, StoredAttachment } from "../session/attachments.js";
 import { functionCallsOf, type MediaPart } from "../session/events.js";
 import type { SessionStore } from "../session/store.js";
+import { EncodingFailedError } from "./encoder-pool.js";
 import type { EncodedVoice } from "./ogg-opus.js";
 import { type Speaker, SpeechFailedError } from "./speech.js";
 import { MAX_PARTS, speechParts, spokenText } from "./spoken-text.js";
@@ -79,7 +80,11 @@ export function createVoiceReplies(deps: {
     deps.speaker.speak(run.chatId, text, run.stop).then(
       (voice) => (voice ? { voice } : {}),
       (failure: unknown) => {
-        if (failure instanceof GeminiError || failure instanceof SpeechFailedError)
+        if (
+          failure instanceof GeminiError ||
+          failure instanceof SpeechFailedError ||
+          failure instanceof EncodingFailedError
+        )
           return { failure };
         throw failure;
       },
