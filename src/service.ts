@@ -285,6 +285,7 @@ export async function startService(
     logger,
     now: clock?.now,
     sendRequests: (pending) => continuations.sendRequests(pending),
+    voice: app.voice,
   });
   const continuations = createContinuationRunner({
     agent: app.agent,

@@ -2,7 +2,7 @@ import type { Message, Update } from "grammy/types";
 import { afterEach, describe, expect, it } from "vitest";
 import { OggOpusEncoder } from "../../src/voice/ogg-opus.js";
 import { MAX_PART_CHARS, speechParts, spokenText } from "../../src/voice/spoken-text.js";
-import { hang, SECONDS_PER_CHAR, speechStep, status, text } from "../fakes/gemini.js";
+import { call, hang, SECONDS_PER_CHAR, speechStep, status, text } from "../fakes/gemini.js";
 import { checkOggOpus } from "../fakes/ogg-opus-check.js";
 import { buildTextUpdate } from "../fakes/telegram-objects.js";
 import { DATABASE_KINDS } from "../helpers/databases.js";
@@ -300,5 +300,32 @@ describe.each(DATABASE_KINDS)("voice replies on %s", (kind) => {
     ]);
     const spoken = ttsRequests(w).map((r) => r.body.contents[0]?.parts?.[0]?.text);
     expect(spoken).toEqual(["in 78, spoken", "typed in 78", "in the group"]);
+  });
+
+  it("speaks a scheduled task's answer where /voice is on; on auto it stays text", {
+    timeout: 90_000,
+  }, async () => {
+    w = await startWorld({ kind });
+    /** Has the model schedule a task to run now, through the real tool. */
+    const schedule = async (instruction: string, answer: string) => {
+      w.gemini.scriptFor(
+        "chat-model",
+        call("schedule_task", { when: "now", instruction, mode: "run" }),
+      );
+      w.gemini.scriptFor("chat-model", text(`Scheduled: ${instruction}`));
+      w.gemini.scriptFor("chat-model", text(answer));
+      await w.say(`please ${instruction}`);
+      await eventually(() => textsTo(w).includes(answer));
+    };
+    await schedule("tell me the weather", "Sunny all day.");
+    // The run is done before the next update of its conversation is taken.
+    await w.say("/voice on");
+    await eventually(() => textsTo(w).some((t) => t.startsWith("Voice replies are on")));
+    expect(ttsRequests(w)).toEqual([]);
+    await schedule("tell me the news", "Nothing new.");
+    const voices = await eventually(() => voicesTo(w).length === 2 && voicesTo(w));
+    expect(voices.every((v) => v.chat_id === ALLOWED_USER)).toBe(true);
+    const spoken = ttsRequests(w).map((r) => r.body.contents[0]?.parts?.[0]?.text);
+    expect(spoken).toEqual(["Scheduled: tell me the news", "Nothing new."]);
   });
 });
