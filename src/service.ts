@@ -168,6 +168,12 @@ export async function startService(
           }),
         stop: (courier) => (drained ? courier.stop() : undefined),
       }));
+    // Stopped before the courier: voice notes still being encoded are sent through it.
+    await components.start({
+      name: "voice encoder",
+      start: () => app.voice.encoder,
+      stop: (encoder) => (drained ? encoder.stop() : undefined),
+    });
     // Updates running here, each with its lease, for the conversation to check before it writes.
     const leases = new Map<number, Lease>();
     // Answers being written, for the ingest to stop without waiting behind them in the inbox.
@@ -320,6 +326,7 @@ export async function startService(
           logger,
           now: clock?.now,
           sendRequests: (pending) => continuations.sendRequests(pending),
+          voice: app.voice,
         });
         const dispatcher = new Dispatcher({
           inbox,
