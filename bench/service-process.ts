@@ -98,6 +98,8 @@ export type ServiceProcess = RunningService & {
   rssMb(): number;
   /** CPU time the process has used so far, from /proc. */
   cpuTime(): CpuTime;
+  /** CPU time of the process's main thread alone (its event loop), from /proc. */
+  mainThreadCpuTime(): CpuTime;
 };
 
 /** Resident set size of a process, from /proc/<pid>/status (Linux). */
@@ -126,9 +128,13 @@ export function watchPeakRss(
 // USER_HZ: the unit of /proc/<pid>/stat times, 100 on every Linux architecture Node runs on.
 const CLOCK_TICKS_PER_SECOND = 100;
 
-/** User and system CPU time of a process, from /proc/<pid>/stat (Linux; 10 ms resolution). */
-export function cpuTime(pid: number): CpuTime {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+/**
+ * User and system CPU time of a process, from /proc/<pid>/stat (Linux; 10 ms resolution), or of
+ * one of its threads (its main thread's id is the process's).
+ */
+export function cpuTime(pid: number, thread?: number): CpuTime {
+  const path = thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`;
+  const stat = readFileSync(path, "utf8");
   // Fields after the command name, which is in parentheses and may itself hold spaces.
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   const ticksToMs = (field: string | undefined) => (Number(field) * 1_000) / CLOCK_TICKS_PER_SECOND;
@@ -154,5 +160,10 @@ export async function startService(options: {
     ready: options.fakes.nextArrival("setWebhook", READY_TIMEOUT_MS),
     ...(options.main === undefined ? {} : { main: options.main }),
   });
-  return { ...service, rssMb: () => rssMb(service.pid), cpuTime: () => cpuTime(service.pid) };
+  return {
+    ...service,
+    rssMb: () => rssMb(service.pid),
+    cpuTime: () => cpuTime(service.pid),
+    mainThreadCpuTime: () => cpuTime(service.pid, service.pid),
+  };
 }

@@ -133,6 +133,7 @@ async function measure(
     try {
       const afterStart = service.rssMb();
       const cpuBefore = service.cpuTime();
+      const mainBefore = service.mainThreadCpuTime();
       const watch = watchPeakRss(service, 100);
       // One chat at a time first: what a user waits for on a quiet service.
       const alone: number[] = [];
@@ -142,6 +143,7 @@ async function measure(
       }
       const busy = service.rssMb();
       const cpu = service.cpuTime();
+      const main = service.mainThreadCpuTime();
       await new Promise((resolve) => setTimeout(resolve, QUIET_MS));
       const quiet = service.rssMb();
       const peak = watch.peak();
@@ -200,6 +202,16 @@ async function measure(
           ),
           unit: "ms",
           note: "the whole turn: answer, speech request, encoding, upload",
+        },
+        {
+          ...base,
+          metric: "service main-thread CPU per voice reply",
+          value: round(
+            (main.userMs + main.systemMs - mainBefore.userMs - mainBefore.systemMs) / replies,
+            1,
+          ),
+          unit: "ms",
+          note: "the event loop's share, which every other chat's work waits for",
         },
       ];
     } finally {

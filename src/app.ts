@@ -41,6 +41,7 @@ import { createBuiltinTools } from "./tools/builtins.js";
 import { combineRegistries, createToolRegistry } from "./tools/registry.js";
 import { recordUsage } from "./usage/recorder.js";
 import { createUsageStore } from "./usage/usage-store.js";
+import { createVoiceEncoder } from "./voice/encoder-pool.js";
 import { createSpeaker } from "./voice/speech.js";
 import { createVoiceReplies } from "./voice/voice-reply.js";
 import { createVoiceSettings } from "./voice/voice-settings.js";
@@ -250,14 +251,17 @@ export async function createApp(
     metrics,
     tools.declarations().map((d) => d.name ?? ""),
   );
+  const encoder = createVoiceEncoder();
   const speaker = createSpeaker({
     model,
     hooks,
+    encoder,
     settings: { model: config.geminiTtsModel, voice: config.geminiVoice },
   });
   const voice = {
     replies: createVoiceReplies({ speaker, save: attachments.save, store, logger }),
     settings: createVoiceSettings({ db: handle.db, fallback: config.voiceReplies }),
+    encoder,
   };
   const usage = createUsageStore(handle.db);
   const usageRecorder = recordUsage({ hooks, store: usage, logger });

@@ -195,7 +195,7 @@ const envSchema = (requireTelegram: boolean) =>
     GEMINI_COMPACTION_MODEL: text(DEFAULT_COMPACTION_MODEL),
     GEMINI_TTS_MODEL: text("gemini-3.8-flash-tts"),
     GEMINI_VOICE: text("Kore"),
-    GEMINI_IMAGE_MODEL: text("gemini-3.1-flash-image"),
+    GEMINI_IMAGE_MODEL: text("gemini-nano-banana-2.1"),
     VOICE_REPLIES: text("auto")
       .transform((mode) => mode.toLowerCase())
       .pipe(

@@ -168,6 +168,12 @@ export async function startService(
           }),
         stop: (courier) => (drained ? courier.stop() : undefined),
       }));
+    // Stopped before the courier: voice notes still being encoded are sent through it.
+    await components.start({
+      name: "voice encoder",
+      start: () => app.voice.encoder,
+      stop: (encoder) => (drained ? encoder.stop() : undefined),
+    });
     // Answers being written, for the ingest to stop without waiting behind them in the inbox.
     const answers = createRunningAnswers();
     const { bot, runUpdate, delivery, liveApi, livePacer } = await components.start({
@@ -317,6 +323,7 @@ export async function startService(
           logger,
           now: clock?.now,
           sendRequests: (pending) => continuations.sendRequests(pending),
+          voice: app.voice,
         });
         const dispatcher = new Dispatcher({
           inbox,

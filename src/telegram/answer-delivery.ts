@@ -3,7 +3,7 @@ import { STOPPED_EMPTY, type TurnResult } from "../agent/turn.js";
 import type { Lease } from "../queue/inbox.js";
 import type { MediaPart } from "../session/events.js";
 import type { Delivery } from "./delivery.js";
-import type { LiveAnswer, LiveAnswerDeps } from "./live-answer.js";
+import type { AfterAnswer, LiveAnswer, LiveAnswerDeps } from "./live-answer.js";
 import type { OutgoingFile } from "./outgoing-files.js";
 
 /** Files as Telegram uploads, read from the database; one cleared meanwhile, or empty, is left out. */
@@ -53,7 +53,8 @@ function messageText(result: Pick<TurnResult, "text" | "stopped">, shown: string
 /**
  * Sends a finished answer: the files the model made first, then its words (the live view stops
  * first, so that no draft comes after them). With a lease, each file and each message is recorded
- * as Telegram takes it, files before words, so a run after a crash sends only the rest.
+ * as Telegram takes it, files before words, so a run after a crash sends only the rest. `after`
+ * (speaking the answer) runs once the words are out, shown in the live view.
  */
 export async function deliverAnswer(args: {
   live: LiveAnswer;
@@ -63,6 +64,7 @@ export async function deliverAnswer(args: {
   threadId: number | undefined;
   result: Pick<TurnResult, "text" | "files" | "resumed" | "stopped">;
   lease?: Pick<Lease, "delivered" | "recordDelivered" | "deliveredStatement"> | undefined;
+  after?: AfterAnswer | undefined;
 }): Promise<void> {
   const { live, lease, result } = args;
   const files = await outgoingFiles(result.files, args.read);
@@ -77,5 +79,5 @@ export async function deliverAnswer(args: {
     await live.close();
     await args.delivery.sendFiles(args.chatId, files, args.threadId, from(0));
   }
-  await live.finish(messageText(result, live.words), from(files.length));
+  await live.finish(messageText(result, live.words), from(files.length), args.after);
 }

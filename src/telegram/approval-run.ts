@@ -14,11 +14,13 @@ import { deliverAnswer, liveMessagesOf } from "./answer-delivery.js";
 import { sendApprovalRequests, showEnding } from "./approvals-composer.js";
 import { geminiFailureText } from "./conversation.js";
 import type { Delivery } from "./delivery.js";
-import { type LiveAnswer, type LiveAnswerDeps, startLiveAnswer } from "./live-answer.js";
+import { type LiveAnswer, type LiveAnswerDeps, NOT_SHOWN, startLiveAnswer } from "./live-answer.js";
 
 /**
- * Delivers what a turn ended with: its answer; or, when it waits for approvals, the words before
- * the calls and the requests with their buttons; or nothing (a resume that found nothing to do).
+ * Delivers what a turn ended with: its answer (and what comes `after` it, its voice notes); or,
+ * when it waits for approvals, the words before the calls and the requests with their buttons,
+ * what comes after the words only then, so as not to hold the buttons up; or nothing (a resume
+ * that found nothing to do).
  */
 export async function deliverTurnResult(
   args: Parameters<typeof deliverAnswer>[0] & {
@@ -30,8 +32,10 @@ export async function deliverTurnResult(
   if (result.idle) return live.close();
   if (!result.waiting) return deliverAnswer(args);
   if (result.text.trim() === "") await live.close();
-  else await deliverAnswer(args);
+  else await deliverAnswer({ ...args, after: undefined });
   await args.sendRequests?.(result.waiting);
+  // The words before the calls are spoken once their buttons are out.
+  await args.after?.run(NOT_SHOWN);
 }
 
 /**

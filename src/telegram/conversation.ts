@@ -30,7 +30,7 @@ import { modelText } from "./message-context.js";
 import { toolFileSender } from "./tool-file-sender.js";
 import { threadOfMessage } from "./topics.js";
 import type { TurnContext } from "./turn-context.js";
-import { deliverVoice } from "./voice-delivery.js";
+import { speakAfter } from "./voice-delivery.js";
 
 export type ConversationDeps = {
   agent: Agent;
@@ -197,6 +197,21 @@ export function conversationComposer(deps: ConversationDeps): Composer<TurnConte
       });
       await Promise.all(notices);
       await lease.ensureHeld();
+      const after =
+        voice && spoken && !result.stopped
+          ? speakAfter({
+              replies: voice.replies,
+              delivery,
+              conversation: session,
+              chatId,
+              threadId,
+              text: result.text,
+              resumed: result.resumed,
+              stop: running.signal,
+              lease,
+              logger: deps.logger,
+            })
+          : undefined;
       // A run that takes over a stored answer sends only what earlier runs did not.
       await deliverTurnResult({
         live,
@@ -207,24 +222,18 @@ export function conversationComposer(deps: ConversationDeps): Composer<TurnConte
         result,
         lease,
         sendRequests: deps.sendRequests,
+        after: after && {
+          ...after,
+          run(view) {
+            // The answer's words are out: nothing is being typed any more.
+            nowVisible();
+            stopTyping();
+            return after.run(view);
+          },
+        },
       });
       // Unstreamed, the answer's first words show when its messages have gone out.
       nowVisible();
-      if (voice && spoken && !result.stopped) {
-        await lease.ensureHeld();
-        await deliverVoice({
-          replies: voice.replies,
-          delivery,
-          conversation: session,
-          chatId,
-          threadId,
-          text: result.text,
-          resumed: result.resumed,
-          stop: running.signal,
-          lease,
-          logger: deps.logger,
-        });
-      }
       media
         .transcribe?.(session)
         .catch((error: unknown) =>

@@ -82,8 +82,23 @@ export type LiveAnswerDeps = {
   messagesStatement?(ids: readonly (number | null)[]): CourierRecord;
 };
 
+/** How the live view goes on after the answer's words went out, for the work that follows them. */
+export type AfterView = {
+  /** Whether the live view shows the status (else a chat action may stand in for it). */
+  readonly showing: boolean;
+  /** Before a message is sent: no draft of the status may arrive after it. */
+  quiet(): Promise<void>;
+  /** Shows the status again after a message took the draft's place, while more is coming. */
+  again(): void;
+};
+
+/** Work after the answer's words went out (speaking them), and what the live view says meanwhile. */
+export type AfterAnswer = { status: string; run(view: AfterView): Promise<void> };
+
 export type LiveAnswer = {
   progress: TurnProgress;
+  /** Shows `line` in italics below the words shown now, as a tool's status is shown. */
+  status(line: string): void;
   /** Whether the answer shows as it is written (a draft, a message edited in place). */
   readonly showing: boolean;
   /**
@@ -94,11 +109,21 @@ export type LiveAnswer = {
   /**
    * Sends the finished answer. Drafts end first (one arriving after the answer would show it
    * twice); in edit mode the messages shown while it was written become the answer.
+   *
+   * With `after`, its work runs once the words are out, its status showing meanwhile: in edit
+   * mode below the words, until the work ends and the messages become the finished answer; with
+   * drafts, as a draft of its own after the answer's message (the stop button on it), which the
+   * next message the work sends takes the place of.
    */
-  finish(markdown: string, progress?: DeliveryProgress): Promise<void>;
+  finish(markdown: string, progress?: DeliveryProgress, after?: AfterAnswer): Promise<void>;
   /** Ends the live view without an answer (the turn failed). */
   close(): Promise<void>;
 };
+
+/** The status stays below the answer's words in its messages, until they become the answer. */
+const IN_MESSAGES: AfterView = { showing: true, quiet: async () => {}, again: () => {} };
+/** Nothing live to show the status in. */
+export const NOT_SHOWN: AfterView = { showing: false, quiet: async () => {}, again: () => {} };
 
 /** What the live view shows: the answer so far, and what the model is doing, if anything. */
 type Frame = { readonly markdown: string; readonly status?: string };
@@ -398,6 +423,7 @@ export function startLiveAnswer(deps: LiveAnswerDeps): LiveAnswer {
   }
 
   let round = "";
+  const status = (line: string) => show({ markdown: round, status: line });
   const progress: TurnProgress = {
     text(text) {
       round = text;
@@ -408,9 +434,34 @@ export function startLiveAnswer(deps: LiveAnswerDeps): LiveAnswer {
       show({ markdown: "" });
     },
     tool(name, args) {
-      show({ markdown: round, status: toolStatus(name, args) });
+      status(toolStatus(name, args));
     },
   };
+
+  /** The status alone, drafted after the answer's message; a message sent takes its place. */
+  function statusDrafts(line: string): AfterView {
+    let view: LiveAnswer | undefined;
+    return {
+      showing: true,
+      again() {
+        if (view) return;
+        // A view of its own, which never edits the answer's messages nor records any of its own.
+        view = startLiveAnswer({
+          ...deps,
+          mode: "draft",
+          shownBefore: undefined,
+          recordMessages: undefined,
+          messagesStatement: undefined,
+        });
+        view.status(line);
+      },
+      async quiet() {
+        const ending = view;
+        view = undefined;
+        await ending?.close();
+      },
+    };
+  }
 
   return {
     progress,
@@ -420,15 +471,30 @@ export function startLiveAnswer(deps: LiveAnswerDeps): LiveAnswer {
     get words() {
       return shown === undefined ? "" : round;
     },
+    status,
     close,
-    async finish(markdown, deliveryProgress) {
+    async finish(markdown, deliveryProgress, after) {
       const live = shown;
       await close();
-      if (live?.kind === "edit" && live.messages.length > 0) {
+      if (live?.kind === "edit" && (live.messages.length > 0 || after)) {
+        if (after) {
+          await showInMessages(live, htmlChunks(frameHtml({ markdown, status: after.status })));
+          // A failure leaves the status in place: the update's next run settles the messages.
+          await after.run(IN_MESSAGES);
+        }
         await finishInMessages(live, markdown);
         return;
       }
       await delivery.sendMarkdown(chatId, markdown, threadId, deliveryProgress);
+      if (!after) return;
+      if (live?.kind !== "draft") return after.run(NOT_SHOWN);
+      const drafts = statusDrafts(after.status);
+      drafts.again();
+      try {
+        await after.run(drafts);
+      } finally {
+        await drafts.quiet();
+      }
     },
   };
 }

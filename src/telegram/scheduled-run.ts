@@ -9,12 +9,14 @@ import type { RunningAnswers } from "../queue/running-answers.js";
 import { escapeHtml } from "../render/markdown-html.js";
 import { dueText } from "../tasks/schedule.js";
 import type { ScheduledRun, Task, TaskStore } from "../tasks/store.js";
+import { speaksTo } from "../voice/voice-settings.js";
 import { liveMessagesOf } from "./answer-delivery.js";
 import { deliverTurnResult } from "./approval-run.js";
-import { geminiFailureText } from "./conversation.js";
+import { type ConversationVoice, geminiFailureText } from "./conversation.js";
 import type { Delivery } from "./delivery.js";
 import { type LiveAnswerDeps, startLiveAnswer } from "./live-answer.js";
 import { toolFileSender } from "./tool-file-sender.js";
+import { speakAfter } from "./voice-delivery.js";
 
 /** A run that starts this long after its due time says so: the service was down or busy. */
 export const LATE_AFTER_MS = 2 * 60_000;
@@ -77,6 +79,11 @@ export function createScheduledRunner(deps: {
   now?: () => number;
   /** Shows tool calls that wait for the user's yes, with their buttons. */
   sendRequests?(pending: readonly Approval[]): Promise<void>;
+  /**
+   * Spoken replies: a run's answer is spoken where the conversation's /voice (or VOICE_REPLIES)
+   * is on; `auto` leaves it text, as nobody spoke to Koroku.
+   */
+  voice?: ConversationVoice;
 }) {
   const now = deps.now ?? Date.now;
   const allowed = new Set(deps.allowedUserIds);
@@ -119,6 +126,9 @@ export function createScheduledRunner(deps: {
       task.createdBy,
     );
     try {
+      // Decided before the turn, as for a message (conversation.ts).
+      const voice = deps.voice;
+      const spoken = voice && speaksTo(await voice.settings.modeOf(task.conversation), false);
       const result = await deps.agent.runTurn(task.conversation, {
         text: taskPrompt(task, due, late),
         updateId: item.updateId,
@@ -146,6 +156,21 @@ export function createScheduledRunner(deps: {
         result,
         lease,
         sendRequests: deps.sendRequests,
+        after:
+          voice && spoken && !result.stopped
+            ? speakAfter({
+                replies: voice.replies,
+                delivery: deps.delivery,
+                conversation: task.conversation,
+                chatId: task.chatId,
+                threadId: task.threadId,
+                text: result.text,
+                resumed: result.resumed,
+                stop: running.signal,
+                lease,
+                logger: deps.logger,
+              })
+            : undefined,
       });
       if (late) log.info({ due_at: new Date(dueAt).toISOString() }, "ran a scheduled task late");
     } catch (error) {

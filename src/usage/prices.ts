@@ -116,6 +116,17 @@ export const PRICES: Readonly<Record<string, readonly ModelPrice[]>> = {
       checked: "2026-12-03",
     },
   ],
+  "gemini-nano-banana-2.1": [
+    {
+      input: 1.5,
+      cachedInput: 1.5,
+      output: 30,
+      source:
+        "Nano Banana 2.1: $30 per million image tokens out ($0.0336 a 1K picture), $1.50 text or image in, per LiteLLM's day-0 announcement (BerriAI/litellm discussion 44983) and inference.sh's listing; its text out ($7.50) is billed here at the image rate, a slight overestimate; nothing is cached",
+      checked: "2026-12-03",
+    },
+  ],
+  // Shut down on 2026-10-29; kept so that usage recorded before then is still priced.
   "gemini-3.1-flash-image": [
     {
       input: 0.5,

@@ -1,10 +1,7 @@
-import { setImmediate } from "node:timers/promises";
 import type { AgentHooks } from "../agent/hooks.js";
 import type { ModelClient } from "../agent/model-client.js";
-import { type EncodedVoice, OggOpusEncoder, TTS_SAMPLE_RATE } from "./ogg-opus.js";
-
-/** A second of 16-bit PCM at 24 kHz. */
-const ENCODE_SLICE_BYTES = TTS_SAMPLE_RATE * 2;
+import type { VoiceEncoder } from "./encoder-pool.js";
+import { type EncodedVoice, TTS_SAMPLE_RATE } from "./ogg-opus.js";
 
 /** Gemini's speech came back without audio (a refusal, an empty answer): the reason, in words. */
 export class SpeechFailedError extends Error {
@@ -33,12 +30,13 @@ export type Speaker = {
 /**
  * Speech through the same client as every other Gemini call (its retries, its shared 429
  * limit), streamed: Gemini sends the PCM in pieces, and the client's deadline is per piece, so a
- * long part is not cut off while it keeps coming. Encoding waits for the whole part (23 ms of CPU
- * per second of speech, docs/decisions/0008-voice-encoder.md), a second of it at a time.
+ * long part is not cut off while it keeps coming. Encoding waits for the whole part, and runs on
+ * the encoder's threads (15–20 ms of CPU per second of speech, docs/decisions/0008-voice-encoder.md).
  */
 export function createSpeaker(deps: {
   model: ModelClient;
   hooks: AgentHooks;
+  encoder: Pick<VoiceEncoder, "encode">;
   settings: { model: string; voice: string };
 }): Speaker {
   return {
@@ -59,27 +57,16 @@ export function createSpeaker(deps: {
           result.blockReason ?? result.finishReason ?? "an answer without audio",
         );
       }
-      const encoder = new OggOpusEncoder();
-      try {
-        for (const part of audio) {
-          const rate = pcmRateOf(part.inlineData?.mimeType);
-          if (rate !== TTS_SAMPLE_RATE) {
-            throw new SpeechFailedError(
-              `audio as ${part.inlineData?.mimeType}, not 16-bit PCM at ${TTS_SAMPLE_RATE} Hz`,
-            );
-          }
-          const pcm = Buffer.from(part.inlineData?.data ?? "", "base64");
-          // A second of speech at a time (about 23 ms of CPU), letting other chats' work in
-          // between: a minute-long part encoded at once would hold the event loop for 1.4 s.
-          for (let at = 0; at < pcm.byteLength; at += ENCODE_SLICE_BYTES) {
-            encoder.write(pcm.subarray(at, at + ENCODE_SLICE_BYTES));
-            await setImmediate();
-          }
+      const pcm = audio.map((part) => {
+        const rate = pcmRateOf(part.inlineData?.mimeType);
+        if (rate !== TTS_SAMPLE_RATE) {
+          throw new SpeechFailedError(
+            `audio as ${part.inlineData?.mimeType}, not 16-bit PCM at ${TTS_SAMPLE_RATE} Hz`,
+          );
         }
-        return encoder.finish();
-      } finally {
-        encoder.discard();
-      }
+        return Buffer.from(part.inlineData?.data ?? "", "base64");
+      });
+      return deps.encoder.encode(pcm);
     },
   };
 }

@@ -3,6 +3,7 @@ import type { Logger } from "../logger.js";
 import type { NewAttachment, StoredAttachment } from "../session/attachments.js";
 import { functionCallsOf, type MediaPart } from "../session/events.js";
 import type { SessionStore } from "../session/store.js";
+import { EncodingFailedError } from "./encoder-pool.js";
 import type { EncodedVoice } from "./ogg-opus.js";
 import { type Speaker, SpeechFailedError } from "./speech.js";
 import { MAX_PARTS, speechParts, spokenText } from "./spoken-text.js";
@@ -27,6 +28,8 @@ export type VoiceReplyRun = {
   stop?: AbortSignal;
   /** Parts an earlier run of this update sent (voiceNotesSent). */
   alreadySent: number;
+  /** A part is being spoken and the user waits for it (the live view says so again). */
+  recording?(): void;
   /**
    * Sends one voice note and records that it went out: `after` is the delivered count to record
    * (VOICE_NOTES_FROM + the note's place, from 1).
@@ -37,6 +40,10 @@ export type VoiceReplyRun = {
 };
 
 export type VoiceReplies = { reply(run: VoiceReplyRun): Promise<void> };
+
+/** The parts of an answer that are spoken, at most MAX_PARTS: none when it has no words to say. */
+export const partsToSpeak = (markdown: string): string[] =>
+  speechParts(spokenText(markdown)).slice(0, MAX_PARTS);
 
 /** What the user is told when a voice note could not be made: the words are in the message. */
 export function speechFailureText(error: unknown, spoken: number): string {
@@ -79,18 +86,23 @@ export function createVoiceReplies(deps: {
     deps.speaker.speak(run.chatId, text, run.stop).then(
       (voice) => (voice ? { voice } : {}),
       (failure: unknown) => {
-        if (failure instanceof GeminiError || failure instanceof SpeechFailedError)
+        if (
+          failure instanceof GeminiError ||
+          failure instanceof SpeechFailedError ||
+          failure instanceof EncodingFailedError
+        )
           return { failure };
         throw failure;
       },
     );
 
   async function reply(run: VoiceReplyRun): Promise<void> {
-    const parts = speechParts(spokenText(run.text)).slice(0, MAX_PARTS);
+    const parts = partsToSpeak(run.text);
     if (run.alreadySent >= parts.length || run.stop?.aborted) return;
     const log = deps.logger.child({ chat_id: run.chatId });
     let next: Promise<Spoken> | undefined = speak(run, parts[run.alreadySent] as string);
     for (let i = run.alreadySent; i < parts.length && next; i++) {
+      run.recording?.();
       const spoken: Spoken = await next;
       next = i + 1 < parts.length ? speak(run, parts[i + 1] as string) : undefined;
       // Settled by the next round, or left behind by a failure here: never unhandled.

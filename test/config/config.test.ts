@@ -146,7 +146,7 @@ describe("config", () => {
     expect(config.voiceReplies).toBe("auto");
     expect(config.geminiTtsModel).toBe("gemini-3.8-flash-tts");
     expect(config.geminiVoice).toBe("Kore");
-    expect(config.geminiImageModel).toBe("gemini-3.1-flash-image");
+    expect(config.geminiImageModel).toBe("gemini-nano-banana-2.1");
     expect(loadConfig({ ...minimal, VOICE_REPLIES: " Always " }).voiceReplies).toBe("always");
     expect(loadConfig({ ...minimal, VOICE_REPLIES: "off" }).voiceReplies).toBe("off");
     expect(() => loadConfig({ ...minimal, VOICE_REPLIES: "on" })).toThrow(

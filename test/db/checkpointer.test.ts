@@ -1,5 +1,3 @@
-import { spawn } from "node:child_process";
-import { once } from "node:events";
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -9,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { startCheckpointer } from "../../src/db/checkpointer.js";
 import { openDatabase } from "../../src/db/connect.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/databases.js";
+import { runModuleScript } from "../helpers/module-script.js";
 import { eventually } from "../helpers/service-process.js";
 
 const BUILT_CHECKPOINTER = join(import.meta.dirname, "../../dist/src/db/checkpointer.js");
@@ -64,15 +63,7 @@ describe("checkpoints on a thread of their own", () => {
       await checkpointer.stop();
       console.log("stopped");
     `;
-    const child = spawn(process.execPath, ["--input-type=module", "-e", script], {
-      stdio: ["ignore", "pipe", "inherit"],
-    });
-    let stdout = "";
-    child.stdout?.on("data", (chunk: Buffer) => {
-      stdout += chunk.toString("utf8");
-    });
-    const [code] = (await once(child, "exit")) as [number | null];
-    expect({ code, stdout }).toEqual({ code: 0, stdout: "stopped\n" });
+    expect(await runModuleScript(script)).toEqual({ code: 0, stdout: "stopped\n" });
   });
 
   it("reports a checkpoint thread that cannot run, and what happens instead", async () => {

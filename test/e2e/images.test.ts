@@ -11,7 +11,7 @@ import {
   startWorld,
 } from "../helpers/service-process.js";
 
-const IMAGE_MODEL = "gemini-3.1-flash-image";
+const IMAGE_MODEL = "gemini-nano-banana-2.1";
 
 const photosSent = (w: ServiceWorld) =>
   w.telegram.sentFiles.filter((f) => f.method === "sendPhoto" && f.chat_id === ALLOWED_USER);
@@ -85,7 +85,8 @@ describe.each(DATABASE_KINDS)("generate_image on %s", (kind) => {
     await w.say("/usage");
     const usage = await eventually(() => textsTo(w).find((t) => t.startsWith("Usage of")));
     expect(usage).not.toContain(IMAGE_MODEL);
-    expect(usage).toMatch(/Today: .*≈ \$0\.0[6-9]/);
+    // A 1K picture is about 1,120 tokens at $30 a million: $0.0336.
+    expect(usage).toMatch(/Today: .*≈ \$0\.0[34]/);
   });
 
   it("changes the photo the user sent, and a picture it drew before, by name", async () => {

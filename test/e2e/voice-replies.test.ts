@@ -2,7 +2,7 @@ import type { Message, Update } from "grammy/types";
 import { afterEach, describe, expect, it } from "vitest";
 import { OggOpusEncoder } from "../../src/voice/ogg-opus.js";
 import { MAX_PART_CHARS, speechParts, spokenText } from "../../src/voice/spoken-text.js";
-import { hang, SECONDS_PER_CHAR, status, text } from "../fakes/gemini.js";
+import { call, hang, SECONDS_PER_CHAR, speechStep, status, text } from "../fakes/gemini.js";
 import { checkOggOpus } from "../fakes/ogg-opus-check.js";
 import { buildTextUpdate } from "../fakes/telegram-objects.js";
 import { DATABASE_KINDS } from "../helpers/databases.js";
@@ -14,6 +14,10 @@ import {
 } from "../helpers/service-process.js";
 
 const TTS_MODEL = "gemini-3.8-flash-tts";
+const RECORDING = "🎙 recording…";
+const FORUM = -1005550021;
+const GROUP = -4005550022;
+const MENTION = "@koroku_test_bot";
 
 /** A second of a real Ogg Opus voice note, as Telegram would hold the user's. */
 function userVoiceBytes(): Buffer {
@@ -22,21 +26,51 @@ function userVoiceBytes(): Buffer {
   return encoder.finish().bytes;
 }
 
-/** A voice note from the allowed user, in their private chat (or one of its topics). */
-async function sendVoiceNote(w: ServiceWorld, threadId?: number): Promise<number> {
+/**
+ * A voice note from the allowed user: in their private chat, or in a group (addressed to the bot
+ * by a mention in its caption), or in a topic of either.
+ */
+async function sendVoiceNote(
+  w: ServiceWorld,
+  where: { chatId?: number; threadId?: number } = {},
+): Promise<number> {
   const id = w.nextUpdateId();
   const file = w.telegram.addFile(userVoiceBytes());
-  const base = buildTextUpdate({ updateId: id, messageId: id, text: "", threadId });
+  const base = buildTextUpdate({ updateId: id, messageId: id, text: "", ...where });
   const { text: _text, ...message } = base.message as Message & { text: string };
+  const caption =
+    message.chat.type === "private"
+      ? {}
+      : {
+          caption: MENTION,
+          caption_entities: [{ type: "mention" as const, offset: 0, length: MENTION.length }],
+        };
   const update = {
     update_id: id,
-    message: { ...message, voice: { ...file, duration: 1, mime_type: "audio/ogg" } },
+    message: { ...message, ...caption, voice: { ...file, duration: 1, mime_type: "audio/ogg" } },
   } as Update;
   const res = await w.post(update);
   expect(res.status).toBe(200);
   return id;
 }
 
+/** The speech model takes its time with the next request: until the returned function is called. */
+function holdSpeech(w: ServiceWorld): () => void {
+  let open = () => {};
+  const opened = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  w.gemini.scriptFor(TTS_MODEL, async (request) => {
+    await opened;
+    return speechStep(request);
+  });
+  return open;
+}
+
+const callsOf = (w: ServiceWorld, method: string, chatId: number) =>
+  w.telegram.calls.filter(
+    (c) => c.method === method && Number(c.body.chat_id) === chatId && c.response?.ok,
+  );
 const voicesTo = (w: ServiceWorld) => w.telegram.sentFiles.filter((f) => f.method === "sendVoice");
 const textsTo = (w: ServiceWorld) =>
   w.telegram.sent.filter((m) => m.chat_id === ALLOWED_USER).map((m) => m.plain_text);
@@ -153,20 +187,145 @@ describe.each(DATABASE_KINDS)("voice replies on %s", (kind) => {
     expect(textsTo(w).filter((t) => t.startsWith("🎙"))).toHaveLength(1);
   });
 
-  it("/stop ends the speaking: no voice note, no notice, and the chat goes on", async () => {
+  it.each([
+    ["/stop", (w: ServiceWorld) => w.say("/stop")],
+    [
+      "the stop button of the 🎙 draft",
+      (w: ServiceWorld, updateId: number) => w.post(w.telegram.pressStop(ALLOWED_USER, updateId)),
+    ],
+  ] as const)(
+    "%s ends the speaking: no voice note, no notice, and the chat goes on",
+    async (_, stop) => {
+      w = await startWorld({ kind });
+      w.gemini.scriptFor("chat-model", text("Words first."));
+      w.gemini.scriptFor(TTS_MODEL, hang());
+      const updateId = await sendVoiceNote(w);
+      await eventually(() => ttsRequests(w).length === 1);
+      await eventually(() =>
+        w.telegram.drafts.some((d) => d.chat_id === ALLOWED_USER && d.plain_text === RECORDING),
+      );
+      expect(textsTo(w)).toContain("Words first.");
+      await stop(w, updateId);
+      w.gemini.scriptFor("chat-model", text("still here"));
+      await w.say("/voice off");
+      await w.say("are you there?");
+      await eventually(() => textsTo(w).includes("still here"));
+      expect(voicesTo(w)).toEqual([]);
+      expect(textsTo(w).some((t) => t.startsWith("🎙"))).toBe(false);
+      expect(textsTo(w)).not.toContain("There is no answer being written to stop.");
+    },
+  );
+
+  it("shows 🎙 recording… in the live answer after the words, and the voice note takes its place", async () => {
     w = await startWorld({ kind });
-    w.gemini.scriptFor("chat-model", text("Words first."));
-    w.gemini.scriptFor(TTS_MODEL, hang());
-    await sendVoiceNote(w);
-    await eventually(() => ttsRequests(w).length === 1);
-    expect(textsTo(w)).toContain("Words first.");
-    await w.say("/stop");
-    w.gemini.scriptFor("chat-model", text("still here"));
-    await w.say("/voice off");
-    await w.say("are you there?");
-    await eventually(() => textsTo(w).includes("still here"));
+    w.gemini.scriptFor("chat-model", text("Here you are."));
+    const open = holdSpeech(w);
+    const updateId = await sendVoiceNote(w);
+    const [answer] = await eventually(() => {
+      const sent = callsOf(w, "sendMessage", ALLOWED_USER);
+      return sent.length === 1 && sent;
+    });
+    const status = await eventually(() =>
+      w.telegram.drafts.find((d) => d.chat_id === ALLOWED_USER && d.plain_text === RECORDING),
+    );
+    // After the answer's words, as a draft of the update's own id: its stop button stops it.
+    expect(status.at).toBeGreaterThanOrEqual(answer?.at ?? Infinity);
+    expect(status.draft_id).toBe(updateId);
     expect(voicesTo(w)).toEqual([]);
-    expect(textsTo(w).some((t) => t.startsWith("🎙"))).toBe(false);
-    expect(textsTo(w)).not.toContain("There is no answer being written to stop.");
+    open();
+    await eventually(() => voicesTo(w).length === 1);
+    const [voice] = callsOf(w, "sendVoice", ALLOWED_USER);
+    // No status drafted after the voice note: nothing left saying it is being recorded.
+    expect(w.telegram.drafts.every((d) => d.at <= (voice?.at ?? 0))).toBe(true);
+    expect(textsTo(w)).toEqual(["Here you are."]);
+  });
+
+  it("a voice note in a forum topic: the answer says 🎙 recording… until the voice note is out in that topic", async () => {
+    w = await startWorld({ kind });
+    w.gemini.scriptFor("chat-model", text("Here you are."));
+    const open = holdSpeech(w);
+    await sendVoiceNote(w, { chatId: FORUM, threadId: 77 });
+    // Groups are shown one message edited in place: the status below the answer's words.
+    const shown = await eventually(() =>
+      w.telegram.sent.find(
+        (m) => m.chat_id === FORUM && m.plain_text === `Here you are.\n\n${RECORDING}`,
+      ),
+    );
+    expect(shown.message.message_thread_id).toBe(77);
+    open();
+    const [voice] = await eventually(() => voicesTo(w).length === 1 && voicesTo(w));
+    expect([voice?.chat_id, voice?.message_thread_id]).toEqual([FORUM, 77]);
+    // Then the message is the answer alone, and the only one.
+    await eventually(() =>
+      w.telegram.sent.some(
+        (m) => m.message_id === shown.message_id && m.plain_text === "Here you are.",
+      ),
+    );
+    expect(w.telegram.sent.filter((m) => m.chat_id === FORUM)).toHaveLength(1);
+    const [sentVoice] = callsOf(w, "sendVoice", FORUM);
+    const settled = callsOf(w, "editMessageText", FORUM).at(-1);
+    expect(settled?.at).toBeGreaterThanOrEqual(sentVoice?.at ?? Infinity);
+    const spoken = ttsRequests(w).map((r) => r.body.contents[0]?.parts?.[0]?.text);
+    expect(spoken).toEqual(["Here you are."]);
+  });
+
+  it("/voice is kept per topic, and a group without topics gets its voice note back too", async () => {
+    w = await startWorld({ kind });
+    await w.say("/voice off", { chatId: FORUM, threadId: 77 });
+    await eventually(() =>
+      w.telegram.sent.some((m) => m.plain_text.startsWith("Voice replies are off")),
+    );
+    w.gemini.scriptFor("chat-model", text("in 77, text only"));
+    await sendVoiceNote(w, { chatId: FORUM, threadId: 77 });
+    await eventually(() => w.telegram.sent.some((m) => m.plain_text === "in 77, text only"));
+    w.gemini.scriptFor("chat-model", text("in 78, spoken"));
+    await sendVoiceNote(w, { chatId: FORUM, threadId: 78 });
+    const [inTopic] = await eventually(() => voicesTo(w).length === 1 && voicesTo(w));
+    expect([inTopic?.chat_id, inTopic?.message_thread_id]).toEqual([FORUM, 78]);
+    // On in 78 speaks to text there; 77 stays off, whatever 78 says.
+    await w.say("/voice on", { chatId: FORUM, threadId: 78 });
+    await eventually(() =>
+      w.telegram.sent.some((m) => m.plain_text.startsWith("Voice replies are on")),
+    );
+    w.gemini.scriptFor("chat-model", text("typed in 78"));
+    await w.say(`${MENTION} typed`, { chatId: FORUM, threadId: 78 });
+    await eventually(() => voicesTo(w).length === 2);
+    w.gemini.scriptFor("chat-model", text("in the group"));
+    await sendVoiceNote(w, { chatId: GROUP });
+    const voices = await eventually(() => voicesTo(w).length === 3 && voicesTo(w));
+    expect(voices.map((v) => [v.chat_id, v.message_thread_id])).toEqual([
+      [FORUM, 78],
+      [FORUM, 78],
+      [GROUP, undefined],
+    ]);
+    const spoken = ttsRequests(w).map((r) => r.body.contents[0]?.parts?.[0]?.text);
+    expect(spoken).toEqual(["in 78, spoken", "typed in 78", "in the group"]);
+  });
+
+  it("speaks a scheduled task's answer where /voice is on; on auto it stays text", {
+    timeout: 90_000,
+  }, async () => {
+    w = await startWorld({ kind });
+    /** Has the model schedule a task to run now, through the real tool. */
+    const schedule = async (instruction: string, answer: string) => {
+      w.gemini.scriptFor(
+        "chat-model",
+        call("schedule_task", { when: "now", instruction, mode: "run" }),
+      );
+      w.gemini.scriptFor("chat-model", text(`Scheduled: ${instruction}`));
+      w.gemini.scriptFor("chat-model", text(answer));
+      await w.say(`please ${instruction}`);
+      await eventually(() => textsTo(w).includes(answer));
+    };
+    await schedule("tell me the weather", "Sunny all day.");
+    // The run is done before the next update of its conversation is taken.
+    await w.say("/voice on");
+    await eventually(() => textsTo(w).some((t) => t.startsWith("Voice replies are on")));
+    expect(ttsRequests(w)).toEqual([]);
+    await schedule("tell me the news", "Nothing new.");
+    const voices = await eventually(() => voicesTo(w).length === 2 && voicesTo(w));
+    expect(voices.every((v) => v.chat_id === ALLOWED_USER)).toBe(true);
+    const spoken = ttsRequests(w).map((r) => r.body.contents[0]?.parts?.[0]?.text);
+    expect(spoken).toEqual(["Scheduled: tell me the news", "Nothing new."]);
   });
 });

@@ -68,7 +68,9 @@ const modalitiesOf = (body: GenerateBody): string[] => {
 };
 
 export const isSpeechModel = (model: string): boolean => /-tts$/.test(model);
-export const isImageModel = (model: string): boolean => /-image(-preview)?$/.test(model);
+// Gemini's image models: "…-image" ids up to 3.1, "nano-banana" ids since.
+export const isImageModel = (model: string): boolean =>
+  /-image(-preview)?$|nano-banana/.test(model);
 
 const textOf = (body: GenerateBody): string =>
   body.contents

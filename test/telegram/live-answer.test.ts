@@ -432,3 +432,104 @@ describe("live updates of answers written at once", () => {
     expect(pacer.spacingMs()).toBe(0);
   });
 });
+
+describe("live answer with work after its words (a voice note being made)", () => {
+  const RECORDING = "🎙 recording…";
+  /** Calls of `method` to `chat` that Telegram answered, as they arrived. */
+  const answeredCalls = (chat: number, method: string) =>
+    callsTo(chat, method).filter((c) => c.response !== undefined);
+  const statusDraftCalls = (chat: number) =>
+    answeredCalls(chat, "sendMessageDraft").filter((c) => c.body.text === `<i>${RECORDING}</i>`);
+
+  it("drafts the status after the answer's message; each message sent takes its place, none follows the last", async () => {
+    const chat = nextChat++;
+    const delivery = richDelivery(false);
+    const answer = live(delivery, chat);
+    await shows(answer, chat, "sendMessageDraft", "The ans");
+    let showing: boolean | undefined;
+    await answer.finish("The answer.", undefined, {
+      status: RECORDING,
+      async run(view) {
+        showing = view.showing;
+        await expect.poll(() => statusDraftCalls(chat).length).toBe(1);
+        await view.quiet();
+        await delivery.sendHtml(chat, "note 1");
+        view.again();
+        await expect.poll(() => statusDraftCalls(chat).length).toBe(2);
+        view.again();
+        await view.quiet();
+        await delivery.sendHtml(chat, "note 2");
+      },
+    });
+    expect(showing).toBe(true);
+    expect(sentTo(chat).map((m) => m.plain_text)).toEqual(["The answer.", "note 1", "note 2"]);
+    const [answerAt, note1At, note2At] = answeredCalls(chat, "sendMessage").map((c) => c.at);
+    const [first, second, ...more] = statusDraftCalls(chat);
+    expect(more).toEqual([]);
+    expect(first?.at).toBeGreaterThanOrEqual(answerAt ?? Infinity);
+    expect(first?.at).toBeLessThanOrEqual(note1At ?? 0);
+    expect(second?.at).toBeGreaterThanOrEqual(note1At ?? Infinity);
+    // Nothing drafted after the last message: no status left showing below it.
+    expect(callsTo(chat, "sendMessageDraft").every((c) => c.at <= (note2At ?? 0))).toBe(true);
+    // The draft of the answer's own id, with its stop button: a press stops the work.
+    expect(statusDraftCalls(chat).every((c) => c.body.draft_id === 77 && c.body.can_stop)).toBe(
+      true,
+    );
+  });
+
+  it("in a message edited in place: the status below the words while the work runs, then the answer alone", async () => {
+    const group = nextGroup--;
+    const answer = live(richDelivery(), group);
+    await shows(answer, group, "sendMessage", "The ans");
+    const during: string[] = [];
+    await answer.finish("The **answer**.", undefined, {
+      status: RECORDING,
+      async run(view) {
+        expect(view.showing).toBe(true);
+        during.push(...sentTo(group).map((m) => m.plain_text));
+      },
+    });
+    expect(during).toEqual([`The answer.\n\n${RECORDING}`]);
+    const [message, ...more] = sentTo(group);
+    expect(more).toEqual([]);
+    expect([message?.parse_mode, message?.plain_text]).toEqual(["rich", "The answer."]);
+  });
+
+  it("in a group whose answer came whole: one message, with the status until the work ends", async () => {
+    const group = nextGroup--;
+    const answer = live(richDelivery(false), group);
+    const during: string[] = [];
+    await answer.finish("Whole answer.", undefined, {
+      status: RECORDING,
+      async run() {
+        during.push(...sentTo(group).map((m) => m.plain_text));
+      },
+    });
+    expect(during).toEqual([`Whole answer.\n\n${RECORDING}`]);
+    expect(sentTo(group).map((m) => m.plain_text)).toEqual(["Whole answer."]);
+    expect(callsTo(group, "sendMessage")).toHaveLength(1);
+  });
+
+  it("not shown live (STREAMING=off): the answer first, then the work, told nothing shows it", async () => {
+    const chat = nextChat++;
+    const answer = startLiveAnswer({
+      api,
+      delivery: richDelivery(false),
+      logger: captureLogger().logger,
+      chatId: chat,
+      privateChat: true,
+      mode: "off",
+      draftId: 77,
+    });
+    const seen: { showing: boolean; sent: string[] }[] = [];
+    await answer.finish("Plain.", undefined, {
+      status: RECORDING,
+      async run(view) {
+        view.again();
+        seen.push({ showing: view.showing, sent: sentTo(chat).map((m) => m.plain_text) });
+      },
+    });
+    expect(seen).toEqual([{ showing: false, sent: ["Plain."] }]);
+    expect(callsTo(chat, "sendMessageDraft")).toEqual([]);
+  });
+});
