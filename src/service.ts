@@ -2,6 +2,13 @@ import type { AddressInfo } from "node:net";
 import { hostname } from "node:os";
 import { type Bot, BotError, GrammyError } from "grammy";
 import type { Update } from "grammy/types";
+import { createContinuationRunner } from "./answer/approval-run.js";
+import { startCourier } from "./answer/courier.js";
+import {
+  createScheduledRunner,
+  logTaskNotAllowed,
+  NOT_ALLOWED_REASON,
+} from "./answer/scheduled-run.js";
 import type { App } from "./app.js";
 import { continuationOf } from "./approvals/continuation.js";
 import { startApprovalExpiry } from "./approvals/expiry.js";
@@ -26,18 +33,11 @@ import { createPendingTopicNames } from "./session/pending-topic-names.js";
 import { StartupError } from "./startup-error.js";
 import { startScheduler } from "./tasks/scheduler.js";
 import { scheduledRunOf } from "./tasks/store.js";
-import { createContinuationRunner } from "./telegram/approval-run.js";
 import { createBot } from "./telegram/bot.js";
-import { COMMANDS } from "./telegram/command-list.js";
+import { COMMANDS } from "./telegram/commands/command-list.js";
 import { tellGaveUp } from "./telegram/conversation.js";
-import { startCourier } from "./telegram/courier.js";
 import { createIngest, type Ingest } from "./telegram/ingest.js";
 import { startPolling } from "./telegram/polling.js";
-import {
-  createScheduledRunner,
-  logTaskNotAllowed,
-  NOT_ALLOWED_REASON,
-} from "./telegram/scheduled-run.js";
 import { askerOfUpdate, createStopPermission } from "./telegram/stop-permission.js";
 import { checkVoiceAtStart } from "./voice/voices.js";
 

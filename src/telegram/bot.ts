@@ -3,6 +3,11 @@ import { Api, type ApiClientOptions, Bot, BotError, HttpError } from "grammy";
 import type { Update, UserFromGetMe } from "grammy/types";
 import type { AgentHooks } from "../agent/hooks.js";
 import type { Agent } from "../agent/turn.js";
+import { sendApprovalRequests } from "../answer/approval-requests.js";
+import type { Courier } from "../answer/courier.js";
+import { createDelivery } from "../answer/delivery.js";
+import { createLivePacer } from "../answer/live-answer.js";
+import type { ConversationVoice } from "../answer/voice-delivery.js";
 import type { StreamingMode } from "../config.js";
 import type { Logger } from "../logger.js";
 import type { Lease } from "../queue/inbox.js";
@@ -12,32 +17,22 @@ import type { PendingTopicNames } from "../session/pending-topic-names.js";
 import type { SessionStore } from "../session/store.js";
 import type { TaskStore } from "../tasks/store.js";
 import type { UsageStore } from "../usage/usage-store.js";
-import {
-  type ApprovalsComposerDeps,
-  approvalsComposer,
-  sendApprovalRequests,
-} from "./approvals-composer.js";
-import { chatMigrationComposer, type MoveConversation } from "./chat-migration.js";
-import { type CommandDeps, commandsComposer } from "./commands.js";
-import {
-  type ConversationMedia,
-  type ConversationVoice,
-  conversationComposer,
-} from "./conversation.js";
-import type { Courier } from "./courier.js";
-import { createDelivery } from "./delivery.js";
-import { createFileDownloader } from "./files.js";
+import { type ApprovalsComposerDeps, approvalsComposer } from "./commands/approvals-composer.js";
+import { type CommandDeps, commandsComposer } from "./commands/commands.js";
+import { type MemoryCommandDeps, memoryComposer } from "./commands/memory-command.js";
+import { topicNamingComposer } from "./commands/new-topics.js";
+import { tasksComposer } from "./commands/tasks-command.js";
+import { usageComposer } from "./commands/usage-command.js";
+import { voiceComposer } from "./commands/voice-command.js";
+import { conversationComposer } from "./conversation.js";
 import { grammyFetch } from "./grammy-fetch.js";
-import { createLivePacer } from "./live-answer.js";
-import { type MemoryCommandDeps, memoryComposer } from "./memory-command.js";
+import { chatMigrationComposer, type MoveConversation } from "./inbound/chat-migration.js";
+import { createFileDownloader } from "./inbound/files.js";
+import type { ConversationMedia } from "./inbound/message-input.js";
 import { logNetworkFailures } from "./network-failures.js";
-import { topicNamingComposer } from "./new-topics.js";
 import { scrubOutgoing } from "./scrub-outgoing.js";
 import { createStopPermission } from "./stop-permission.js";
-import { tasksComposer } from "./tasks-command.js";
 import { type TurnContext, turnContext } from "./turn-context.js";
-import { usageComposer } from "./usage-command.js";
-import { voiceComposer } from "./voice-command.js";
 
 export type BotDeps = {
   token: string;

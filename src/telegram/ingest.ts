@@ -1,4 +1,5 @@
 import type { Message, Update } from "grammy/types";
+import type { Delivery } from "../answer/delivery.js";
 import type { Logger } from "../logger.js";
 import type { Inbox, StopTarget } from "../queue/inbox.js";
 import type { RunningAnswers } from "../queue/running-answers.js";
@@ -12,7 +13,6 @@ import {
   type Sender,
   senderOf,
 } from "./access.js";
-import type { Delivery } from "./delivery.js";
 import type { MayStop } from "./stop-permission.js";
 import { threadOfMessage } from "./topics.js";
 

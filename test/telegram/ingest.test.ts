@@ -1,11 +1,11 @@
 import { Api } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createDelivery } from "../../src/answer/delivery.js";
 import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
 import { migrateToLatest } from "../../src/db/migrate.js";
 import { createScrubber, type Logger } from "../../src/logger.js";
 import { createInbox, type StopTarget } from "../../src/queue/inbox.js";
 import { createRunningAnswers } from "../../src/queue/running-answers.js";
-import { createDelivery } from "../../src/telegram/delivery.js";
 import {
   createIngest,
   type Ingest,

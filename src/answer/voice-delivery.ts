@@ -3,8 +3,12 @@ import { type Lease, LeaseLostError } from "../queue/inbox.js";
 import { escapeHtml } from "../render/markdown-html.js";
 import type { VoiceReplies } from "../voice/voice-reply.js";
 import { partsToSpeak, voiceNotesSent } from "../voice/voice-reply.js";
+import type { VoiceSettings } from "../voice/voice-settings.js";
 import type { Delivery, DeliveryProgress } from "./delivery.js";
 import type { AfterAnswer, AfterView } from "./live-answer.js";
+
+/** Spoken replies (VOICE_REPLIES, /voice); none: text only. */
+export type ConversationVoice = { replies: VoiceReplies; settings: VoiceSettings };
 
 /** What the live answer says while its voice notes are made. */
 export const RECORDING_STATUS = "🎙 recording…";

@@ -1,5 +1,7 @@
 import { Api } from "grammy";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { createDelivery } from "../../src/answer/delivery.js";
+import { createScheduledRunner, type ScheduledRunner } from "../../src/answer/scheduled-run.js";
 import { createScrubber } from "../../src/logger.js";
 import { createInbox, type Inbox, type InboxItem } from "../../src/queue/inbox.js";
 import { createRunningAnswers, type RunningAnswers } from "../../src/queue/running-answers.js";
@@ -10,8 +12,6 @@ import {
   scheduledRunOf,
   type TaskStore,
 } from "../../src/tasks/store.js";
-import { createDelivery } from "../../src/telegram/delivery.js";
-import { createScheduledRunner, type ScheduledRunner } from "../../src/telegram/scheduled-run.js";
 import { status, text } from "../fakes/gemini.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { type Harness, startHarness } from "../helpers/harness.js";

@@ -1,11 +1,11 @@
 import type { Message } from "grammy/types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { NewTask } from "../../src/tasks/store.js";
-import { routeUpdate } from "../../src/telegram/access.js";
-import { COMMANDS } from "../../src/telegram/command-list.js";
-import { buildTextUpdate, type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
-import { botOnHarness, buttonPress } from "../helpers/bot.js";
-import { CHAT_MODEL, type Harness, startHarness } from "../helpers/harness.js";
+import type { NewTask } from "../../../src/tasks/store.js";
+import { routeUpdate } from "../../../src/telegram/access.js";
+import { COMMANDS } from "../../../src/telegram/commands/command-list.js";
+import { buildTextUpdate, type FakeTelegram, startFakeTelegram } from "../../fakes/telegram.js";
+import { botOnHarness, buttonPress } from "../../helpers/bot.js";
+import { CHAT_MODEL, type Harness, startHarness } from "../../helpers/harness.js";
 
 const USER = 6160;
 const GROUP = -1009001;

@@ -1,5 +1,5 @@
 import type { Chat, Message, MessageOrigin, User } from "grammy/types";
-import { truncate } from "../session/event-text.js";
+import { truncate } from "../../session/event-text.js";
 
 /** A quoted message is context, not the message itself: a few lines are enough. */
 export const QUOTE_MAX_CHARS = 300;

@@ -1,11 +1,11 @@
 import { Composer, InlineKeyboard } from "grammy";
-import { scopeKeyOf } from "../recall/area.js";
-import type { ForgetAsked, Forgetting } from "../recall/forgetting.js";
-import { PROFILE_BUDGET, type ProfileEntry, type Profiles } from "../recall/profile.js";
-import { escapeHtml } from "../render/markdown-html.js";
-import { truncate } from "../session/event-text.js";
-import type { Delivery } from "./delivery.js";
-import type { TurnContext } from "./turn-context.js";
+import type { Delivery } from "../../answer/delivery.js";
+import { scopeKeyOf } from "../../recall/area.js";
+import type { ForgetAsked, Forgetting } from "../../recall/forgetting.js";
+import { PROFILE_BUDGET, type ProfileEntry, type Profiles } from "../../recall/profile.js";
+import { escapeHtml } from "../../render/markdown-html.js";
+import { truncate } from "../../session/event-text.js";
+import type { TurnContext } from "../turn-context.js";
 
 const DELETE_DATA = /^memory:del:(\d+)$/;
 const CONFIRM_DATA = /^forget:yes:(\d+)$/;

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { priceOf } from "../../src/usage/prices.js";
-import { periodStarts } from "../../src/usage/report.js";
-import { text } from "../fakes/gemini.js";
-import { promptText } from "../fakes/gemini-cache.js";
-import { buildTextUpdate, type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
-import { botOnHarness } from "../helpers/bot.js";
-import { type Harness, startHarness } from "../helpers/harness.js";
+import { priceOf } from "../../../src/usage/prices.js";
+import { periodStarts } from "../../../src/usage/report.js";
+import { text } from "../../fakes/gemini.js";
+import { promptText } from "../../fakes/gemini-cache.js";
+import { buildTextUpdate, type FakeTelegram, startFakeTelegram } from "../../fakes/telegram.js";
+import { botOnHarness } from "../../helpers/bot.js";
+import { type Harness, startHarness } from "../../helpers/harness.js";
 
 const USER = 6060;
 const CACHING_USER = 6061;

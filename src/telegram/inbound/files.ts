@@ -1,7 +1,7 @@
 import { readFile, stat } from "node:fs/promises";
 import { isAbsolute } from "node:path";
 import { type Api, GrammyError } from "grammy";
-import { byteSize } from "../session/media-text.js";
+import { byteSize } from "../../session/media-text.js";
 
 /** Telegram's own limit on files bots may download from its cloud Bot API. */
 export const TELEGRAM_DOWNLOAD_LIMIT_BYTES = 20 * 1024 * 1024;

@@ -1,6 +1,6 @@
 import { Composer, type Context } from "grammy";
-import type { Logger } from "../logger.js";
-import { conversationKey } from "../scope/conversation-key.js";
+import type { Logger } from "../../logger.js";
+import { conversationKey } from "../../scope/conversation-key.js";
 
 export type MoveConversation = (
   from: string,

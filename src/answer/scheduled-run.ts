@@ -10,13 +10,12 @@ import { escapeHtml } from "../render/markdown-html.js";
 import { dueText } from "../tasks/schedule.js";
 import type { ScheduledRun, Task, TaskStore } from "../tasks/store.js";
 import { speaksTo } from "../voice/voice-settings.js";
-import { liveMessagesOf } from "./answer-delivery.js";
-import { deliverTurnResult } from "./approval-run.js";
-import { type ConversationVoice, geminiFailureText } from "./conversation.js";
+import { deliverTurnResult, liveMessagesOf } from "./answer-delivery.js";
 import type { Delivery } from "./delivery.js";
+import { geminiFailureText } from "./gemini-failure.js";
 import { type LiveAnswerDeps, startLiveAnswer } from "./live-answer.js";
 import { toolFileSender } from "./tool-file-sender.js";
-import { speakAfter } from "./voice-delivery.js";
+import { type ConversationVoice, speakAfter } from "./voice-delivery.js";
 
 /** A run that starts this long after its due time says so: the service was down or busy. */
 export const LATE_AFTER_MS = 2 * 60_000;

@@ -1,7 +1,7 @@
 import type { Message, PhotoSize } from "grammy/types";
-import { cleanFileName } from "../media/file-name.js";
-import type { MediaKind } from "../session/events.js";
-import { clockTime } from "../session/media-text.js";
+import { cleanFileName } from "../../media/file-name.js";
+import type { MediaKind } from "../../session/events.js";
+import { clockTime } from "../../session/media-text.js";
 
 /** A file of a message, to be fetched from Telegram. */
 export type WantedFile = {

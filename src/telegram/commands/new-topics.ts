@@ -1,8 +1,8 @@
 import { Composer, type Context, GrammyError } from "grammy";
-import type { Logger } from "../logger.js";
-import { truncate } from "../session/event-text.js";
-import type { PendingTopicNames } from "../session/pending-topic-names.js";
-import type { TurnContext } from "./turn-context.js";
+import type { Logger } from "../../logger.js";
+import { truncate } from "../../session/event-text.js";
+import type { PendingTopicNames } from "../../session/pending-topic-names.js";
+import type { TurnContext } from "../turn-context.js";
 
 /** What a topic /new opens is called until its first message names it. */
 export const NEW_TOPIC_NAME = "New conversation";

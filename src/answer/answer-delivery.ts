@@ -1,9 +1,15 @@
 import type { ReadAttachments } from "../agent/request-media.js";
 import { STOPPED_EMPTY, type TurnResult } from "../agent/turn.js";
+import type { Approval } from "../approvals/store.js";
 import type { Lease } from "../queue/inbox.js";
 import type { MediaPart } from "../session/events.js";
 import type { Delivery } from "./delivery.js";
-import type { AfterAnswer, LiveAnswer, LiveAnswerDeps } from "./live-answer.js";
+import {
+  type AfterAnswer,
+  type LiveAnswer,
+  type LiveAnswerDeps,
+  NOT_SHOWN,
+} from "./live-answer.js";
 import type { OutgoingFile } from "./outgoing-files.js";
 
 /** Files as Telegram uploads, read from the database; one cleared meanwhile, or empty, is left out. */
@@ -80,4 +86,26 @@ export async function deliverAnswer(args: {
     await args.delivery.sendFiles(args.chatId, files, args.threadId, from(0));
   }
   await live.finish(messageText(result, live.words), from(files.length), args.after);
+}
+
+/**
+ * Delivers what a turn ended with: its answer (and what comes `after` it, its voice notes); or,
+ * when it waits for approvals, the words before the calls and the requests with their buttons,
+ * what comes after the words only then, so as not to hold the buttons up; or nothing (a resume
+ * that found nothing to do).
+ */
+export async function deliverTurnResult(
+  args: Parameters<typeof deliverAnswer>[0] & {
+    result: Pick<TurnResult, "waiting" | "idle">;
+    sendRequests?: (pending: readonly Approval[]) => Promise<void>;
+  },
+): Promise<void> {
+  const { result, live } = args;
+  if (result.idle) return live.close();
+  if (!result.waiting) return deliverAnswer(args);
+  if (result.text.trim() === "") await live.close();
+  else await deliverAnswer({ ...args, after: undefined });
+  await args.sendRequests?.(result.waiting);
+  // The words before the calls are spoken once their buttons are out.
+  await args.after?.run(NOT_SHOWN);
 }

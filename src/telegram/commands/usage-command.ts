@@ -1,9 +1,9 @@
 import { Composer } from "grammy";
-import { escapeHtml } from "../render/markdown-html.js";
-import { periodStarts, usageReport } from "../usage/report.js";
-import type { UsageStore } from "../usage/usage-store.js";
-import type { Delivery } from "./delivery.js";
-import type { TurnContext } from "./turn-context.js";
+import type { Delivery } from "../../answer/delivery.js";
+import { escapeHtml } from "../../render/markdown-html.js";
+import { periodStarts, usageReport } from "../../usage/report.js";
+import type { UsageStore } from "../../usage/usage-store.js";
+import type { TurnContext } from "../turn-context.js";
 
 /** /usage: this conversation's tokens today and this month, and what they cost. No model call. */
 export function usageComposer(deps: {

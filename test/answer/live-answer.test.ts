@@ -1,13 +1,13 @@
 import { Api } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { renderMarkdown } from "../../src/render/markdown-html.js";
-import { createDelivery, type Delivery } from "../../src/telegram/delivery.js";
+import { createDelivery, type Delivery } from "../../src/answer/delivery.js";
 import {
   createLivePacer,
   type LiveAnswer,
   type LiveAnswerDeps,
   startLiveAnswer,
-} from "../../src/telegram/live-answer.js";
+} from "../../src/answer/live-answer.js";
+import { renderMarkdown } from "../../src/render/markdown-html.js";
 import {
   type FakeTelegram,
   MESSAGE_NOT_MODIFIED,

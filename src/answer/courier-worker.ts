@@ -1,7 +1,7 @@
 import { type MessagePort, parentPort, workerData } from "node:worker_threads";
 
 /**
- * The courier's thread (src/telegram/courier.ts): Bot API calls, and the statement to run the
+ * The courier's thread (src/answer/courier.ts): Bot API calls, and the statement to run the
  * moment Telegram accepts one. Its event loop does nothing else, so Telegram's reply is read, and
  * the record committed, within a millisecond or so however busy the service's own loop is. The
  * statement comes compiled by Kysely on the service's side: this thread knows no SQL, and no

@@ -1,10 +1,10 @@
 import { Composer, InlineKeyboard } from "grammy";
-import { escapeHtml } from "../render/markdown-html.js";
-import { truncate } from "../session/event-text.js";
-import { describeRecurrence, formatInZone } from "../tasks/schedule.js";
-import type { Task, TaskStore } from "../tasks/store.js";
-import type { Delivery } from "./delivery.js";
-import type { TurnContext } from "./turn-context.js";
+import type { Delivery } from "../../answer/delivery.js";
+import { escapeHtml } from "../../render/markdown-html.js";
+import { truncate } from "../../session/event-text.js";
+import { describeRecurrence, formatInZone } from "../../tasks/schedule.js";
+import type { Task, TaskStore } from "../../tasks/store.js";
+import type { TurnContext } from "../turn-context.js";
 
 const CANCEL_DATA = /^tasks:cancel:(\d+)$/;
 const MAX_INSTRUCTION_CHARS = 120;

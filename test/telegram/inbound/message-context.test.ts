@@ -1,6 +1,10 @@
 import type { Message } from "grammy/types";
 import { describe, expect, it } from "vitest";
-import { modelText, QUOTE_MAX_CHARS, withoutMention } from "../../src/telegram/message-context.js";
+import {
+  modelText,
+  QUOTE_MAX_CHARS,
+  withoutMention,
+} from "../../../src/telegram/inbound/message-context.js";
 
 const BOT = { id: 7000000001, username: "koroku_test_bot" };
 const ANN = { id: 11, is_bot: false, first_name: "Ann", last_name: "Lee" };

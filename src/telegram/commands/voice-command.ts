@@ -1,9 +1,9 @@
 import { Composer } from "grammy";
-import type { VoiceReplyMode } from "../config.js";
-import { escapeHtml } from "../render/markdown-html.js";
-import type { VoiceSettings } from "../voice/voice-settings.js";
-import type { Delivery } from "./delivery.js";
-import type { TurnContext } from "./turn-context.js";
+import type { Delivery } from "../../answer/delivery.js";
+import type { VoiceReplyMode } from "../../config.js";
+import { escapeHtml } from "../../render/markdown-html.js";
+import type { VoiceSettings } from "../../voice/voice-settings.js";
+import type { TurnContext } from "../turn-context.js";
 
 const MODES: Record<string, VoiceReplyMode> = { on: "always", off: "off", auto: "auto" };
 

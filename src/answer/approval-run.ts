@@ -1,7 +1,7 @@
 import type { Api } from "grammy";
 import { GeminiError } from "../agent/gemini-errors.js";
 import type { ReadAttachments } from "../agent/request-media.js";
-import type { Agent, TurnResult } from "../agent/turn.js";
+import type { Agent } from "../agent/turn.js";
 import type { Approvals } from "../approvals/approvals.js";
 import type { Continuation } from "../approvals/continuation.js";
 import type { Approval } from "../approvals/store.js";
@@ -10,33 +10,11 @@ import type { InboxItem, Lease } from "../queue/inbox.js";
 import type { RunningAnswers } from "../queue/running-answers.js";
 import { escapeHtml } from "../render/markdown-html.js";
 import { parseConversationKey } from "../scope/conversation-key.js";
-import { deliverAnswer, liveMessagesOf } from "./answer-delivery.js";
-import { sendApprovalRequests, showEnding } from "./approvals-composer.js";
-import { geminiFailureText } from "./conversation.js";
+import { deliverTurnResult, liveMessagesOf } from "./answer-delivery.js";
+import { sendApprovalRequests, showEnding } from "./approval-requests.js";
 import type { Delivery } from "./delivery.js";
-import { type LiveAnswer, type LiveAnswerDeps, NOT_SHOWN, startLiveAnswer } from "./live-answer.js";
-
-/**
- * Delivers what a turn ended with: its answer (and what comes `after` it, its voice notes); or,
- * when it waits for approvals, the words before the calls and the requests with their buttons,
- * what comes after the words only then, so as not to hold the buttons up; or nothing (a resume
- * that found nothing to do).
- */
-export async function deliverTurnResult(
-  args: Parameters<typeof deliverAnswer>[0] & {
-    result: Pick<TurnResult, "waiting" | "idle">;
-    sendRequests?: (pending: readonly Approval[]) => Promise<void>;
-  },
-): Promise<void> {
-  const { result, live } = args;
-  if (result.idle) return live.close();
-  if (!result.waiting) return deliverAnswer(args);
-  if (result.text.trim() === "") await live.close();
-  else await deliverAnswer({ ...args, after: undefined });
-  await args.sendRequests?.(result.waiting);
-  // The words before the calls are spoken once their buttons are out.
-  await args.after?.run(NOT_SHOWN);
-}
+import { geminiFailureText } from "./gemini-failure.js";
+import { type LiveAnswer, type LiveAnswerDeps, startLiveAnswer } from "./live-answer.js";
 
 /**
  * Runs the turn that goes on after an approval was answered, ran out or was stopped: queued in

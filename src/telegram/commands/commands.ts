@@ -1,25 +1,25 @@
 import { Composer } from "grammy";
-import { type CompactionOutcome, compactionNotice } from "../agent/compaction.js";
-import type { Logger } from "../logger.js";
-import { startFresh } from "../recall/fresh-start.js";
-import { escapeHtml } from "../render/markdown-html.js";
-import { conversationKey } from "../scope/conversation-key.js";
-import type { CompactionLimits } from "../session/compaction-plan.js";
-import { truncate } from "../session/event-text.js";
+import { type CompactionOutcome, compactionNotice } from "../../agent/compaction.js";
+import type { Delivery } from "../../answer/delivery.js";
+import type { Logger } from "../../logger.js";
+import { startFresh } from "../../recall/fresh-start.js";
+import { escapeHtml } from "../../render/markdown-html.js";
+import { conversationKey } from "../../scope/conversation-key.js";
+import type { CompactionLimits } from "../../session/compaction-plan.js";
+import { truncate } from "../../session/event-text.js";
 import {
   HISTORY_TURNS_RULE,
   type HistoryLine,
   historyLines,
   historyTurns,
-} from "../session/history-view.js";
-import type { PendingTopicNames } from "../session/pending-topic-names.js";
-import type { ChatStats, SessionStore } from "../session/store.js";
-import type { TaskStore } from "../tasks/store.js";
+} from "../../session/history-view.js";
+import type { PendingTopicNames } from "../../session/pending-topic-names.js";
+import type { ChatStats, SessionStore } from "../../session/store.js";
+import type { TaskStore } from "../../tasks/store.js";
+import { NOTHING_TO_STOP } from "../ingest.js";
+import type { TurnContext } from "../turn-context.js";
 import { COMMANDS } from "./command-list.js";
-import type { Delivery } from "./delivery.js";
-import { NOTHING_TO_STOP } from "./ingest.js";
 import { NEW_TOPIC_NAME, openTopic } from "./new-topics.js";
-import type { TurnContext } from "./turn-context.js";
 
 const MAX_LINE_CHARS = 1_500;
 

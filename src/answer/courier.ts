@@ -91,7 +91,7 @@ async function fetchHere(url: string, request: BotApiBody, method: string): Prom
 
 /**
  * Sends the messages and files of answers, and records that Telegram has them, on a thread of its
- * own (src/telegram/courier-worker.ts): under load the service's event loop reads a reply late,
+ * own (src/answer/courier-worker.ts): under load the service's event loop reads a reply late,
  * and a crash in between sends the message again after the restart
  * (docs/decisions/0006-courier-thread.md).
  */

@@ -1,8 +1,8 @@
 import { Api } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createDelivery } from "../../src/answer/delivery.js";
 import { type InboxItem, LeaseLostError } from "../../src/queue/inbox.js";
 import { GAVE_UP, tellGaveUp } from "../../src/telegram/conversation.js";
-import { createDelivery } from "../../src/telegram/delivery.js";
 import { buildTextUpdate, type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { captureLogger } from "../helpers/logs.js";
 
