@@ -58,7 +58,7 @@ function messageText(result: Pick<TurnResult, "text" | "stopped">, shown: string
 
 /**
  * Sends a finished answer: the files the model made first, then its words (the live view stops
- * first, so that no draft comes after them). With a lease, each file and each message is recorded
+ * first, so that no draft comes after them). Each file and each message is recorded in the lease
  * as Telegram takes it, files before words, so a run after a crash sends only the rest. `after`
  * (speaking the answer) runs once the words are out, shown in the live view.
  */
@@ -69,18 +69,17 @@ export async function deliverAnswer(args: {
   chatId: number;
   threadId: number | undefined;
   result: Pick<TurnResult, "text" | "files" | "resumed" | "stopped">;
-  lease?: Pick<Lease, "delivered" | "recordDelivered" | "deliveredStatement"> | undefined;
+  lease: Pick<Lease, "delivered" | "recordDelivered" | "deliveredStatement">;
   after?: AfterAnswer | undefined;
 }): Promise<void> {
   const { live, lease, result } = args;
   const files = await outgoingFiles(result.files, args.read);
-  const done = result.resumed && lease ? lease.delivered : 0;
-  const from = (offset: number) =>
-    lease && {
-      alreadySent: Math.max(0, done - offset),
-      sent: (count: number, rows?: number) => lease.recordDelivered(offset + count, rows),
-      statement: (count: number) => lease.deliveredStatement(offset + count),
-    };
+  const done = result.resumed ? lease.delivered : 0;
+  const from = (offset: number) => ({
+    alreadySent: Math.max(0, done - offset),
+    sent: (count: number, rows?: number) => lease.recordDelivered(offset + count, rows),
+    statement: (count: number) => lease.deliveredStatement(offset + count),
+  });
   if (files.length > 0) {
     await live.close();
     await args.delivery.sendFiles(args.chatId, files, args.threadId, from(0));

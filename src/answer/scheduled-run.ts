@@ -1,21 +1,11 @@
 import { GrammyError } from "grammy";
-import { GeminiError } from "../agent/gemini-errors.js";
-import type { ReadAttachments } from "../agent/request-media.js";
-import type { Agent } from "../agent/turn.js";
-import type { Approval } from "../approvals/store.js";
 import type { Logger } from "../logger.js";
 import type { InboxItem, Lease } from "../queue/inbox.js";
-import type { RunningAnswers } from "../queue/running-answers.js";
 import { escapeHtml } from "../render/markdown-html.js";
 import { dueText } from "../tasks/schedule.js";
 import type { ScheduledRun, Task, TaskStore } from "../tasks/store.js";
-import { speaksTo } from "../voice/voice-settings.js";
-import { deliverTurnResult, liveMessagesOf } from "./answer-delivery.js";
-import type { Delivery } from "./delivery.js";
+import { type TurnAnswererDeps, turnAnswerer } from "./answer-turn.js";
 import { geminiFailureText } from "./gemini-failure.js";
-import { type LiveAnswerDeps, startLiveAnswer } from "./live-answer.js";
-import { toolFileSender } from "./tool-file-sender.js";
-import { type ConversationVoice, speakAfter } from "./voice-delivery.js";
 
 /** A run that starts this long after its due time says so: the service was down or busy. */
 export const LATE_AFTER_MS = 2 * 60_000;
@@ -61,31 +51,20 @@ export type ScheduledRunner = ReturnType<typeof createScheduledRunner>;
  * Runs a scheduled task's queued run as a turn of its conversation and delivers the answer in
  * its chat and topic. It holds the run's inbox lease like any update: the turn is stored under
  * the run's update_id, so a run taken over after a crash delivers the stored answer (the parts
- * not yet sent) instead of asking the model again.
+ * not yet sent) instead of asking the model again. Its answer is spoken where the conversation's
+ * /voice (or VOICE_REPLIES) is on; `auto` leaves it text, as nobody spoke to Koroku.
  */
-export function createScheduledRunner(deps: {
-  /** A task whose creator is not among them is disabled instead of run. */
-  allowedUserIds: readonly number[];
-  tasks: Pick<TaskStore, "get" | "disable">;
-  agent: Pick<Agent, "runTurn">;
-  delivery: Delivery;
-  /** The bytes of the files an answer sends. */
-  readAttachments: ReadAttachments;
-  /** How the answer shows while it is written, as a message's does; a stop reaches it too. */
-  live: Pick<LiveAnswerDeps, "api" | "mode" | "pacer">;
-  answers: RunningAnswers;
-  logger: Logger;
-  now?: () => number;
-  /** Shows tool calls that wait for the user's yes, with their buttons. */
-  sendRequests?(pending: readonly Approval[]): Promise<void>;
-  /**
-   * Spoken replies: a run's answer is spoken where the conversation's /voice (or VOICE_REPLIES)
-   * is on; `auto` leaves it text, as nobody spoke to Koroku.
-   */
-  voice?: ConversationVoice;
-}) {
+export function createScheduledRunner(
+  deps: TurnAnswererDeps & {
+    /** A task whose creator is not among them is disabled instead of run. */
+    allowedUserIds: readonly number[];
+    tasks: Pick<TaskStore, "get" | "disable">;
+    now?: () => number;
+  },
+) {
   const now = deps.now ?? Date.now;
   const allowed = new Set(deps.allowedUserIds);
+  const answerTurn = turnAnswerer(deps);
 
   async function run(item: InboxItem, lease: Lease, scheduled: ScheduledRun): Promise<void> {
     const { task_id: taskId, due_at: dueAt } = scheduled.scheduled_task;
@@ -103,95 +82,39 @@ export function createScheduledRunner(deps: {
     const at = now();
     const late = at - dueAt > LATE_AFTER_MS;
     const due = dueText(dueAt, at, task.timeZone);
-    const guard = () => lease.ensureHeld();
-    // A run's update id is negative; a draft's must be positive, and the same for every attempt.
-    const draftId = -item.updateId;
-    const live = startLiveAnswer({
-      ...deps.live,
-      delivery: deps.delivery,
-      logger: deps.logger,
+    const result = await answerTurn({
+      lease,
+      updateId: item.updateId,
+      conversation: task.conversation,
       chatId: task.chatId,
       threadId: task.threadId,
       // Private chats are the ones with positive ids.
       privateChat: task.chatId > 0,
-      draftId,
-      ...liveMessagesOf(lease),
-    });
-    const running = deps.answers.start(
-      task.conversation,
-      task.chatId,
-      draftId,
-      item.updateId,
-      task.createdBy,
-    );
-    try {
-      // Decided before the turn, as for a message (conversation.ts).
-      const voice = deps.voice;
-      const spoken = voice && speaksTo(await voice.settings.modeOf(task.conversation), false);
-      const result = await deps.agent.runTurn(task.conversation, {
+      // A run's update id is negative; a draft's must be positive, and the same for every attempt.
+      draftId: -item.updateId,
+      askedBy: task.createdBy,
+      input: {
         text: taskPrompt(task, due, late),
-        updateId: item.updateId,
-        guard,
         origin: "scheduled_task",
-        askedBy: task.createdBy,
         answer: task.mode === "remind" ? reminderText(task, due, late) : undefined,
-        progress: live.progress,
-        stop: running.signal,
-        ...toolFileSender({
-          delivery: deps.delivery,
-          logger: deps.logger,
-          chatId: task.chatId,
-          threadId: task.threadId,
-          lease,
-        }),
-      });
-      await guard();
-      await deliverTurnResult({
-        live,
-        delivery: deps.delivery,
-        read: deps.readAttachments,
-        chatId: task.chatId,
-        threadId: task.threadId,
-        result,
-        lease,
-        sendRequests: deps.sendRequests,
-        after:
-          voice && spoken && !result.stopped
-            ? speakAfter({
-                replies: voice.replies,
-                delivery: deps.delivery,
-                conversation: task.conversation,
-                chatId: task.chatId,
-                threadId: task.threadId,
-                text: result.text,
-                resumed: result.resumed,
-                stop: running.signal,
-                lease,
-                logger: deps.logger,
-              })
-            : undefined,
-      });
-      if (late) log.info({ due_at: new Date(dueAt).toISOString() }, "ran a scheduled task late");
-    } catch (error) {
-      await live.close();
-      if (chatGone(error)) {
+      },
+      logger: log,
+      failure: {
+        log: "scheduled task failed: Gemini",
+        text: (error) => `Scheduled task #${task.id} could not run: ${geminiFailureText(error)}`,
+      },
+      async handled(error) {
+        if (!chatGone(error)) return false;
         await deps.tasks.disable(task.id, `Telegram: ${(error as GrammyError).description}`);
         log.warn(
           { err: error, chat_id: task.chatId },
           "disabled a scheduled task: its chat no longer accepts the bot's messages",
         );
-        return;
-      }
-      if (!(error instanceof GeminiError)) throw error;
-      log.warn({ err: error }, "scheduled task failed: Gemini");
-      await guard();
-      await deps.delivery.sendHtml(
-        task.chatId,
-        escapeHtml(`Scheduled task #${task.id} could not run: ${geminiFailureText(error)}`),
-        task.threadId,
-      );
-    } finally {
-      running.done();
+        return true;
+      },
+    });
+    if (result && late) {
+      log.info({ due_at: new Date(dueAt).toISOString() }, "ran a scheduled task late");
     }
   }
 

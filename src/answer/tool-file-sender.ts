@@ -5,8 +5,8 @@ import { type Lease, LeaseLostError } from "../queue/inbox.js";
 import type { Delivery } from "./delivery.js";
 
 /**
- * send_file for one turn: to the turn's chat and topic, by the holder of the update only. With a
- * lease, each file is recorded with its call the moment Telegram takes it (by the courier, off the
+ * send_file for one turn: to the turn's chat and topic, by the holder of the update only. Each
+ * file is recorded with its call the moment Telegram takes it (by the courier, off the
  * busy event loop), and a run after a crash answers the call with what it did instead of letting
  * the model send the file again: the tool's own result is stored only after the whole batch of
  * calls, long after the file went out.
@@ -16,14 +16,9 @@ export function toolFileSender(args: {
   logger: Logger;
   chatId: number;
   threadId: number | undefined;
-  lease:
-    | Pick<Lease, "ensureHeld" | "toolFiles" | "recordToolFiles" | "toolFilesStatement">
-    | undefined;
+  lease: Pick<Lease, "ensureHeld" | "toolFiles" | "recordToolFiles" | "toolFilesStatement">;
 }): Pick<TurnInput, "sendFile" | "sentToolFiles"> {
   const { delivery, chatId, threadId, lease } = args;
-  if (!lease) {
-    return { sendFile: async (file) => (await delivery.sendFile(chatId, file, threadId)).value };
-  }
   const before = parseSentToolFiles(lease.toolFiles);
   let recorded: readonly SentToolFile[] = before;
   return {

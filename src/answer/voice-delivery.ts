@@ -24,9 +24,7 @@ export type VoiceDelivery = {
   /** The answer was stored by an earlier run of the update, which may have sent notes of it. */
   resumed: boolean;
   stop?: AbortSignal;
-  lease?:
-    | Pick<Lease, "delivered" | "recordDelivered" | "deliveredStatement" | "ensureHeld">
-    | undefined;
+  lease: Pick<Lease, "delivered" | "recordDelivered" | "deliveredStatement" | "ensureHeld">;
   logger: Logger;
 };
 
@@ -48,12 +46,12 @@ export function speakAfter(args: VoiceDelivery): AfterAnswer | undefined {
 async function deliverVoice(args: VoiceDelivery & { view: AfterView }): Promise<void> {
   const { delivery, chatId, threadId, lease, view } = args;
   // Speech costs: not for a run that lost its update to another.
-  await lease?.ensureHeld();
+  await lease.ensureHeld();
   // As for an answer's messages (delivery.ts): a record is a head start on the update's own
   // end, and only a lost lease stops the run.
   const record = async (after: number, rows: number | undefined) => {
     try {
-      await lease?.recordDelivered(after, rows);
+      await lease.recordDelivered(after, rows);
     } catch (error) {
       if (error instanceof LeaseLostError) throw error;
       args.logger.warn(
@@ -70,17 +68,17 @@ async function deliverVoice(args: VoiceDelivery & { view: AfterView }): Promise<
       chatId: args.conversation,
       text: args.text,
       ...(args.stop ? { stop: args.stop } : {}),
-      alreadySent: args.resumed && lease ? voiceNotesSent(lease.delivered) : 0,
+      alreadySent: args.resumed ? voiceNotesSent(lease.delivered) : 0,
       recording: () => view.again(),
       async send(voice, after) {
         await view.quiet();
-        const statement = lease?.deliveredStatement(after);
+        const statement = lease.deliveredStatement(after);
         const { rows } = await delivery.sendVoice(chatId, voice, threadId, statement);
         await record(after, rows);
       },
       async tellFailure(text, after) {
         await view.quiet();
-        const progress: DeliveryProgress | undefined = lease && {
+        const progress: DeliveryProgress = {
           alreadySent: 0,
           sent: (_count, rows) => record(after, rows),
           statement: () => lease.deliveredStatement(after),

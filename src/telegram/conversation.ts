@@ -1,15 +1,12 @@
 import { type Api, Composer } from "grammy";
 import type { Message, Update } from "grammy/types";
 import { compactionNotice } from "../agent/compaction.js";
-import { GeminiError } from "../agent/gemini-errors.js";
 import type { AgentHooks } from "../agent/hooks.js";
 import type { Agent } from "../agent/turn.js";
-import { deliverTurnResult, liveMessagesOf } from "../answer/answer-delivery.js";
+import { turnAnswerer } from "../answer/answer-turn.js";
 import type { Delivery } from "../answer/delivery.js";
-import { geminiFailureText } from "../answer/gemini-failure.js";
-import { type LivePacer, startLiveAnswer } from "../answer/live-answer.js";
-import { toolFileSender } from "../answer/tool-file-sender.js";
-import { type ConversationVoice, speakAfter } from "../answer/voice-delivery.js";
+import type { LiveAnswer, LivePacer } from "../answer/live-answer.js";
+import type { ConversationVoice } from "../answer/voice-delivery.js";
 import type { Approval } from "../approvals/store.js";
 import type { StreamingMode } from "../config.js";
 import type { Logger } from "../logger.js";
@@ -17,7 +14,6 @@ import type { InboxItem } from "../queue/inbox.js";
 import type { RunningAnswers } from "../queue/running-answers.js";
 import { escapeHtml } from "../render/markdown-html.js";
 import type { MediaPart } from "../session/events.js";
-import { speaksTo } from "../voice/voice-settings.js";
 import { addressesBot, senderOf } from "./access.js";
 import { modelText } from "./inbound/message-context.js";
 import { type ConversationMedia, joinLines, messageInput } from "./inbound/message-input.js";
@@ -59,10 +55,21 @@ export function conversationComposer(deps: ConversationDeps): Composer<TurnConte
   const reply = (ctx: TurnContext, text: string) =>
     delivery.sendHtml(ctx.chat?.id as number, escapeHtml(text), ctx.thread);
 
+  const answerTurn = turnAnswerer({
+    agent,
+    delivery,
+    readAttachments: media.read,
+    live: { api: deps.liveApi, mode: deps.streaming, pacer: deps.livePacer },
+    answers: deps.answers,
+    logger: deps.logger,
+    sendRequests: deps.sendRequests,
+    voice: deps.voice,
+  });
+
   async function runAndAnswer(ctx: TurnContext, words: string, parts: readonly MediaPart[] = []) {
     const message = ctx.msg as Message;
     const chatId = message.chat.id;
-    const { conversation: session, thread: threadId, lease } = ctx;
+    const { conversation: session, thread: threadId } = ctx;
     const started = performance.now();
     const stopTyping = delivery.showTyping(chatId, threadId);
     const notices: Promise<void>[] = [];
@@ -80,22 +87,6 @@ export function conversationComposer(deps: ConversationDeps): Composer<TurnConte
         ),
       );
     });
-    // The update's id names the draft: a run after a restart continues the same one.
-    const draftId = ctx.update.update_id;
-    const live = startLiveAnswer({
-      api: deps.liveApi,
-      delivery,
-      logger: deps.logger,
-      chatId,
-      threadId,
-      privateChat: message.chat.type === "private",
-      mode: deps.streaming,
-      pacer: deps.livePacer,
-      draftId,
-      ...liveMessagesOf(lease),
-    });
-    const askedBy = senderOf(message)?.id;
-    const running = deps.answers.start(session, chatId, draftId, ctx.update.update_id, askedBy);
     let visible = false;
     const nowVisible = () => {
       if (visible) return;
@@ -106,74 +97,44 @@ export function conversationComposer(deps: ConversationDeps): Composer<TurnConte
       });
     };
     // Streamed text shows at once (the first draft or edit is not throttled).
-    const progress =
-      deps.streaming === "off"
-        ? live.progress
-        : {
-            ...live.progress,
-            text(text: string) {
-              if (!visible && text.trim() !== "") {
-                nowVisible();
-                // The draft or message growing says more than "typing…", and costs no calls.
-                if (live.showing) stopTyping();
-              }
-              live.progress.text(text);
-            },
-          };
+    const progress = (live: LiveAnswer) => ({
+      ...live.progress,
+      text(text: string) {
+        if (!visible && text.trim() !== "") {
+          nowVisible();
+          // The draft or message growing says more than "typing…", and costs no calls.
+          if (live.showing) stopTyping();
+        }
+        live.progress.text(text);
+      },
+    });
     try {
-      // Decided before the turn: after the answer, nothing but the voice reply itself may wait on
-      // the database (a text answer's update is then finished by the inbox alone).
-      const voice = deps.voice;
-      const userSpoke = parts.some((part) => part.media === "voice");
-      const spoken = voice && speaksTo(await voice.settings.modeOf(session), userSpoke);
-      const result = await agent.runTurn(session, {
-        text: modelText(message, ctx.me, message.chat.type !== "private", words),
-        media: parts,
+      const result = await answerTurn({
+        lease: ctx.lease,
         updateId: ctx.update.update_id,
-        chatType: message.chat.type,
-        guard: () => lease.ensureHeld(),
-        progress,
-        stop: running.signal,
-        askedBy,
-        ...toolFileSender({ delivery, logger: deps.logger, chatId, threadId, lease }),
-      });
-      await Promise.all(notices);
-      await lease.ensureHeld();
-      const after =
-        voice && spoken && !result.stopped
-          ? speakAfter({
-              replies: voice.replies,
-              delivery,
-              conversation: session,
-              chatId,
-              threadId,
-              text: result.text,
-              resumed: result.resumed,
-              stop: running.signal,
-              lease,
-              logger: deps.logger,
-            })
-          : undefined;
-      // A run that takes over a stored answer sends only what earlier runs did not.
-      await deliverTurnResult({
-        live,
-        delivery,
-        read: media.read,
+        conversation: session,
         chatId,
         threadId,
-        result,
-        lease,
-        sendRequests: deps.sendRequests,
-        after: after && {
-          ...after,
-          run(view) {
-            // The answer's words are out: nothing is being typed any more.
-            nowVisible();
-            stopTyping();
-            return after.run(view);
-          },
+        privateChat: message.chat.type === "private",
+        // The update's id names the draft: a run after a restart continues the same one.
+        draftId: ctx.update.update_id,
+        askedBy: senderOf(message)?.id,
+        input: {
+          text: modelText(message, ctx.me, message.chat.type !== "private", words),
+          media: parts,
+          chatType: message.chat.type,
+        },
+        userSpoke: parts.some((part) => part.media === "voice"),
+        failure: { log: "turn failed: Gemini" },
+        ...(deps.streaming === "off" ? {} : { progress }),
+        settle: () => Promise.all(notices),
+        speaking() {
+          // The answer's words are out: nothing is being typed any more.
+          nowVisible();
+          stopTyping();
         },
       });
+      if (!result) return;
       // Unstreamed, the answer's first words show when its messages have gone out.
       nowVisible();
       media
@@ -181,20 +142,7 @@ export function conversationComposer(deps: ConversationDeps): Composer<TurnConte
         .catch((error: unknown) =>
           deps.logger.warn({ err: error, chat_id: session }, "transcribing voice notes failed"),
         );
-    } catch (error) {
-      await live.close();
-      // Anything but Gemini refusing or being away (Telegram or the database failing, a bug) is
-      // left to the inbox: it runs the update again later, reusing what was stored, and tells
-      // the user only if it gives up.
-      if (!(error instanceof GeminiError)) throw error;
-      deps.logger.warn(
-        { err: error, chat_id: session, update_id: ctx.update.update_id },
-        "turn failed: Gemini",
-      );
-      await lease.ensureHeld();
-      await delivery.sendHtml(chatId, escapeHtml(geminiFailureText(error)), threadId);
     } finally {
-      running.done();
       stopNotices();
       stopTyping();
     }
