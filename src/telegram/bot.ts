@@ -6,7 +6,7 @@ import type { Agent } from "../agent/turn.js";
 import { sendApprovalRequests } from "../answer/approval-requests.js";
 import type { Courier } from "../answer/courier.js";
 import { createDelivery } from "../answer/delivery.js";
-import { createLivePacer } from "../answer/live-answer.js";
+import { createLivePacer } from "../answer/live-pacer.js";
 import type { ConversationVoice } from "../answer/voice-delivery.js";
 import type { StreamingMode } from "../config.js";
 import type { Logger } from "../logger.js";

@@ -2,11 +2,11 @@ import { Api } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDelivery, type Delivery } from "../../src/answer/delivery.js";
 import {
-  createLivePacer,
   type LiveAnswer,
   type LiveAnswerDeps,
   startLiveAnswer,
 } from "../../src/answer/live-answer.js";
+import { createLivePacer } from "../../src/answer/live-pacer.js";
 import { renderMarkdown } from "../../src/render/markdown-html.js";
 import {
   type FakeTelegram,
@@ -401,18 +401,6 @@ describe("live answer after a crash: the messages an earlier run showed it in", 
 });
 
 describe("live updates of answers written at once", () => {
-  it("share one budget: the more answers stream, the further apart each one's updates", () => {
-    const pacer = createLivePacer(10);
-    expect(pacer.spacingMs()).toBe(0);
-    const [first, second] = [pacer.join(), pacer.join()];
-    expect(pacer.spacingMs()).toBe(200);
-    first();
-    first();
-    expect(pacer.spacingMs()).toBe(100);
-    second();
-    expect(pacer.spacingMs()).toBe(0);
-  });
-
   it("an answer's drafts come the shared spacing apart, and closing gives its share back", async () => {
     const pacer = createLivePacer(4);
     const [chat, other] = [nextChat++, nextChat++];
