@@ -11,10 +11,11 @@ import { loadConfig } from "../src/config.js";
 import { createLogger } from "../src/logger.js";
 import { putAttachment } from "../src/session/attachments.js";
 import type { SessionEvent } from "../src/session/events.js";
+import { createPendingTopicNames } from "../src/session/pending-topic-names.js";
 import { createBot } from "../src/telegram/bot.js";
-import { createPendingTopicNames } from "../src/telegram/new-topics.js";
 import { startFakeGemini, text } from "../test/fakes/gemini.js";
 import { startFakeTelegram } from "../test/fakes/telegram.js";
+import { heldLease } from "../test/helpers/lease.js";
 import type { BenchRow } from "./run.js";
 import { round, summarize } from "./stats.js";
 
@@ -83,7 +84,7 @@ export async function mediaBenchmark(deps: { progress(line: string): void }): Pr
   });
   gemini.setDefault(text("a photo"));
   try {
-    const { bot } = createBot({
+    const { runUpdate } = createBot({
       token: telegram.token,
       apiRoot: telegram.apiRoot,
       allowedUserIds: [USER],
@@ -129,7 +130,7 @@ export async function mediaBenchmark(deps: { progress(line: string): void }): Pr
       } as Update;
       const before = modelMs;
       const started = performance.now();
-      await bot.handleUpdate(update);
+      await runUpdate(update, heldLease(update));
       const spent = performance.now() - started - (modelMs - before);
       // The first two warm the code paths up.
       if (i >= 2) serviceMs.push(spent);

@@ -2,7 +2,7 @@ import type { Kysely } from "kysely";
 
 // Frozen: this file must keep producing the same schema forever; change the schema in a new migration.
 
-/** Topics /new opened that their first message has yet to name (src/telegram/new-topics.ts). */
+/** Topics /new opened that their first message has yet to name (src/telegram/commands/new-topics.ts). */
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema
     .createTable("pending_topic_names")

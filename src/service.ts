@@ -2,6 +2,13 @@ import type { AddressInfo } from "node:net";
 import { hostname } from "node:os";
 import { type Bot, BotError, GrammyError } from "grammy";
 import type { Update } from "grammy/types";
+import { createContinuationRunner } from "./answer/approval-run.js";
+import { startCourier } from "./answer/courier.js";
+import {
+  createScheduledRunner,
+  logTaskNotAllowed,
+  NOT_ALLOWED_REASON,
+} from "./answer/scheduled-run.js";
 import type { App } from "./app.js";
 import { continuationOf } from "./approvals/continuation.js";
 import { startApprovalExpiry } from "./approvals/expiry.js";
@@ -14,30 +21,23 @@ import { createHttpServer } from "./http/server.js";
 import { Components } from "./lifecycle/components.js";
 import { createScrubber, type Logger } from "./logger.js";
 import { Dispatcher } from "./queue/dispatcher.js";
-import { ALBUM_SETTLE_MS, createInbox, type Lease } from "./queue/inbox.js";
+import { ALBUM_SETTLE_MS, createInbox } from "./queue/inbox.js";
 import { startInboxPruner } from "./queue/inbox-pruner.js";
 import { listenForStops, replicaStopper } from "./queue/replica-stops.js";
+import { createRunningAnswers } from "./queue/running-answers.js";
 import { scopeKeyOf } from "./recall/area.js";
 import { followMovedConversation } from "./recall/meaning.js";
 import { scopeOfKey } from "./scope/recall-scope.js";
 import { moveMemory } from "./session/memory-files.js";
+import { createPendingTopicNames } from "./session/pending-topic-names.js";
 import { StartupError } from "./startup-error.js";
 import { startScheduler } from "./tasks/scheduler.js";
 import { scheduledRunOf } from "./tasks/store.js";
-import { createContinuationRunner } from "./telegram/approval-run.js";
 import { createBot } from "./telegram/bot.js";
-import { COMMANDS } from "./telegram/commands.js";
+import { COMMANDS } from "./telegram/commands/command-list.js";
 import { tellGaveUp } from "./telegram/conversation.js";
-import { startCourier } from "./telegram/courier.js";
 import { createIngest, type Ingest } from "./telegram/ingest.js";
-import { createPendingTopicNames } from "./telegram/new-topics.js";
 import { startPolling } from "./telegram/polling.js";
-import { createRunningAnswers } from "./telegram/running-answers.js";
-import {
-  createScheduledRunner,
-  logTaskNotAllowed,
-  NOT_ALLOWED_REASON,
-} from "./telegram/scheduled-run.js";
 import { askerOfUpdate, createStopPermission } from "./telegram/stop-permission.js";
 import { checkVoiceAtStart } from "./voice/voices.js";
 
@@ -174,11 +174,9 @@ export async function startService(
       start: () => app.voice.encoder,
       stop: (encoder) => (drained ? encoder.stop() : undefined),
     });
-    // Updates running here, each with its lease, for the conversation to check before it writes.
-    const leases = new Map<number, Lease>();
     // Answers being written, for the ingest to stop without waiting behind them in the inbox.
     const answers = createRunningAnswers();
-    const { bot, delivery, liveApi, livePacer } = await components.start({
+    const { bot, runUpdate, delivery, liveApi, livePacer } = await components.start({
       name: "Telegram bot",
       start: async (signal) => {
         const made = createBot({
@@ -208,7 +206,6 @@ export async function startService(
             maxEvents: config.compactionMaxEvents,
             maxTokens: config.compactionMaxTokens,
           },
-          leaseOf: (updateId) => leases.get(updateId),
           secrets: configuredSecrets(config),
           onApiError: (method, code) => app.metrics.telegramError(method, code),
           streaming: config.streaming,
@@ -335,13 +332,7 @@ export async function startService(
             if (continuation) return continuations.run(item, lease, continuation);
             const run = scheduledRunOf(item.update);
             if (run) return scheduled.run(item, lease, run);
-            leases.set(item.updateId, lease);
-            try {
-              await bot.handleUpdate(item.update as Update);
-            } finally {
-              // A run that outlived its lease must not remove the lease of the run that took over.
-              if (leases.get(item.updateId) === lease) leases.delete(item.updateId);
-            }
+            await runUpdate(item.update as Update, lease);
           },
           logger,
           concurrency: config.maxConcurrentTurns,

@@ -1,8 +1,9 @@
 import { timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { Update } from "grammy/types";
 import type { Logger } from "../logger.js";
-import { checkUpdate, type Ingest } from "../telegram/ingest.js";
 import type { Health } from "./readiness.js";
+import { checkUpdate } from "./update-check.js";
 
 export const WEBHOOK_PATH = "/telegram/webhook";
 // Telegram's updates are a few KB; anything this large is not from Telegram.
@@ -12,8 +13,11 @@ export type HttpServerDeps = {
   /** What GET /healthz answers (see readiness.ts). */
   health(): Promise<Health>;
   logger: Logger;
-  /** Present in webhook mode only. */
-  webhook?: { secret: string; ingest: Ingest };
+  /**
+   * Present in webhook mode only. `ingest` stores the update and throws only when it could not
+   * (Telegram is then answered 500, to deliver it again).
+   */
+  webhook?: { secret: string; ingest(update: Update): Promise<unknown> };
   metrics: {
     /** METRICS_TOKEN: when set, GET /metrics needs `Authorization: Bearer <token>`. */
     token: string | undefined;

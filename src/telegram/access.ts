@@ -1,6 +1,6 @@
 import type { Message, Update } from "grammy/types";
 import { escapeHtml } from "../render/markdown-html.js";
-import { COMMANDS } from "./commands.js";
+import { COMMANDS } from "./commands/command-list.js";
 import { conversationKeyOf, threadOfMessage } from "./topics.js";
 
 export type BotIdentity = { id: number; username: string };

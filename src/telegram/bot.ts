@@ -1,43 +1,39 @@
 import { autoRetry } from "@grammyjs/auto-retry";
-import { Api, type ApiClientOptions, Bot, HttpError } from "grammy";
-import type { UserFromGetMe } from "grammy/types";
+import { Api, type ApiClientOptions, Bot, BotError, HttpError } from "grammy";
+import type { Update, UserFromGetMe } from "grammy/types";
 import type { AgentHooks } from "../agent/hooks.js";
 import type { Agent } from "../agent/turn.js";
+import { sendApprovalRequests } from "../answer/approval-requests.js";
+import type { Courier } from "../answer/courier.js";
+import { createDelivery } from "../answer/delivery.js";
+import { createLivePacer } from "../answer/live-pacer.js";
+import type { ConversationVoice } from "../answer/voice-delivery.js";
 import type { StreamingMode } from "../config.js";
 import type { Logger } from "../logger.js";
 import type { Lease } from "../queue/inbox.js";
+import { createRunningAnswers, type RunningAnswers } from "../queue/running-answers.js";
 import type { CompactionLimits } from "../session/compaction-plan.js";
+import type { PendingTopicNames } from "../session/pending-topic-names.js";
 import type { SessionStore } from "../session/store.js";
 import type { TaskStore } from "../tasks/store.js";
 import type { UsageStore } from "../usage/usage-store.js";
-import { senderOf } from "./access.js";
-import {
-  type ApprovalsComposerDeps,
-  approvalsComposer,
-  sendApprovalRequests,
-} from "./approvals-composer.js";
-import { chatMigrationComposer, type MoveConversation } from "./chat-migration.js";
-import { type CommandDeps, commandsComposer } from "./commands.js";
-import {
-  type ConversationMedia,
-  type ConversationVoice,
-  conversationComposer,
-} from "./conversation.js";
-import type { Courier } from "./courier.js";
-import { createDelivery } from "./delivery.js";
-import { createFileDownloader } from "./files.js";
+import { type ApprovalsComposerDeps, approvalsComposer } from "./commands/approvals-composer.js";
+import { type CommandDeps, commandsComposer } from "./commands/commands.js";
+import { type MemoryCommandDeps, memoryComposer } from "./commands/memory-command.js";
+import { topicNamingComposer } from "./commands/new-topics.js";
+import { tasksComposer } from "./commands/tasks-command.js";
+import { usageComposer } from "./commands/usage-command.js";
+import { voiceComposer } from "./commands/voice-command.js";
+import { conversationComposer } from "./conversation.js";
 import { grammyFetch } from "./grammy-fetch.js";
-import { createLivePacer } from "./live-answer.js";
-import { type MemoryCommandDeps, memoryComposer } from "./memory-command.js";
+import { chatMigrationComposer, type MoveConversation } from "./inbound/chat-migration.js";
+import { createFileDownloader } from "./inbound/files.js";
+import type { ConversationMedia } from "./inbound/message-input.js";
 import { logNetworkFailures } from "./network-failures.js";
-import { type PendingTopicNames, topicNamingComposer } from "./new-topics.js";
-import { createRunningAnswers, type RunningAnswers } from "./running-answers.js";
 import { scrubOutgoing } from "./scrub-outgoing.js";
 import { createStopPermission } from "./stop-permission.js";
-import { tasksComposer } from "./tasks-command.js";
+import { type TurnContext, turnContext } from "./turn-context.js";
 
-import { usageComposer } from "./usage-command.js";
-import { voiceComposer } from "./voice-command.js";
 export type BotDeps = {
   token: string;
   apiRoot: string;
@@ -51,8 +47,6 @@ export type BotDeps = {
   compact: CommandDeps["compact"];
   logger: Logger;
   settings: CompactionLimits & { model: string };
-  /** The inbox lease of an update being run (see ConversationDeps). */
-  leaseOf?(updateId: number): Lease | undefined;
   /** Taken out of everything sent to Telegram (see scrub-outgoing.ts). */
   secrets?: readonly string[];
   /** Where files users send go, and how large they may be (see ConversationMedia). */
@@ -76,7 +70,7 @@ export type BotDeps = {
   /** Spoken replies and /voice; without them, answers are text only and /voice says so. */
   voice?: ConversationVoice;
   /** Tool approvals' buttons and /tools (who may answer is asked of Telegram). */
-  approvals?: Omit<ApprovalsComposerDeps, "mayAnswer" | "leaseOf">;
+  approvals?: Omit<ApprovalsComposerDeps, "mayAnswer">;
 };
 
 // 429s wait Telegram's retry_after, but not for long: a stalled send holds up its chat's inbox.
@@ -84,15 +78,16 @@ const MAX_RETRY_DELAY_SECONDS = 30;
 const MAX_RETRY_ATTEMPTS = 3;
 
 /**
- * The grammY bot: commands, then conversation. It handles updates the inbox hands it; it never
- * fetches updates itself (src/telegram/polling.ts and the webhook feed the inbox).
+ * The grammY bot: commands, then conversation. It runs updates the inbox hands it with their
+ * lease (`run`); it never fetches updates itself (src/telegram/polling.ts and the webhook feed
+ * the inbox).
  */
 export function createBot(deps: BotDeps) {
   const client: ApiClientOptions = {
     apiRoot: deps.apiRoot,
     fetch: grammyFetch,
   };
-  const bot = new Bot(deps.token, { client, botInfo: deps.botInfo });
+  const bot = new Bot<TurnContext>(deps.token, { client, botInfo: deps.botInfo });
   bot.api.config.use(scrubOutgoing(deps.secrets ?? []));
   // Drafts while an answer is written go without auto-retry: one retried after a wait would be
   // stale, and the next one replaces it anyway.
@@ -129,27 +124,20 @@ export function createBot(deps: BotDeps) {
 
   // Whoever announces a migration, the conversation follows the group (nothing else runs).
   bot.use(chatMigrationComposer({ moveConversation: deps.moveConversation, logger: deps.logger }));
-  // The inbox only admits allowed senders; checking again here keeps the bot safe on its own.
-  bot.use((ctx, next) => {
-    // A button's message is the bot's own; who pressed it is the query's sender.
-    const sender = ctx.callbackQuery ? ctx.callbackQuery.from : ctx.msg && senderOf(ctx.msg);
-    return sender && allowed.has(sender.id) ? next() : undefined;
-  });
   bot.use(
     commandsComposer({
       store: deps.store,
       compact: deps.compact,
       delivery,
       settings: deps.settings,
-      leaseOf: deps.leaseOf,
       pendingTopicNames: deps.pendingTopicNames,
       tasks: deps.tasks,
       logger: deps.logger,
     }),
   );
-  bot.use(tasksComposer({ tasks: deps.tasks, delivery, leaseOf: deps.leaseOf }));
+  bot.use(tasksComposer({ tasks: deps.tasks, delivery }));
   bot.use(usageComposer({ usage: deps.usage, delivery }));
-  bot.use(memoryComposer({ ...deps.memory, delivery, leaseOf: deps.leaseOf }));
+  bot.use(memoryComposer({ ...deps.memory, delivery }));
   if (deps.voice) bot.use(voiceComposer({ settings: deps.voice.settings, delivery }));
   const approvals = deps.approvals;
   if (approvals) {
@@ -157,7 +145,6 @@ export function createBot(deps: BotDeps) {
       approvalsComposer({
         ...approvals,
         mayAnswer: createStopPermission(bot.api),
-        leaseOf: deps.leaseOf,
       }),
     );
   }
@@ -168,7 +155,6 @@ export function createBot(deps: BotDeps) {
       hooks: deps.hooks,
       delivery,
       logger: deps.logger,
-      leaseOf: deps.leaseOf,
       liveApi,
       livePacer,
       streaming: deps.streaming ?? "auto",
@@ -189,5 +175,19 @@ export function createBot(deps: BotDeps) {
       },
     }),
   );
-  return { bot, delivery, liveApi, livePacer };
+  const handlers = bot.middleware();
+  /**
+   * Runs an update under its inbox lease, and throws what a handler threw (as grammY's BotError).
+   * The context is made here rather than by bot.handleUpdate, which has no room for the lease.
+   */
+  async function runUpdate(update: Update, lease: Lease): Promise<void> {
+    const ctx = turnContext(update, bot.api, bot.botInfo, lease, allowed);
+    if (!ctx) return;
+    try {
+      await handlers(ctx, async () => {});
+    } catch (error) {
+      throw new BotError(error, ctx);
+    }
+  }
+  return { bot, runUpdate, delivery, liveApi, livePacer };
 }

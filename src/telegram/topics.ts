@@ -1,4 +1,3 @@
-import type { Context } from "grammy";
 import type { Message } from "grammy/types";
 import { type ConversationRef, conversationKey } from "../scope/conversation-key.js";
 
@@ -11,10 +10,6 @@ export function threadOfMessage(
   message: Pick<Message, "is_topic_message" | "message_thread_id"> | undefined,
 ): number | undefined {
   return message?.is_topic_message ? message.message_thread_id : undefined;
-}
-
-export function threadOf(ctx: Context): number | undefined {
-  return threadOfMessage(ctx.msg);
 }
 
 /** The conversation a message belongs to: its chat, and its topic where it has one. */

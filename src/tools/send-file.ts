@@ -1,14 +1,11 @@
 import path from "node:path";
 import { z } from "zod";
 import { sniff } from "../media/sniff.js";
+import { TELEGRAM_CAPTION_MAX_CHARS, TELEGRAM_UPLOAD_MAX_BYTES } from "../media/upload-limits.js";
 import type { Workspaces } from "../scope/workspaces.js";
 import type { NewAttachment, StoredAttachment } from "../session/attachments.js";
 import type { MediaPart } from "../session/events.js";
 import { byteSize } from "../session/media-text.js";
-import {
-  TELEGRAM_CAPTION_MAX_CHARS,
-  TELEGRAM_UPLOAD_MAX_BYTES,
-} from "../telegram/outgoing-files.js";
 import { readCapped } from "./read-capped.js";
 import { defineTool, type SentAs, WithFiles } from "./registry.js";
 import { describeFsError, resolveInWorkspace } from "./workspace-path.js";

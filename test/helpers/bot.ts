@@ -1,19 +1,27 @@
-import { type Bot, BotError } from "grammy";
+import { type Api, BotError } from "grammy";
 import type { Message, Update } from "grammy/types";
 import { afterAll, afterEach, beforeAll, expect } from "vitest";
+import type { Lease } from "../../src/queue/inbox.js";
+import { createPendingTopicNames } from "../../src/session/pending-topic-names.js";
 import { type BotDeps, createBot } from "../../src/telegram/bot.js";
-import { createPendingTopicNames } from "../../src/telegram/new-topics.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import type { DatabaseKindName } from "./databases.js";
 import { CHAT_MODEL, type Harness, startHarness } from "./harness.js";
+import { heldLease } from "./lease.js";
+
+/**
+ * The bot as a test drives it: `run` runs an update as the inbox hands it one, under `lease`
+ * (by default one that is always held, see heldLease).
+ */
+export type TestBot = { api: Api; run(update: Update, lease?: Lease): Promise<void> };
 
 /** The real bot on a harness's app and a fake Telegram; `deps` replaces what a test needs to. */
 export function botOnHarness(
   h: Harness,
   telegram: FakeTelegram,
   deps: Pick<BotDeps, "allowedUserIds" | "settings"> & Partial<BotDeps>,
-) {
-  return createBot({
+): { bot: TestBot } {
+  const created = createBot({
     token: telegram.token,
     apiRoot: telegram.apiRoot,
     agent: h.app.agent,
@@ -41,16 +49,24 @@ export function botOnHarness(
     },
     ...deps,
   });
+  return {
+    bot: {
+      api: created.bot.api,
+      run: (update, lease = heldLease(update)) => created.runUpdate(update, lease),
+    },
+  };
 }
 
 /**
  * Runs a message from `user` in their private chat `chat` through the bot, as the inbox hands it
- * an update, and throws what the handler threw (not grammY's wrapper).
+ * an update (under `lease`, by default one always held), and throws what the handler threw (not
+ * grammY's wrapper).
  */
 export async function runPrivateMessage(
-  bot: Bot,
+  bot: TestBot,
   ids: { update: number; chat: number; user: number },
   content: Partial<Message>,
+  lease?: Lease,
 ): Promise<void> {
   const update = {
     update_id: ids.update,
@@ -62,7 +78,7 @@ export async function runPrivateMessage(
       ...content,
     },
   } as Update;
-  await bot.handleUpdate(update).catch((error: unknown) => {
+  await bot.run(update, lease).catch((error: unknown) => {
     throw error instanceof BotError ? error.error : error;
   });
 }
@@ -91,9 +107,9 @@ export type BotWorld = {
   readonly h: Harness;
   readonly telegram: FakeTelegram;
   /** The bot with the block's own deps. */
-  readonly bot: Bot;
+  readonly bot: TestBot;
   /** Another bot on the same fake Telegram and on `h` (by default the block's), with `deps`. */
-  botWith(deps?: Partial<BotDeps>, h?: Harness): Bot;
+  botWith(deps?: Partial<BotDeps>, h?: Harness): TestBot;
 };
 
 /**
@@ -108,7 +124,7 @@ export function botPerFile(options: {
   /** What the block's bot has besides the defaults (e.g. its media limits). */
   deps?: (h: Harness) => Partial<BotDeps>;
 }): BotWorld {
-  let started: { h: Harness; telegram: FakeTelegram; bot: Bot } | undefined;
+  let started: { h: Harness; telegram: FakeTelegram; bot: TestBot } | undefined;
   const world = () => {
     if (!started) throw new Error("botPerFile: used outside the tests of its describe block");
     return started;

@@ -37,7 +37,7 @@ describe.each(DATABASE_KINDS)("the profile, /memory and /forget on %s", (kind) =
 
   const say = (words: string, where: { chatId?: number; threadId?: number } = {}) => {
     const id = ++updateId;
-    return bot.handleUpdate(
+    return bot.run(
       buildTextUpdate({ updateId: id, messageId: id, text: words, userId: USER, ...where }),
     );
   };
@@ -85,7 +85,7 @@ describe.each(DATABASE_KINDS)("the profile, /memory and /forget on %s", (kind) =
       [{ text: "🗑 1. prefers metric units", callback_data: `memory:del:${metric?.id}` }],
       [{ text: "🗑 2. Daughter Mia, born 2019", callback_data: `memory:del:${mia?.id}` }],
     ]);
-    await bot.handleUpdate(press(list?.message as Message, `memory:del:${metric?.id}`));
+    await bot.run(press(list?.message as Message, `memory:del:${metric?.id}`));
     expect(lastCall("answerCallbackQuery")?.body).toMatchObject({
       text: "Forgotten: prefers metric units",
     });
@@ -97,7 +97,7 @@ describe.each(DATABASE_KINDS)("the profile, /memory and /forget on %s", (kind) =
     ]);
     // A button pressed in a group cannot delete a private entry.
     const inGroup = { ...(list?.message as Message), chat: { id: GROUP, type: "supergroup" } };
-    await bot.handleUpdate(press(inGroup as Message, `memory:del:${mia?.id}`));
+    await bot.run(press(inGroup as Message, `memory:del:${mia?.id}`));
     expect(lastCall("answerCallbackQuery")?.body).toMatchObject({
       text: "That fact is gone already",
     });
@@ -122,7 +122,7 @@ describe.each(DATABASE_KINDS)("the profile, /memory and /forget on %s", (kind) =
       .selectFrom("messages")
       .select((eb) => eb.fn.countAll<number>().as("n"))
       .executeTakeFirstOrThrow();
-    await bot.handleUpdate(press(offer?.message as Message, data));
+    await bot.run(press(offer?.message as Message, data));
     expect(lastCall("editMessageText")?.body.text).toMatch(
       /^🙈 Hid \d+ messages with all of “mia” from my recall\.$/,
     );
@@ -132,7 +132,7 @@ describe.each(DATABASE_KINDS)("the profile, /memory and /forget on %s", (kind) =
       .select((eb) => eb.fn.countAll<number>().as("n"))
       .executeTakeFirstOrThrow();
     expect(Number(rowsAfter.n)).toBe(Number(rowsBefore.n));
-    await bot.handleUpdate(press(offer?.message as Message, data));
+    await bot.run(press(offer?.message as Message, data));
     expect(lastCall("editMessageText")?.body.text).toContain("were hidden before");
     await say("/forget zanzibar", { threadId: 5 });
     expect(telegram.sent.at(-1)?.plain_text).toBe(
@@ -154,7 +154,7 @@ describe.each(DATABASE_KINDS)("the profile, /memory and /forget on %s", (kind) =
       const offer = telegram.sent.at(-1);
       const button = offer?.message.reply_markup?.inline_keyboard[0]?.[0];
       const data = (button as { callback_data: string }).callback_data;
-      await bot.handleUpdate(press(offer?.message as Message, data));
+      await bot.run(press(offer?.message as Message, data));
       return lastCall("editMessageText")?.body.text;
     };
 

@@ -17,15 +17,14 @@ async function handle(
   telegram: FakeTelegram,
   updateId: number,
   text: string,
-  leaseOf?: (updateId: number) => Lease | undefined,
+  lease?: Lease,
 ): Promise<unknown> {
   const { bot } = botOnHarness(h, telegram, {
     allowedUserIds: [USER],
     settings: { model: CHAT_MODEL, maxEvents: 30, maxTokens: 0 },
-    leaseOf,
   });
   const update = buildTextUpdate({ updateId, messageId: updateId, text, userId: USER });
-  const error = await bot.handleUpdate(update).then(
+  const error = await bot.run(update, lease).then(
     () => undefined,
     (e: unknown) => e,
   );
@@ -74,7 +73,7 @@ describe("commands that write, run by a process that lost its update", () => {
   async function runCommand(command: string): Promise<unknown> {
     const id = ++updateId;
     const lease = await lostLease(id);
-    return handle(h, telegram, id, command, (leased) => (leased === id ? lease : undefined));
+    return handle(h, telegram, id, command, lease);
   }
 
   async function storeTurns(count: number) {

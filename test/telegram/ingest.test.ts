@@ -1,10 +1,11 @@
 import { Api } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createDelivery } from "../../src/answer/delivery.js";
 import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
 import { migrateToLatest } from "../../src/db/migrate.js";
 import { createScrubber, type Logger } from "../../src/logger.js";
 import { createInbox, type StopTarget } from "../../src/queue/inbox.js";
-import { createDelivery } from "../../src/telegram/delivery.js";
+import { createRunningAnswers } from "../../src/queue/running-answers.js";
 import {
   createIngest,
   type Ingest,
@@ -12,7 +13,6 @@ import {
   REJECTION_QUIET_MS,
   STOP_FAILED,
 } from "../../src/telegram/ingest.js";
-import { createRunningAnswers } from "../../src/telegram/running-answers.js";
 import { buildTextUpdate, type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { captureLogger } from "../helpers/logs.js";
 import { eventually } from "../helpers/service-process.js";

@@ -1,6 +1,6 @@
 import { Api } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createDelivery } from "../../src/telegram/delivery.js";
+import { createDelivery } from "../../src/answer/delivery.js";
 import { grammyFetch } from "../../src/telegram/grammy-fetch.js";
 import { logNetworkFailures } from "../../src/telegram/network-failures.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";

@@ -1,8 +1,8 @@
 import { mkdir, symlink, truncate, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { TELEGRAM_UPLOAD_MAX_BYTES } from "../../src/media/upload-limits.js";
 import { sha256Hex } from "../../src/session/attachments.js";
-import { TELEGRAM_UPLOAD_MAX_BYTES } from "../../src/telegram/outgoing-files.js";
 import { createToolRegistry, type FileToSend } from "../../src/tools/registry.js";
 import { createSendFileTool } from "../../src/tools/send-file.js";
 import { pngImage } from "../helpers/images.js";

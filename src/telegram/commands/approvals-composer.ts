@@ -1,0 +1,102 @@
+import { Composer, InlineKeyboard } from "grammy";
+import { showEnding } from "../../answer/approval-requests.js";
+import type { Approvals } from "../../approvals/approvals.js";
+import { ENDINGS } from "../../approvals/request-text.js";
+import type { Decision } from "../../approvals/store.js";
+import { grantsReport, type Markup, serversReport } from "../../approvals/tools-report.js";
+import type { ServerStatus } from "../../mcp/server-connection.js";
+import { escapeHtml } from "../../render/markdown-html.js";
+import { scopeName, scopeOf } from "../../scope/recall-scope.js";
+import type { MayStop } from "../stop-permission.js";
+import type { TurnContext } from "../turn-context.js";
+
+const ANSWER_DATA = /^approval:(\d+):(once|always|deny)$/;
+const REVOKE_DATA = /^tools:revoke:(\d+)$/;
+const DECISIONS: Record<string, Decision> = { once: "allowed", always: "always", deny: "denied" };
+
+const HTML: Markup = {
+  bold: (text) => `<b>${escapeHtml(text)}</b>`,
+  code: (text) => `<code>${escapeHtml(text)}</code>`,
+  text: escapeHtml,
+};
+
+export type ApprovalsComposerDeps = {
+  approvals: Approvals;
+  /** The MCP servers and their tools, for /tools. */
+  servers(): ServerStatus[];
+  /** Who may answer: the one whose turn it is, or a group's administrator (as for a stop). */
+  mayAnswer: MayStop;
+  /** Told when an answer queued a turn, so that the dispatcher looks at once. */
+  onQueued(): void;
+};
+
+/**
+ * The buttons of tool approvals, and /tools: MCP servers, their tools and state, and the
+ * "always allow" grants of this scope, each with a button to revoke it.
+ */
+export function approvalsComposer(deps: ApprovalsComposerDeps): Composer<TurnContext> {
+  const { approvals } = deps;
+  const composer = new Composer<TurnContext>();
+
+  composer.callbackQuery(ANSWER_DATA, async (ctx) => {
+    const id = Number(ctx.match[1]);
+    const decision = DECISIONS[ctx.match[2] as string] as Decision;
+    const message = ctx.callbackQuery.message;
+    const approval = await approvals.store.get(id);
+    if (!message || !approval || approval.conversation !== ctx.conversation) {
+      await ctx.answerCallbackQuery({ text: "This request is no longer waiting." });
+      return;
+    }
+    const presser = { id: ctx.callbackQuery.from.id, kind: "user" as const };
+    if (!(await deps.mayAnswer(message.chat, presser, approval.askedBy))) {
+      await ctx.answerCallbackQuery({
+        text: "Only the person who asked, or an admin of this group, can answer this.",
+        show_alert: true,
+      });
+      return;
+    }
+    await ctx.lease.ensureHeld();
+    const answered = await approvals.answer(id, decision, presser.id);
+    if (!answered) {
+      await ctx.answerCallbackQuery({ text: "This request was already answered, or ran out." });
+      return;
+    }
+    deps.onQueued();
+    await ctx.answerCallbackQuery({ text: ENDINGS[answered.status] });
+    await showEnding(ctx.api, { ...answered, messageId: message.message_id }, approvals.timeoutMs);
+  });
+
+  composer.command("tools", async (ctx) => {
+    const scope = scopeName(scopeOf({ key: ctx.conversation, chatType: ctx.chat.type }));
+    const grants = await approvals.store.grants(scope);
+    const parts = [
+      serversReport(deps.servers(), approvals.policyOf, HTML),
+      grantsReport(grants, HTML),
+    ];
+    await ctx.lease.ensureHeld();
+    await ctx.api.sendMessage(ctx.chat.id, parts.join("\n\n"), {
+      parse_mode: "HTML",
+      ...(grants.length > 0
+        ? {
+            reply_markup: InlineKeyboard.from(
+              grants.map((g) => [InlineKeyboard.text(`Revoke ${g.tool}`, `tools:revoke:${g.id}`)]),
+            ),
+          }
+        : {}),
+      ...(ctx.thread === undefined ? {} : { message_thread_id: ctx.thread }),
+    });
+  });
+
+  composer.callbackQuery(REVOKE_DATA, async (ctx) => {
+    const message = ctx.callbackQuery.message;
+    if (!message) return;
+    const scope = scopeName(scopeOf({ key: ctx.conversation, chatType: message.chat.type }));
+    await ctx.lease.ensureHeld();
+    const revoked = await approvals.store.revoke(scope, Number(ctx.match[1]));
+    await ctx.answerCallbackQuery({
+      text: revoked ? "Revoked: it asks again from now on." : "That grant is gone already.",
+    });
+  });
+
+  return composer;
+}
