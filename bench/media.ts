@@ -16,6 +16,7 @@ import { createBot } from "../src/telegram/bot.js";
 import { startFakeGemini, text } from "../test/fakes/gemini.js";
 import { startFakeTelegram } from "../test/fakes/telegram.js";
 import { heldLease } from "../test/helpers/lease.js";
+import { moveNothing } from "../test/helpers/move-nothing.js";
 import type { BenchRow } from "./run.js";
 import { round, summarize } from "./stats.js";
 
@@ -95,13 +96,7 @@ export async function mediaBenchmark(deps: { progress(line: string): void }): Pr
       usage: app.usage,
       memory: { profiles: app.profiles, forgetting: app.forgetting },
       pendingTopicNames: createPendingTopicNames({ db: app.database.db }),
-      moveConversation: async () => ({
-        events: 0,
-        memoryFiles: 0,
-        tasks: 0,
-        workspaceFiles: 0,
-        profileEntries: 0,
-      }),
+      moveConversation: moveNothing,
       compact: (chatId, guard) => app.compactor.compact(chatId, { guard }),
       logger,
       settings: { model: config.geminiModel, maxEvents: 0, maxTokens: 0 },

@@ -27,7 +27,7 @@ import { listenForStops, replicaStopper } from "./queue/replica-stops.js";
 import { createRunningAnswers } from "./queue/running-answers.js";
 import { scopeKeyOf } from "./recall/area.js";
 import { followMovedConversation } from "./recall/meaning.js";
-import { scopeOfKey } from "./scope/recall-scope.js";
+import { scopeName, scopeOfKey } from "./scope/recall-scope.js";
 import { moveMemory } from "./session/memory-files.js";
 import { createPendingTopicNames } from "./session/pending-topic-names.js";
 import { StartupError } from "./startup-error.js";
@@ -197,6 +197,11 @@ export async function startService(
             tasks: await app.tasks.move(from, { conversation: to, chatId: Number(to) }),
             workspaceFiles: await app.workspaces.move(scopeOfKey(from), scopeOfKey(to)),
             profileEntries: await app.profiles.moveScope(scopeKeyOf(from), scopeKeyOf(to)),
+            voiceSettings: await app.voice.settings.move(from, to),
+            toolGrants: await app.approvals.store.moveGrants(
+              scopeName(scopeOfKey(from)),
+              scopeName(scopeOfKey(to)),
+            ),
           }),
           tasks: app.tasks,
           compact: (chatId, guard) => app.compactor.compact(chatId, { guard }),

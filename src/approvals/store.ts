@@ -218,6 +218,23 @@ export function createApprovalStore(db: Kysely<Database>, now: () => number = Da
         .executeTakeFirst();
       return Number(result.numDeletedRows) > 0;
     },
+    /**
+     * A group that became a supergroup keeps its "always" grants; one the new scope holds already
+     * stays as it is. Returns how many grants moved.
+     */
+    async moveGrants(from: string, to: string): Promise<number> {
+      return db.transaction().execute(async (trx) => {
+        const held = trx.selectFrom("tool_grants").select("tool").where("scope", "=", to);
+        const moved = await trx
+          .updateTable("tool_grants")
+          .set({ scope: to })
+          .where("scope", "=", from)
+          .where("tool", "not in", held)
+          .executeTakeFirst();
+        await trx.deleteFrom("tool_grants").where("scope", "=", from).execute();
+        return Number(moved.numUpdatedRows);
+      });
+    },
   };
 }
 

@@ -6,6 +6,8 @@ export type VoiceSettings = {
   /** The conversation's `/voice` setting, or VOICE_REPLIES when it has none. */
   modeOf(chatId: string): Promise<VoiceReplyMode>;
   set(chatId: string, mode: VoiceReplyMode): Promise<void>;
+  /** A group that became a supergroup keeps its `/voice`, unless the new chat has one already. */
+  move(from: string, to: string): Promise<number>;
 };
 
 const isMode = (value: string): value is VoiceReplyMode =>
@@ -34,6 +36,22 @@ export function createVoiceSettings(deps: {
         .values({ chat_id: chatId, mode, updated_at })
         .onConflict((oc) => oc.column("chat_id").doUpdateSet({ mode, updated_at }))
         .execute();
+    },
+    async move(from, to) {
+      return deps.db.transaction().execute(async (trx) => {
+        const held = trx
+          .selectFrom("conversation_voice")
+          .select("chat_id")
+          .where("chat_id", "=", to);
+        const moved = await trx
+          .updateTable("conversation_voice")
+          .set({ chat_id: to })
+          .where("chat_id", "=", from)
+          .where(({ not, exists }) => not(exists(held)))
+          .executeTakeFirst();
+        await trx.deleteFrom("conversation_voice").where("chat_id", "=", from).execute();
+        return Number(moved.numUpdatedRows);
+      });
     },
   };
 }

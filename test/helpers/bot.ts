@@ -8,6 +8,7 @@ import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import type { DatabaseKindName } from "./databases.js";
 import { CHAT_MODEL, type Harness, startHarness } from "./harness.js";
 import { heldLease } from "./lease.js";
+import { moveNothing } from "./move-nothing.js";
 
 /**
  * The bot as a test drives it: `run` runs an update as the inbox hands it one, under `lease`
@@ -30,13 +31,7 @@ export function botOnHarness(
     pendingTopicNames: createPendingTopicNames({ db: h.app.database.db }),
     usage: h.app.usage,
     memory: { profiles: h.app.profiles, forgetting: h.app.forgetting },
-    moveConversation: async () => ({
-      events: 0,
-      memoryFiles: 0,
-      tasks: 0,
-      workspaceFiles: 0,
-      profileEntries: 0,
-    }),
+    moveConversation: moveNothing,
     tasks: h.app.tasks,
     compact: (chatId, guard) => h.app.compactor.compact(chatId, { guard }),
     logger: h.app.logger,

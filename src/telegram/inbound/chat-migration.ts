@@ -11,6 +11,8 @@ export type MoveConversation = (
   tasks: number;
   workspaceFiles: number;
   profileEntries: number;
+  voiceSettings: number;
+  toolGrants: number;
 }>;
 
 /**
