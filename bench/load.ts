@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
@@ -10,6 +10,7 @@ import { type ChatDriver, createChatDriver } from "./chat-driver.js";
 import { createBenchDatabase, type DatabaseBenchOptions } from "./databases.js";
 import { deliveryBetween, deliveryRow } from "./delivery.js";
 import { type Fakes, startFakes } from "./fakes.js";
+import { PERF_NODE_ARGS, recordCpu } from "./perf-record.js";
 import type { BenchRow } from "./run.js";
 import {
   type CpuTime,
@@ -25,6 +26,8 @@ import { round, summarize } from "./stats.js";
 export type LoadBenchOptions = DatabaseBenchOptions & {
   /** When set, each service process writes a V8 CPU profile here (slower: not for the numbers). */
   cpuProfileDir?: string;
+  /** When set, Linux perf records each service's CPU during its burst here (bench/perf-record.ts). */
+  perfDir?: string;
 };
 
 const BENCHMARK = "load";
@@ -310,7 +313,11 @@ async function runOne(fakes: Fakes, run: RunCase, options: LoadBenchOptions): Pr
     const before = fakes.stats();
     const drafts429 = before.totals.telegram429s;
     const name = `load-${run.database}-${run.mode}-${run.concurrency ?? "default"}`;
-    const nodeArgs = [...START_COMMAND.nodeArgs, ...profileArgs(options.cpuProfileDir, name)];
+    const nodeArgs = [
+      ...START_COMMAND.nodeArgs,
+      ...profileArgs(options.cpuProfileDir, name),
+      ...(options.perfDir === undefined ? [] : PERF_NODE_ARGS),
+    ];
     const service = await startService({
       env,
       fakes,
@@ -329,7 +336,12 @@ async function runOne(fakes: Fakes, run: RunCase, options: LoadBenchOptions): Pr
       await warmUp(driver, warmupChats);
       modelMs = MODEL_MS;
       options.progress?.(`${BENCHMARK}: ${run.database}, ${where.case}: the burst`);
+      const perf =
+        options.perfDir === undefined
+          ? undefined
+          : recordCpu(service.pid, join(options.perfDir, `${name}.perf.data`));
       const measured = await burst(fakes, service, driver, chats);
+      await perf?.stop();
       const rows = rowsOf(run, measured, fakes);
       // A graceful stop lets every running turn finish, so a late duplicate would be counted.
       await service.stop();
@@ -364,6 +376,7 @@ async function runOne(fakes: Fakes, run: RunCase, options: LoadBenchOptions): Pr
  * the webhook, with the service in its own process as `npm start` runs it.
  */
 export async function loadBenchmark(options: LoadBenchOptions): Promise<BenchRow[]> {
+  if (options.perfDir !== undefined) mkdirSync(options.perfDir, { recursive: true });
   const fakes = await startFakes();
   try {
     const rows: BenchRow[] = [];

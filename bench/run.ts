@@ -41,6 +41,8 @@ const databases = parseBenchDatabases(process.env.BENCH_DATABASES);
 const progress = (line: string) => process.stderr.write(`${line}\n`);
 // Profiles only the e2e and load services; profiling slows them, so the numbers of such a run are not the real ones.
 const cpuProfileDir = process.env.BENCH_CPU_PROFILE_DIR;
+// Linux perf's record of each load service's CPU during its burst (bench/perf-summary.ts reads it).
+const perfDir = process.env.BENCH_PERF_DIR;
 
 /** Every benchmark `npm run bench` runs, in order. */
 const benchmarks: ReadonlyMap<string, Benchmark> = new Map([
@@ -50,7 +52,10 @@ const benchmarks: ReadonlyMap<string, Benchmark> = new Map([
   ["compaction", () => compactionBenchmark({ progress })],
   ["caching", () => cachingBenchmark({ progress })],
   ["e2e", () => e2eBenchmark({ databases, postgresUrl: POSTGRES_URL, progress, cpuProfileDir })],
-  ["load", () => loadBenchmark({ databases, postgresUrl: POSTGRES_URL, progress, cpuProfileDir })],
+  [
+    "load",
+    () => loadBenchmark({ databases, postgresUrl: POSTGRES_URL, progress, cpuProfileDir, perfDir }),
+  ],
   ["memory", () => memoryBenchmark({ databases, postgresUrl: POSTGRES_URL, progress })],
   ["streaming", () => streamingBenchmark({ progress, cpuProfileDir })],
   ["media", () => mediaBenchmark({ progress })],

@@ -75,14 +75,43 @@ class TransactionalDdlSqliteAdapter extends SqliteAdapter {
   override get supportsTransactionalDdl(): boolean {
     return true;
   }
+
+  /**
+   * One connection still, but the driver takes turns on it itself (ImmediateSqliteDriver):
+   * Kysely's own lock for a single connection wakes every waiter at each release.
+   */
+  override get supportsMultipleConnections(): boolean {
+    return true;
+  }
 }
 
 /**
  * Every transaction of ours writes. Begun deferred (Kysely's `begin`), one that reads first fails
  * at once with SQLITE_BUSY_SNAPSHOT when another connection to the file commits in between (the
  * courier's thread, the terminal chat); begun immediate, it waits for the write lock instead.
+ *
+ * Its one connection goes to one user at a time, in the order they asked, so that no statement
+ * runs inside another's transaction. Kysely's lock (taken when the adapter says the dialect has
+ * one connection) wakes every waiter at each release, and under a burst of turns hundreds wait:
+ * each statement cost as many wake-ups (docs/decisions/0011-cpu-per-turn.md).
  */
 class ImmediateSqliteDriver extends SqliteDriver {
+  readonly #waiting: (() => void)[] = [];
+  #held = false;
+
+  override async acquireConnection(): Promise<DatabaseConnection> {
+    if (this.#held) await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    else this.#held = true;
+    return super.acquireConnection();
+  }
+
+  override async releaseConnection(): Promise<void> {
+    // Handed straight to the next in line, which holds it from here.
+    const next = this.#waiting.shift();
+    if (next) next();
+    else this.#held = false;
+  }
+
   override async beginTransaction(connection: DatabaseConnection): Promise<void> {
     await connection.executeQuery(CompiledQuery.raw("begin immediate"));
   }

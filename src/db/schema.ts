@@ -225,7 +225,11 @@ export interface EmbeddingsTable {
   scope: string;
   chunk: number;
   model: string;
-  embedding: Buffer | number[];
+  /**
+   * Read: the bytes (SQLite) or the numbers (PostgreSQL). Written: the bytes, or the array as
+   * PostgreSQL's text literal (`{0.1,-0.2,…}`).
+   */
+  embedding: ColumnType<Buffer | number[], Buffer | string, Buffer | string>;
 }
 
 /** A conversation's `/voice` setting (see migrations/20261203150000_conversation_voice.ts). */

@@ -121,6 +121,11 @@ export class Dispatcher {
         await this.sleep(this.nextPoll - Date.now());
         continue;
       }
+      // On SQLite a claim runs before the next webhook request is read, so claiming at once takes
+      // a burst one update a statement, each reading every unfinished update; claimed once the
+      // event loop has read what arrived with it, one statement takes them together.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      if (!this.running) break;
       const round = this.wakePolicy.beginClaim();
       const limit = Math.min(CLAIM_BATCH, this.deps.concurrency - this.active.size);
       let items: InboxItem[];

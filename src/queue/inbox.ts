@@ -3,6 +3,7 @@ import {
   type Expression,
   type ExpressionBuilder,
   type Kysely,
+  type QueryResult,
   type SqlBool,
   sql,
   type Updateable,
@@ -10,6 +11,7 @@ import {
   type UpdateResult,
 } from "kysely";
 import type { DatabaseKind } from "../db/connect.js";
+import { precompiled } from "../db/precompiled.js";
 import type { Database, InboxTable } from "../db/schema.js";
 
 /**
@@ -187,6 +189,30 @@ export function createInbox(deps: {
   const albumSettleMs = deps.albumSettleMs ?? ALBUM_SETTLE_MS;
   const { scrub } = deps;
 
+  // Every update is stored: compiled once (src/db/precompiled.ts).
+  const insertUpdate = precompiled(
+    db,
+    (a: {
+      updateId: number;
+      chatId: string | null;
+      json: string;
+      receivedAt: string;
+      mediaGroupId: string | null;
+    }) =>
+      db
+        .insertInto("inbox")
+        .values({
+          update_id: a.updateId,
+          chat_id: a.chatId,
+          update_json: a.json,
+          status: "pending",
+          received_at: a.receivedAt,
+          media_group_id: a.mediaGroupId,
+        })
+        .onConflict((oc) => oc.column("update_id").doNothing())
+        .returning("update_id"),
+  );
+
   /**
    * Stores an update; false when this update_id was already stored (a retry or an overlap). The
    * updates of one album (`mediaGroupId`, within the chat) wait until it has been quiet for
@@ -198,20 +224,14 @@ export function createInbox(deps: {
     update: unknown,
     mediaGroupId?: string,
   ): Promise<boolean> {
-    const row = await db
-      .insertInto("inbox")
-      .values({
-        update_id: updateId,
-        chat_id: chatId,
-        update_json: JSON.stringify(update),
-        status: "pending",
-        received_at: new Date(now()).toISOString(),
-        media_group_id: mediaGroupId ?? null,
-      })
-      .onConflict((oc) => oc.column("update_id").doNothing())
-      .returning("update_id")
-      .executeTakeFirst();
-    return row !== undefined;
+    const { rows } = await insertUpdate.run({
+      updateId,
+      chatId,
+      json: JSON.stringify(update),
+      receivedAt: new Date(now()).toISOString(),
+      mediaGroupId: mediaGroupId ?? null,
+    });
+    return rows.length > 0;
   }
 
   /**
@@ -337,6 +357,33 @@ export function createInbox(deps: {
     return Number(result.numUpdatedRows) > 0;
   }
 
+  /** Whether a holder's write found its claimed update (see held). */
+  const changedHeld = (result: QueryResult<unknown>) => Number(result.numAffectedRows ?? 0) > 0;
+
+  // The holder's writes every turn makes, compiled once (src/db/precompiled.ts).
+  const deliveredHeld = precompiled(db, (a: Claim & { delivered: number }) =>
+    held(db.updateTable("inbox").set({ delivered: a.delivered }), a),
+  );
+  const deliveredArgs = (claim: Claim, count: number) => ({
+    updateId: claim.updateId,
+    attempts: claim.attempts,
+    delivered: count,
+  });
+
+  const finishHeld = precompiled(
+    db,
+    (a: Claim & { status: "done" | "failed"; error: string | null; finishedAt: string }) =>
+      held(
+        db.updateTable("inbox").set({
+          status: a.status,
+          error: a.error,
+          lease_until: null,
+          finished_at: a.finishedAt,
+        }),
+        a,
+      ),
+  );
+
   /**
    * Extends a claim's lease; returns its new end, or undefined when the claim was lost. A stop
    * another replica recorded on the update meanwhile is passed on (`onStopRequested`).
@@ -415,14 +462,14 @@ export function createInbox(deps: {
   }
 
   /** Records how many messages of a claim's answer reached Telegram; false when the claim was lost. */
-  function recordDelivered(claim: Claim, count: number): Promise<boolean> {
+  async function recordDelivered(claim: Claim, count: number): Promise<boolean> {
     // Telegram has the message: until this commits, a crash means sending it again.
-    return updateHeld(claim, { delivered: count });
+    return changedHeld(await deliveredHeld.run(deliveredArgs(claim, count)));
   }
 
   /** What recordDelivered runs, compiled, for a connection on another thread (the courier's). */
   function deliveredStatement(claim: Claim, count: number): CompiledQuery {
-    return held(db.updateTable("inbox").set({ delivered: count }), claim).compile();
+    return deliveredHeld.compile(deliveredArgs(claim, count));
   }
 
   /** Records the messages a claim's answer is shown in; false when the claim was lost. */
@@ -462,12 +509,14 @@ export function createInbox(deps: {
 
   /** Records how a claimed update ended; false when the claim was lost (another worker runs it). */
   async function finish(claim: Claim, outcome: { error?: string } = {}): Promise<boolean> {
-    return updateHeld(claim, {
+    const result = await finishHeld.run({
+      updateId: claim.updateId,
+      attempts: claim.attempts,
       status: outcome.error === undefined ? "done" : "failed",
       error: outcome.error === undefined ? null : scrub(outcome.error),
-      lease_until: null,
-      finished_at: new Date(now()).toISOString(),
+      finishedAt: new Date(now()).toISOString(),
     });
+    return changedHeld(result);
   }
 
   /**

@@ -4,6 +4,13 @@ import type { Database } from "../db/schema.js";
 /** Events taken into the queue at a time, in id order (the backfill's step). */
 const INTAKE = 2_000;
 
+/**
+ * A vector as PostgreSQL's literal of a `real[]`. Given the numbers, pg writes the same literal
+ * with each element quoted and escaped by two regular expressions: 114 KB of garbage a turn
+ * (docs/decisions/0011-cpu-per-turn.md).
+ */
+export const realArrayLiteral = (values: Float32Array): string => `{${values.join(",")}}`;
+
 export type ClaimedItem = { messageId: number; attempts: number };
 
 /** Names the advisory lock under which vectors are stored on PostgreSQL (see inIdOrder). */
@@ -132,7 +139,7 @@ export function createEmbeddingQueue(deps: {
             chunk,
             model: v.model,
             embedding: postgres
-              ? Array.from(v.values)
+              ? realArrayLiteral(v.values)
               : Buffer.from(v.values.buffer, v.values.byteOffset, v.values.byteLength),
           })),
         );

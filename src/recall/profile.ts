@@ -1,4 +1,5 @@
 import type { Kysely } from "kysely";
+import { precompiled } from "../db/precompiled.js";
 import type { Database } from "../db/schema.js";
 import { wordsOf } from "./keyword-search.js";
 
@@ -42,15 +43,16 @@ export function createProfiles(deps: { db: Kysely<Database>; now?: () => Date })
   const { db } = deps;
   const now = deps.now ?? (() => new Date());
 
+  // Every turn's system instruction reads the profile: compiled once (src/db/precompiled.ts).
+  const entriesOf = precompiled(db, (a: { scope: string }) =>
+    db
+      .selectFrom("profile_entries")
+      .select(["id", "fact", "created_at"])
+      .where("scope", "=", a.scope)
+      .orderBy("id"),
+  );
   const list = async (scope: string, trx: Kysely<Database> = db): Promise<ProfileEntry[]> =>
-    (
-      await trx
-        .selectFrom("profile_entries")
-        .select(["id", "fact", "created_at"])
-        .where("scope", "=", scope)
-        .orderBy("id")
-        .execute()
-    ).map(toEntry);
+    (await entriesOf.run({ scope }, trx)).rows.map(toEntry);
 
   async function removeWhere(
     scope: string,

@@ -19,6 +19,7 @@ interface Cut {
 }
 
 type OpenTag = Extract<HtmlAtom, { kind: "open" }>;
+type CloseTag = Extract<HtmlAtom, { kind: "close" }>;
 
 const NAMED_ENTITIES: Readonly<Record<string, string>> = {
   "&lt;": "<",
@@ -49,6 +50,9 @@ export function splitMessage(html: string, limit: number = TELEGRAM_MESSAGE_LIMI
   if (!Number.isInteger(limit) || limit < 2) {
     throw new RangeError(`splitMessage limit must be an integer >= 2, got ${limit}`);
   }
+  // Telegram counts text, and no text is longer than its HTML (an entity is never shorter than
+  // what it stands for): HTML within the limit is one message, found without cutting it into atoms.
+  if (html.length <= limit) return wholeMessage(html);
   const atoms = tokenizeHtml(html);
   const chunks: string[] = [];
   let open: readonly OpenTag[] = [];
@@ -71,6 +75,35 @@ export function splitMessage(html: string, limit: number = TELEGRAM_MESSAGE_LIMI
 }
 
 /**
+ * What the cutting loop makes of HTML whose text fits in one message: the HTML with the tags it
+ * leaves open closed, or nothing when it shows no character. Tags are matched as tokenizeHtml
+ * matches them; only text with an entity in it is decoded to be looked at.
+ */
+function wholeMessage(html: string): string[] {
+  const tag = /<(\/?)([a-zA-Z][\w-]*)[^>]*>/y;
+  const open: OpenTag[] = [];
+  let visible = false;
+  const look = (text: string) => {
+    visible ||= VISIBLE.test(text.includes("&") ? htmlToPlainText(text) : text);
+  };
+  let textFrom = 0;
+  for (let at = html.indexOf("<"); at >= 0; at = html.indexOf("<", at + 1)) {
+    const atom = matchTag(html, at, tag);
+    if (atom === undefined) continue;
+    look(html.slice(textFrom, at));
+    if (atom.kind === "open") open.push(atom);
+    else {
+      const index = open.findLastIndex((tag) => tag.name === atom.name);
+      if (index >= 0) open.length = index;
+    }
+    textFrom = at + atom.raw.length;
+    at = textFrom - 1;
+  }
+  look(html.slice(textFrom));
+  return visible ? [html + closeAll(open)] : [];
+}
+
+/**
  * Lenient on purpose: it also serves the plain-text fallback for HTML Telegram rejected, so a
  * `<` or `&` that starts no tag or entity is kept as a literal character.
  */
@@ -88,7 +121,7 @@ function tokenizeHtml(html: string): HtmlAtom[] {
   return atoms;
 }
 
-function matchTag(html: string, at: number, pattern: RegExp): HtmlAtom | undefined {
+function matchTag(html: string, at: number, pattern: RegExp): OpenTag | CloseTag | undefined {
   if (html[at] !== "<") return undefined;
   pattern.lastIndex = at;
   const match = pattern.exec(html);

@@ -1,4 +1,5 @@
 import type { Kysely } from "kysely";
+import { precompiled } from "../db/precompiled.js";
 import type { Database, MessageRow, NewMessageRow } from "../db/schema.js";
 import type { Logger } from "../logger.js";
 import { scopeKeyOf } from "../recall/area.js";
@@ -98,6 +99,11 @@ const CONTEXT_COLUMNS = [
 ] as const;
 type ContextRow = Pick<MessageRow, (typeof CONTEXT_COLUMNS)[number]>;
 
+/** A session event's row as it is stored: every column given, none left to its default. */
+type EventRow = Required<
+  Omit<NewMessageRow, "id" | "covers_from_id" | "covers_to_id" | "forgotten_at">
+>;
+
 /**
  * Prompt tokens of the context: the latest size Gemini measured for it, plus an estimate for what
  * was added since. A measurement taken before the latest compaction counted the summarised
@@ -176,7 +182,10 @@ export function createSessionStore(deps: {
     };
   }
 
-  function rowFor(chatId: string, body: SessionEvent | CompactionEvent): NewMessageRow {
+  function rowFor(
+    chatId: string,
+    body: SessionEvent | CompactionEvent,
+  ): Omit<EventRow, "prompt_tokens" | "tool_calls" | "update_id"> {
     const event = eventSchema.parse(body);
     const json = JSON.stringify(event);
     const bytes = Buffer.byteLength(json);
@@ -195,31 +204,62 @@ export function createSessionStore(deps: {
     };
   }
 
+  // The statements of every turn, compiled once (src/db/precompiled.ts).
   // Two index probes in one round trip: ids newer than the last one seen, and the anchor row.
-  const probeIds = (chatId: string, lastId: number, anchor: number) =>
+  const probeIds = precompiled(db, (a: { chatId: string; lastId: number; anchor: number }) =>
     db
       .selectFrom("messages")
       .select("id")
-      .where("chat_id", "=", chatId)
-      .where("id", ">", lastId)
+      .where("chat_id", "=", a.chatId)
+      .where("id", ">", a.lastId)
       .unionAll(
         db
           .selectFrom("messages")
           .select("id")
-          .where("id", "=", anchor)
-          .where("chat_id", "=", chatId),
-      )
-      .execute();
-
-  async function loadFromScratch(chatId: string): Promise<CacheEntry> {
-    const compactions = await db
+          .where("id", "=", a.anchor)
+          .where("chat_id", "=", a.chatId),
+      ),
+  );
+  const latestCompactions = precompiled(db, (a: { chatId: string }) =>
+    db
       .selectFrom("messages")
       .select(CONTEXT_COLUMNS)
-      .where("chat_id", "=", chatId)
+      .where("chat_id", "=", a.chatId)
       .where("kind", "=", "compaction")
       .orderBy("id", "desc")
-      .limit(3)
-      .execute();
+      .limit(3),
+  );
+  const eventsAfter = precompiled(db, (a: { chatId: string; after: number }) =>
+    db
+      .selectFrom("messages")
+      .select(CONTEXT_COLUMNS)
+      .where("chat_id", "=", a.chatId)
+      .where("kind", "=", "session")
+      .where("id", ">", a.after)
+      .orderBy("id"),
+  );
+  const insertEvent = precompiled(db, (a: EventRow) =>
+    db
+      .insertInto("messages")
+      .values({
+        chat_id: a.chat_id,
+        scope: a.scope,
+        kind: a.kind,
+        role: a.role,
+        event_json: a.event_json,
+        is_user_message: a.is_user_message,
+        estimated_tokens: a.estimated_tokens,
+        search_text: a.search_text,
+        created_at: a.created_at,
+        prompt_tokens: a.prompt_tokens,
+        tool_calls: a.tool_calls,
+        update_id: a.update_id,
+      })
+      .returning("id"),
+  );
+
+  async function loadFromScratch(chatId: string): Promise<CacheEntry> {
+    const { rows: compactions } = await latestCompactions.run({ chatId });
     let summary: StoredCompaction | undefined;
     for (const row of compactions) {
       const stored = toStored(row);
@@ -228,14 +268,7 @@ export function createSessionStore(deps: {
         break;
       }
     }
-    const rows = await db
-      .selectFrom("messages")
-      .select(CONTEXT_COLUMNS)
-      .where("chat_id", "=", chatId)
-      .where("kind", "=", "session")
-      .where("id", ">", summary?.coversToId ?? 0)
-      .orderBy("id")
-      .execute();
+    const { rows } = await eventsAfter.run({ chatId, after: summary?.coversToId ?? 0 });
     const events: StoredSession[] = [];
     for (const row of rows) {
       const stored = toStored(row);
@@ -266,7 +299,8 @@ export function createSessionStore(deps: {
   async function refresh(chatId: string, cached: CacheEntry): Promise<CacheEntry | undefined> {
     const anchor = cached.summary?.id ?? cached.events[0]?.id;
     // Without an anchor (an empty chat) the anchor probe finds nothing and is harmless.
-    const ids = (await probeIds(chatId, cached.lastId, anchor ?? 0)).map((r) => r.id);
+    const probed = await probeIds.run({ chatId, lastId: cached.lastId, anchor: anchor ?? 0 });
+    const ids = probed.rows.map((r) => r.id);
     if (anchor !== undefined && !ids.includes(anchor)) return undefined;
     const newer = ids.filter((id) => id > cached.lastId);
     if (newer.length === 0) return cached;
@@ -321,15 +355,21 @@ export function createSessionStore(deps: {
     items: readonly NewSessionEvent[],
   ): Promise<StoredSession[]> {
     if (items.length === 0) return [];
-    const rows = items.map((item) => ({
-      ...rowFor(chatId, item.event),
-      prompt_tokens: item.promptTokens ?? null,
-      tool_calls: item.toolCalls ?? 0,
-      update_id: item.updateId ?? null,
-    }));
+    const rows = items.map(
+      (item): EventRow => ({
+        ...rowFor(chatId, item.event),
+        prompt_tokens: item.promptTokens ?? null,
+        tool_calls: item.toolCalls ?? 0,
+        update_id: item.updateId ?? null,
+      }),
+    );
     // One multi-row INSERT is atomic on both databases: several events are stored together or not
-    // at all.
-    const inserted = await db.insertInto("messages").values(rows).returning("id").execute();
+    // at all. A single event, most of them, needs no statement built for it.
+    const [row] = rows;
+    const inserted =
+      rows.length === 1 && row !== undefined
+        ? (await insertEvent.run(row)).rows
+        : await db.insertInto("messages").values(rows).returning("id").execute();
     const ids = inserted.map((r) => r.id).sort((a, b) => a - b);
     const stored = items.map(
       (item, i): StoredSession => ({

@@ -1,5 +1,5 @@
 import { autoRetry } from "@grammyjs/auto-retry";
-import { Api, type ApiClientOptions, Bot, BotError, HttpError } from "grammy";
+import { Api, type ApiClientOptions, Bot, BotError, Context, HttpError } from "grammy";
 import type { Update, UserFromGetMe } from "grammy/types";
 import type { AgentHooks } from "../agent/hooks.js";
 import type { Agent } from "../agent/turn.js";
@@ -124,7 +124,14 @@ export function createBot(deps: BotDeps) {
 
   // Whoever announces a migration, the conversation follows the group (nothing else runs).
   bot.use(chatMigrationComposer({ moveConversation: deps.moveConversation, logger: deps.logger }));
-  bot.use(
+  // These composers answer commands and buttons only: an update that is neither passes them in
+  // one check instead of one a command, each of which grammY keeps waiting on the turn's answer
+  // (docs/decisions/0011-cpu-per-turn.md). The check is the first of every command()'s and
+  // callbackQuery()'s own.
+  const commandsAndButtons = bot.filter(
+    Context.has.filterQuery([":entities:bot_command", "callback_query:data"]),
+  );
+  commandsAndButtons.use(
     commandsComposer({
       store: deps.store,
       compact: deps.compact,
@@ -135,13 +142,15 @@ export function createBot(deps: BotDeps) {
       logger: deps.logger,
     }),
   );
-  bot.use(tasksComposer({ tasks: deps.tasks, delivery }));
-  bot.use(usageComposer({ usage: deps.usage, delivery }));
-  bot.use(memoryComposer({ ...deps.memory, delivery }));
-  if (deps.voice) bot.use(voiceComposer({ settings: deps.voice.settings, delivery }));
+  commandsAndButtons.use(tasksComposer({ tasks: deps.tasks, delivery }));
+  commandsAndButtons.use(usageComposer({ usage: deps.usage, delivery }));
+  commandsAndButtons.use(memoryComposer({ ...deps.memory, delivery }));
+  if (deps.voice) {
+    commandsAndButtons.use(voiceComposer({ settings: deps.voice.settings, delivery }));
+  }
   const approvals = deps.approvals;
   if (approvals) {
-    bot.use(
+    commandsAndButtons.use(
       approvalsComposer({
         ...approvals,
         mayAnswer: createStopPermission(bot.api),

@@ -1,6 +1,7 @@
 import type { Kysely } from "kysely";
 import { addUsage, NO_USAGE, type Usage } from "../agent/model-client.js";
-import type { Database } from "../db/schema.js";
+import { precompiled } from "../db/precompiled.js";
+import type { Database, ModelUsageTable } from "../db/schema.js";
 
 export type UsageByModel = { model: string; usage: Usage }[];
 
@@ -8,20 +9,29 @@ export type UsageStore = ReturnType<typeof createUsageStore>;
 
 /** The tokens of every Gemini call, kept per conversation (the model_usage table). */
 export function createUsageStore(db: Kysely<Database>) {
+  // Every model call stores a row: compiled once (src/db/precompiled.ts).
+  const insertUsage = precompiled(db, (a: ModelUsageTable) =>
+    db.insertInto("model_usage").values({
+      chat_id: a.chat_id,
+      model: a.model,
+      prompt_tokens: a.prompt_tokens,
+      cached_tokens: a.cached_tokens,
+      output_tokens: a.output_tokens,
+      thoughts_tokens: a.thoughts_tokens,
+      created_at: a.created_at,
+    }),
+  );
   return {
     async record(chatId: string, model: string, usage: Usage, at: Date): Promise<void> {
-      await db
-        .insertInto("model_usage")
-        .values({
-          chat_id: chatId,
-          model,
-          prompt_tokens: usage.promptTokens,
-          cached_tokens: usage.cachedTokens,
-          output_tokens: usage.outputTokens,
-          thoughts_tokens: usage.thoughtsTokens,
-          created_at: at.toISOString(),
-        })
-        .execute();
+      await insertUsage.run({
+        chat_id: chatId,
+        model,
+        prompt_tokens: usage.promptTokens,
+        cached_tokens: usage.cachedTokens,
+        output_tokens: usage.outputTokens,
+        thoughts_tokens: usage.thoughtsTokens,
+        created_at: at.toISOString(),
+      });
     },
 
     /** A conversation's tokens since `since`, per model. */

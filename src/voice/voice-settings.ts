@@ -1,5 +1,6 @@
 import type { Kysely } from "kysely";
 import { VOICE_REPLY_MODES, type VoiceReplyMode } from "../config.js";
+import { precompiled } from "../db/precompiled.js";
 import type { Database } from "../db/schema.js";
 
 export type VoiceSettings = {
@@ -20,13 +21,13 @@ export function createVoiceSettings(deps: {
   now?: () => Date;
 }): VoiceSettings {
   const now = deps.now ?? (() => new Date());
+  // Every answer asks: compiled once (src/db/precompiled.ts).
+  const modeRow = precompiled(deps.db, (a: { chatId: string }) =>
+    deps.db.selectFrom("conversation_voice").select("mode").where("chat_id", "=", a.chatId),
+  );
   return {
     async modeOf(chatId) {
-      const row = await deps.db
-        .selectFrom("conversation_voice")
-        .select("mode")
-        .where("chat_id", "=", chatId)
-        .executeTakeFirst();
+      const [row] = (await modeRow.run({ chatId })).rows;
       return row && isMode(row.mode) ? row.mode : deps.fallback;
     },
     async set(chatId, mode) {

@@ -100,3 +100,38 @@ describe("a SQLite file shared with another connection", () => {
     }
   });
 });
+
+describe("the SQLite connection under many statements at once", () => {
+  let testDb: TestDatabase;
+  let handle: DatabaseHandle;
+  beforeAll(async () => {
+    testDb = await createTestDatabase("sqlite");
+    handle = openDatabase(testDb.target);
+    await sql`create table log (n integer)`.execute(handle.db);
+  });
+  afterAll(async () => {
+    await handle.close();
+    await testDb.dispose();
+  });
+
+  it("runs no statement inside another's transaction, and each in the order it was asked", async () => {
+    const insert = (n: number) => sql`insert into log values (${n})`.execute(handle.db);
+    let inside: () => void = () => {};
+    const begun = new Promise<void>((resolve) => {
+      inside = resolve;
+    });
+    const rolledBack = handle.db.transaction().execute(async (trx) => {
+      await sql`insert into log values (0)`.execute(trx);
+      inside();
+      // Statements asked for meanwhile wait for the transaction: rolled back, it takes only its own.
+      await new Promise((resolve) => setImmediate(resolve));
+      throw new Error("roll back");
+    });
+    await begun;
+    const others = Array.from({ length: 50 }, (_, i) => insert(i + 1));
+    await expect(rolledBack).rejects.toThrow("roll back");
+    await Promise.all(others);
+    const { rows } = await sql<{ n: number }>`select n from log order by rowid`.execute(handle.db);
+    expect(rows.map((row) => row.n)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
+  });
+});

@@ -261,6 +261,23 @@ describe.each(DATABASE_KINDS)("recall by meaning on %s", (kind) => {
       }
     },
   );
+
+  it("stores each vector to the last bit", async () => {
+    const { db } = h.app.database;
+    const [stored] = await h.app.store.append(String(USER), [{ event: said("one") }]);
+    const queue = createEmbeddingQueue({ db, worker: "a", leaseMs: 60_000 });
+    await queue.intake();
+    const [claimed] = await queue.claim(10, Date.now());
+    expect(claimed?.messageId).toBe(stored?.id);
+    const values = Float32Array.from([1 / 3, -0.1, 1e-38, 0, 3.4e38, 2 ** -149]);
+    const vector = { scope: `private-${USER}`, model: "m", values };
+    expect(await queue.complete(new Map([[stored?.id ?? 0, [vector]]]), [stored?.id ?? 0])).toBe(1);
+    const row = await db.selectFrom("embeddings").select("embedding").executeTakeFirstOrThrow();
+    const read = Array.isArray(row.embedding)
+      ? Float32Array.from(row.embedding)
+      : new Float32Array(new Uint8Array(row.embedding).buffer);
+    expect(read).toEqual(values);
+  });
 });
 
 describe("recall by meaning turned off", () => {

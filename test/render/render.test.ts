@@ -209,6 +209,45 @@ describe("splitMessage", () => {
     expect(textOf(chunks).join("\n")).toBe(`Code:\n${code.replaceAll("&lt;", "<")}`);
   });
 
+  it("makes of HTML within the limit what cutting it would, unclosed tags and hidden text included", () => {
+    const pieces = fc.constantFrom(
+      "<b>",
+      "</b>",
+      "<i>",
+      "</I>",
+      '<a href="x<y">',
+      "</a>",
+      "<pre><code>",
+      "</code>",
+      "<",
+      "< b>",
+      ">",
+      "&amp;",
+      "&lt;",
+      "&#8203;",
+      "&#x200B;",
+      "&#128512;",
+      "&#0;",
+      "&",
+      "\u200b",
+      "\u3164",
+      " ",
+      "\n",
+      "x",
+      "😀",
+    );
+    fc.assert(
+      fc.property(fc.string({ unit: pieces, maxLength: 30 }), (html) => {
+        // With the limit at the text's length (not the HTML's), the HTML is cut into atoms.
+        const cut = splitMessage(html, Math.max(2, htmlToPlainText(html).length));
+        expect(splitMessage(html)).toEqual(cut);
+      }),
+      { numRuns: 2_000 },
+    );
+    expect(splitMessage("<b>x <i>y")).toEqual(["<b>x <i>y</i></b>"]);
+    expect(splitMessage("<b>&#8203;</b>")).toEqual([]);
+  });
+
   it("refuses a limit no chunk could meet", () => {
     expect(() => splitMessage("hi", 1)).toThrow(RangeError);
   });
