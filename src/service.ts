@@ -316,6 +316,8 @@ export async function startService(
           live: { api: liveApi, mode: config.streaming, pacer: livePacer },
           answers,
           logger,
+          voice: app.voice,
+          store: app.store,
         });
         const scheduled = createScheduledRunner({
           allowedUserIds: config.allowedUserIds,

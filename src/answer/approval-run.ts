@@ -4,6 +4,7 @@ import type { Continuation } from "../approvals/continuation.js";
 import type { Approval } from "../approvals/store.js";
 import type { InboxItem, Lease } from "../queue/inbox.js";
 import { parseConversationKey } from "../scope/conversation-key.js";
+import type { ChatContext, SessionStore } from "../session/store.js";
 import { type TurnAnswererDeps, turnAnswerer } from "./answer-turn.js";
 import { sendApprovalRequests, showEnding } from "./approval-requests.js";
 
@@ -13,9 +14,11 @@ import { sendApprovalRequests, showEnding } from "./approval-requests.js";
  * update, holding its lease.
  */
 export function createContinuationRunner(
-  deps: Omit<TurnAnswererDeps, "sendRequests" | "voice"> & {
+  deps: Omit<TurnAnswererDeps, "sendRequests"> & {
     approvals: Approvals;
     api: Pick<Api, "sendMessage" | "editMessageText">;
+    /** Whether the message whose turn paused was spoken: `/voice auto` then speaks the rest. */
+    store: Pick<SessionStore, "loadContext">;
   },
 ) {
   const { approvals } = deps;
@@ -42,9 +45,23 @@ export function createContinuationRunner(
       draftId: -item.updateId,
       askedBy: approval.askedBy,
       input: { text: "", resume: true },
+      userSpoke: spokeBefore(await deps.store.loadContext(conversation), approval.eventId),
       failure: { log: "turn after an approval failed: Gemini" },
     });
   }
 
   return { run, sendRequests };
+}
+
+/** Whether the user's message before `eventId` (not a tool's answer) was a voice note. */
+function spokeBefore(context: ChatContext, eventId: number): boolean {
+  const asked = context.events.findLast(
+    ({ id, event }) =>
+      id < eventId &&
+      event.role === "user" &&
+      event.parts.some((part) => part.kind !== "function_response"),
+  );
+  return (
+    asked?.event.parts.some((part) => part.kind === "media" && part.media === "voice") ?? false
+  );
 }

@@ -144,6 +144,45 @@ describe.each(DATABASE_KINDS)("voice replies on %s", (kind) => {
     expect(ttsRequests(w)[0]?.body.contents[0]?.parts?.[0]?.text).toBe("now spoken");
   });
 
+  it("speaks the answer that goes on after a tool of a voice note's turn was allowed, and not a typed one's", async () => {
+    w = await startWorld({ kind });
+    /** Presses Allow once on the `nth` request to run write_file (counting from 1). */
+    const allowOnce = async (nth: number) => {
+      const prompt = await eventually(
+        () =>
+          w.telegram.sent.filter((m) =>
+            m.plain_text.startsWith("🔐 Koroku wants to run write_file"),
+          )[nth - 1],
+      );
+      const once = (prompt.message.reply_markup?.inline_keyboard.flat() ?? [])
+        .map((b) => ("callback_data" in b ? String(b.callback_data) : ""))
+        .find((data) => data.endsWith(":once")) as string;
+      const press = w.telegram.pressButton(ALLOWED_USER, prompt.message_id, once, ALLOWED_USER);
+      expect((await w.post({ ...press, update_id: w.nextUpdateId() })).status).toBe(200);
+    };
+    w.gemini.scriptFor(
+      "chat-model",
+      call("write_file", { path: "typed.txt", content: "A" }),
+      text("typed and written"),
+    );
+    await w.say("write a file");
+    await allowOnce(1);
+    await eventually(() => textsTo(w).includes("typed and written"));
+
+    w.gemini.scriptFor(
+      "chat-model",
+      call("write_file", { path: "spoken.txt", content: "B" }),
+      text("spoken and written"),
+    );
+    await sendVoiceNote(w);
+    await allowOnce(2);
+    await eventually(() => voicesTo(w).length === 1);
+    expect(textsTo(w)).toContain("spoken and written");
+    expect(ttsRequests(w).map((r) => r.body.contents[0]?.parts?.[0]?.text)).toEqual([
+      "spoken and written",
+    ]);
+  });
+
   it("speaks a long answer in parts, in order, each as it is ready, in the topic", async () => {
     w = await startWorld({
       kind,
