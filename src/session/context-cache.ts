@@ -29,20 +29,44 @@ export const contextMemory = (context: ChatContext): number =>
 
 /**
  * Parsed contexts of recently active chats, least recently used dropped first once their bytes
- * pass `maxBytes` (a context larger than the whole budget is not kept). Appends go into the cache
- * as they are written, and a load only asks the database which ids are newer than the last one
- * seen (plus the anchor row, to notice a /clear done elsewhere); rows are read and parsed only
- * when another process wrote them. So a turn costs the same whether the context holds 30 events
- * or 10,000.
+ * pass `maxBytes`. Appends go into the cache as they are written, and a load only asks the
+ * database which ids are newer than the last one seen (plus the anchor row, to notice a /clear
+ * done elsewhere); rows are read and parsed only when another process wrote them. So a turn costs
+ * the same whether the context holds 30 events or 10,000.
+ *
+ * A context larger than the whole budget (a chat past what compaction lets a context hold) is kept
+ * beside the others, one at a time, the latest such chat set: dropping every other chat for it
+ * would make them all load afresh, and not keeping it would read and parse all of it on every
+ * turn. Memory stays within the budget plus that one context, which each of its turns holds anyway.
  */
-export type ContextCache = LRUCache<string, CacheEntry>;
+export type ContextCache = {
+  get(chatId: string): CacheEntry | undefined;
+  set(chatId: string, entry: CacheEntry): void;
+  delete(chatId: string): void;
+};
 
-export const createContextCache = (maxBytes: number): ContextCache =>
-  new LRUCache<string, CacheEntry>({
-    maxSize: maxBytes,
-    // lru-cache refuses a size of 0; an empty context still holds its objects.
-    sizeCalculation: (entry) => Math.max(1, entry.bytes),
-  });
+export function createContextCache(maxBytes: number): ContextCache {
+  // lru-cache refuses a size of 0; an empty context still holds its objects.
+  const sizeOf = (entry: CacheEntry) => Math.max(1, entry.bytes);
+  const lru = new LRUCache<string, CacheEntry>({ maxSize: maxBytes, sizeCalculation: sizeOf });
+  let large: { chatId: string; entry: CacheEntry } | undefined;
+  return {
+    get: (chatId) => (large?.chatId === chatId ? large.entry : lru.get(chatId)),
+    set(chatId, entry) {
+      if (sizeOf(entry) > maxBytes) {
+        lru.delete(chatId);
+        large = { chatId, entry };
+        return;
+      }
+      if (large?.chatId === chatId) large = undefined;
+      lru.set(chatId, entry);
+    },
+    delete(chatId) {
+      if (large?.chatId === chatId) large = undefined;
+      lru.delete(chatId);
+    },
+  };
+}
 
 /**
  * Contexts of recently active chats kept parsed: ~5,000 ordinary events (~800 bytes each), the

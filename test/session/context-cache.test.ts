@@ -39,11 +39,19 @@ describe("the context cache", () => {
     expect(held(cache, ["a", "b", "c"])).toEqual(["b", "c"]);
   });
 
-  it("does not keep a context larger than the whole budget, nor drop others for it", () => {
+  it("keeps one context larger than the whole budget beside the others, the latest such one", () => {
     const cache = createContextCache(300);
     cache.set("a", entry(100));
     cache.set("big", entry(1_000));
-    expect(held(cache, ["a", "big"])).toEqual(["a"]);
+    cache.set("b", entry(100));
+    expect(held(cache, ["a", "b", "big"])).toEqual(["a", "b", "big"]);
+    cache.set("bigger", entry(2_000));
+    expect(held(cache, ["a", "b", "big", "bigger"])).toEqual(["a", "b", "bigger"]);
+    // Compacted below the budget, it takes its place among the others.
+    cache.set("bigger", entry(100));
+    expect(held(cache, ["a", "b", "bigger"])).toEqual(["a", "b", "bigger"]);
+    cache.delete("bigger");
+    expect(held(cache, ["bigger"])).toEqual([]);
   });
 
   it("keeps an empty context", () => {

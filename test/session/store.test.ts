@@ -167,18 +167,19 @@ describe.each(DATABASE_KINDS)("session store on %s", (kind) => {
     };
     const loadedText = async (cached: SessionStore, chatId: string) =>
       JSON.stringify((await cached.loadContext(chatId)).events[0]?.event);
-    const bigFile = "x".repeat(200_000);
+    // Each context about 200 KB: two pass a budget of 300 KB, and the first is dropped.
+    const bigFile = "x".repeat(100_000);
     for (const [budget, evicted] of [
       [300_000, true],
       [30_000_000, false],
     ] as const) {
       const bounded = createSessionStore({ db: handle.db, logger, cacheBytes: budget });
-      const [big, small] = [newChat(), newChat()];
+      const [big, other] = [newChat(), newChat()];
       await bounded.append(big, [{ event: responseEvent("read_file", { output: bigFile }) }]);
       await bounded.loadContext(big);
       await rewrite(big, "read again");
-      await bounded.append(small, [{ event: user("hi") }]);
-      await bounded.loadContext(small);
+      await bounded.append(other, [{ event: responseEvent("read_file", { output: bigFile }) }]);
+      await bounded.loadContext(other);
       expect(await loadedText(bounded, big)).toContain(evicted ? "read again" : bigFile);
     }
   });
