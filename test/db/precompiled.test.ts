@@ -1,35 +1,24 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
-import { migrateToLatest } from "../../src/db/migrate.js";
+import type { Kysely } from "kysely";
+import { describe, expect, it } from "vitest";
 import { precompiled } from "../../src/db/precompiled.js";
-import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../helpers/databases.js";
-import { captureLogger } from "../helpers/logs.js";
+import type { Database } from "../../src/db/schema.js";
+import { DATABASE_KINDS } from "../helpers/databases.js";
+import { migratedDatabasePerFile } from "../helpers/migrated-database.js";
 
 describe.each(DATABASE_KINDS)("statements compiled once on %s", (kind) => {
-  let testDb: TestDatabase;
-  let handle: DatabaseHandle;
-
-  beforeAll(async () => {
-    testDb = await createTestDatabase(kind);
-    handle = openDatabase(testDb.target);
-    await migrateToLatest(handle.db, captureLogger().logger);
-  });
-  afterAll(async () => {
-    await handle.close();
-    await testDb.dispose();
-  });
+  const database = migratedDatabasePerFile(kind);
 
   type Voice = { chatId: string; mode: string; at: string };
-  const insertVoice = (db: DatabaseHandle["db"], a: Voice) =>
+  const insertVoice = (db: Kysely<Database>, a: Voice) =>
     db
       .insertInto("conversation_voice")
       .values({ chat_id: a.chatId, mode: a.mode, updated_at: a.at })
       .returning("chat_id");
-  const modeOf = (db: DatabaseHandle["db"], a: { chatId: string }) =>
+  const modeOf = (db: Kysely<Database>, a: { chatId: string }) =>
     db.selectFrom("conversation_voice").select("mode").where("chat_id", "=", a.chatId).limit(1);
 
   it("compiles what Kysely would for each run's values, and runs it", async () => {
-    const { db } = handle;
+    const db = database();
     const insert = precompiled(db, (a: Voice) => insertVoice(db, a));
     const select = precompiled(db, (a: { chatId: string }) => modeOf(db, a));
     for (const args of [
@@ -49,7 +38,7 @@ describe.each(DATABASE_KINDS)("statements compiled once on %s", (kind) => {
   });
 
   it("runs in a transaction when given one, and reports the rows a write changed", async () => {
-    const { db } = handle;
+    const db = database();
     const setMode = precompiled(db, (a: { chatId: string; mode: string }) =>
       db.updateTable("conversation_voice").set({ mode: a.mode }).where("chat_id", "=", a.chatId),
     );
@@ -67,7 +56,7 @@ describe.each(DATABASE_KINDS)("statements compiled once on %s", (kind) => {
   });
 
   it("refuses an argument that is not a value of the statement", () => {
-    const { db } = handle;
+    const db = database();
     const nested = precompiled(db, (a: { chat: { id: string } }) =>
       db.selectFrom("conversation_voice").select("mode").where("chat_id", "=", a.chat.id),
     );
