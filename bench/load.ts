@@ -1,10 +1,10 @@
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { DEFAULT_MAX_CONCURRENT_TURNS } from "../src/config.js";
 import type { DatabaseKind } from "../src/db/connect.js";
-import { type ReplyStep, streamed, text } from "../test/fakes/gemini.js";
+import { type GenerateBody, type ReplyStep, streamed, text } from "../test/fakes/gemini.js";
 import { freePort } from "../test/helpers/spawn-service.js";
 import { type ChatDriver, createChatDriver } from "./chat-driver.js";
 import { createBenchDatabase, type DatabaseBenchOptions } from "./databases.js";
@@ -20,6 +20,7 @@ import {
   START_COMMAND,
   serviceEnv,
   startService,
+  WORK_FLOOR_SERVICE_MAIN,
 } from "./service-process.js";
 import { round, summarize } from "./stats.js";
 
@@ -77,7 +78,7 @@ const MODEL_MS = envCount("BENCH_LOAD_MODEL_MS", 2_000);
 /** MAX_CONCURRENT_TURNS of each run: the service's default, and the old fixed 64 to compare. */
 const CONCURRENCIES = envConcurrencies("BENCH_LOAD_CONCURRENCY", "default,64");
 const RUN_MODES = envModes("BENCH_LOAD_MODES");
-/** BENCH_LOAD_FLOOR=0 leaves out the library floor's runs. */
+/** BENCH_LOAD_FLOOR=0 leaves out the floors' runs (the library floor's, and the work floor's). */
 const FLOOR = process.env.BENCH_LOAD_FLOOR?.trim() !== "0";
 /** Turns a fresh service runs (model time 0) before the burst, so that V8 has compiled a turn. */
 const WARMUP_CHATS = 100;
@@ -199,13 +200,25 @@ async function warmUp(driver: ChatDriver, chats: number[]): Promise<void> {
 }
 
 /**
- * Koroku on a database, or (database "none") the libraries' floor: bench/floor-service.ts, a bot
- * that only streams one Gemini call and sends its answer.
+ * Koroku on a database; (database "none") the libraries' floor: bench/floor-service.ts, a bot
+ * that only streams one Gemini call and sends its answer; or (`workFloor`, SQLite) that floor
+ * doing a Koroku turn's work by hand (bench/work-floor-service.ts), with the request Koroku sent.
  */
-type RunCase = { database: DatabaseKind | "none"; concurrency: number | undefined; mode: Mode };
+type RunCase = {
+  database: DatabaseKind | "none";
+  concurrency: number | undefined;
+  mode: Mode;
+  workFloor?: { requestFile: string };
+};
 
-const caseName = ({ database, concurrency, mode }: RunCase) =>
-  `${count(CHATS)} chats at once, ${MODEL_MS / 1000} s model${mode === "streamed" ? " streaming" : ""}, ${database === "none" ? "library floor (grammY + @google/genai only)" : `MAX_CONCURRENT_TURNS=${concurrency ?? `${DEFAULT_MAX_CONCURRENT_TURNS} (default)`}`}`;
+const caseName = ({ database, concurrency, mode, workFloor }: RunCase) =>
+  `${count(CHATS)} chats at once, ${MODEL_MS / 1000} s model${mode === "streamed" ? " streaming" : ""}, ${
+    database === "none"
+      ? "library floor (grammY + @google/genai only)"
+      : workFloor
+        ? "work floor (the library floor doing a Koroku turn's work by hand)"
+        : `MAX_CONCURRENT_TURNS=${concurrency ?? `${DEFAULT_MAX_CONCURRENT_TURNS} (default)`}`
+  }`;
 
 function firstDraftWaits(
   fakes: Fakes,
@@ -283,13 +296,21 @@ function rowsOf(
       metric: "first draft p50",
       value: round(drafts.p50, 0),
       unit: "ms",
-      note: `webhook POST → first text shown (sendMessageDraft); p99 ${round(drafts.p99, 0)} ms`,
+      note: `webhook POST → first text shown (sendMessageDraft); p99 ${round(drafts.p99, 0)} ms; ${round((fakes.telegram.drafts.length - measured.draftsBefore) / Math.max(1, measured.waits.length), 1)} drafts a turn`,
     });
   }
   return rows;
 }
 
-async function runOne(fakes: Fakes, run: RunCase, options: LoadBenchOptions): Promise<BenchRow[]> {
+/** The last turn request Koroku sent, which the work floor sends again with its own contents. */
+type Sent = { koroku?: GenerateBody };
+
+async function runOne(
+  fakes: Fakes,
+  run: RunCase,
+  options: LoadBenchOptions,
+  sent: Sent,
+): Promise<BenchRow[]> {
   // The floor keeps nothing: any database will do for the environment it ignores.
   const bench = await createBenchDatabase(
     run.database === "none" ? "sqlite" : run.database,
@@ -300,7 +321,12 @@ async function runOne(fakes: Fakes, run: RunCase, options: LoadBenchOptions): Pr
   const chats = Array.from({ length: CHATS }, (_, i) => FIRST_USER_ID + WARMUP_CHATS + i);
   const where = { benchmark: BENCHMARK, database: run.database, case: caseName(run) };
   let modelMs = 0;
-  fakes.gemini.setDefault(() => answerStep(run.mode, modelMs));
+  fakes.gemini.setDefault((request) => {
+    if (run.database !== "none" && !run.workFloor && request.model === "chat-model") {
+      sent.koroku = request.body;
+    }
+    return answerStep(run.mode, modelMs);
+  });
   try {
     const env = serviceEnv({
       fakes,
@@ -310,9 +336,13 @@ async function runOne(fakes: Fakes, run: RunCase, options: LoadBenchOptions): Pr
       dataDir,
     });
     if (run.concurrency !== undefined) env.MAX_CONCURRENT_TURNS = String(run.concurrency);
+    if (run.workFloor) {
+      env.WORK_FLOOR_REQUEST = run.workFloor.requestFile;
+      env.WORK_FLOOR_DATABASE = join(dataDir, "work-floor.db");
+    }
     const before = fakes.stats();
     const drafts429 = before.totals.telegram429s;
-    const name = `load-${run.database}-${run.mode}-${run.concurrency ?? "default"}`;
+    const name = `load-${run.workFloor ? "work-floor" : run.database}-${run.mode}-${run.concurrency ?? "default"}`;
     const nodeArgs = [
       ...START_COMMAND.nodeArgs,
       ...profileArgs(options.cpuProfileDir, name),
@@ -323,6 +353,7 @@ async function runOne(fakes: Fakes, run: RunCase, options: LoadBenchOptions): Pr
       fakes,
       nodeArgs,
       ...(run.database === "none" ? { main: FLOOR_SERVICE_MAIN } : {}),
+      ...(run.workFloor ? { main: WORK_FLOOR_SERVICE_MAIN } : {}),
     });
     // Each turn waits at most for every turn ahead of it, and then some.
     const answerTimeoutMs =
@@ -370,6 +401,14 @@ async function runOne(fakes: Fakes, run: RunCase, options: LoadBenchOptions): Pr
   }
 }
 
+/** Koroku's last turn request without its contents, for the work floor to send the same. */
+function requestShape(sent: Sent): Omit<GenerateBody, "contents"> {
+  if (sent.koroku === undefined)
+    throw new Error("load bench: Koroku sent no request to copy for the work floor");
+  const { contents: _contents, ...shape } = sent.koroku;
+  return shape;
+}
+
 /**
  * What users wait for with a real model: a fake Gemini that takes MODEL_MS per call (answering
  * whole, or streaming over that time), and CHATS chats that each send one message at once through
@@ -380,16 +419,42 @@ export async function loadBenchmark(options: LoadBenchOptions): Promise<BenchRow
   const fakes = await startFakes();
   try {
     const rows: BenchRow[] = [];
+    const sent: Sent = {};
     if (FLOOR) {
       for (const mode of RUN_MODES)
         rows.push(
-          ...(await runOne(fakes, { database: "none", concurrency: undefined, mode }, options)),
+          ...(await runOne(
+            fakes,
+            { database: "none", concurrency: undefined, mode },
+            options,
+            sent,
+          )),
         );
     }
     for (const database of options.databases) {
       for (const concurrency of CONCURRENCIES) {
         for (const mode of RUN_MODES)
-          rows.push(...(await runOne(fakes, { database, concurrency, mode }, options)));
+          rows.push(...(await runOne(fakes, { database, concurrency, mode }, options, sent)));
+      }
+    }
+    if (FLOOR && options.databases.includes("sqlite")) {
+      const requestFile = join(
+        mkdtempSync(join(tmpdir(), "koroku-bench-work-floor-")),
+        "request.json",
+      );
+      writeFileSync(requestFile, JSON.stringify(requestShape(sent)));
+      try {
+        for (const mode of RUN_MODES) {
+          const run = {
+            database: "sqlite" as const,
+            concurrency: undefined,
+            mode,
+            workFloor: { requestFile },
+          };
+          rows.push(...(await runOne(fakes, run, options, sent)));
+        }
+      } finally {
+        rmSync(dirname(requestFile), { recursive: true, force: true });
       }
     }
     return rows;

@@ -6,6 +6,8 @@ import type { Fakes } from "./fakes.js";
 
 /** The libraries' floor: a bot that only asks Gemini and answers (bench/floor-service.ts). */
 export const FLOOR_SERVICE_MAIN = join(REPO_ROOT, "dist-bench/bench/floor-service.js");
+/** The library floor doing a Koroku turn's work by hand (bench/work-floor-service.ts). */
+export const WORK_FLOOR_SERVICE_MAIN = join(REPO_ROOT, "dist-bench/bench/work-floor-service.js");
 export const WEBHOOK_SECRET = "bench-webhook-secret";
 
 const READY_TIMEOUT_MS = 20_000;

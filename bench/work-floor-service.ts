@@ -1,0 +1,174 @@
+/**
+ * The library floor (bench/floor-service.ts) doing by hand the work every Koroku turn does, with
+ * nothing of Koroku's code: the least a turn with Koroku's guarantees and behaviour costs on the
+ * same libraries (Koroku's time stamp on the message aside). Per turn, on SQLite through better-sqlite3's prepared statements (WAL,
+ * synchronous NORMAL, as Koroku):
+ *
+ * - the update is stored before the webhook is answered, claimed, and marked finished;
+ * - the chat's history is read and sent, the user's and the model's events are stored with a
+ *   full-text index, and the token usage;
+ * - Gemini gets Koroku's own system instruction, tools and settings (the request the load bench
+ *   captured from Koroku's run, WORK_FLOOR_REQUEST), with the message's time stamp;
+ * - "typing…" after 300 ms; streamed answers are shown as drafts, at most every 250 ms and 30 a
+ *   second over all answers;
+ * - the answer's message id is recorded once Telegram accepts it;
+ * - both events are embedded for recall, 64 at a time, and their vectors stored.
+ *
+ * Left out, as no floor of these libraries: rendering Markdown, the allowlist, the profile and
+ * /voice reads, recall, compaction, the courier thread and every failure path.
+ */
+
+import { readFileSync } from "node:fs";
+import { type Content, type GenerateContentConfig, GoogleGenAI } from "@google/genai";
+import SQLite from "better-sqlite3";
+import { Bot } from "grammy";
+import { messageTimeFormat, sentAtNote } from "../src/agent/prompts.js";
+import { floorEnv, serveFloorWebhook } from "./floor-webhook.js";
+
+/** Koroku's request without its contents: system instruction, tools and settings. */
+type RequestShape = {
+  systemInstruction?: Content;
+  tools?: GenerateContentConfig["tools"];
+  toolConfig?: GenerateContentConfig["toolConfig"];
+  generationConfig?: Record<string, unknown>;
+};
+const shape = JSON.parse(readFileSync(floorEnv("WORK_FLOOR_REQUEST"), "utf8")) as RequestShape;
+const config: GenerateContentConfig = {
+  ...shape.generationConfig,
+  ...(shape.systemInstruction ? { systemInstruction: shape.systemInstruction } : {}),
+  ...(shape.tools ? { tools: shape.tools } : {}),
+  ...(shape.toolConfig ? { toolConfig: shape.toolConfig } : {}),
+};
+
+const db = new SQLite(floorEnv("WORK_FLOOR_DATABASE"));
+db.pragma("journal_mode = WAL");
+db.pragma("synchronous = NORMAL");
+db.exec(`
+  CREATE TABLE inbox (update_id INTEGER PRIMARY KEY, chat_id INTEGER NOT NULL, body TEXT NOT NULL,
+    state TEXT NOT NULL DEFAULT 'new', delivered TEXT);
+  CREATE TABLE events (id INTEGER PRIMARY KEY, chat_id INTEGER NOT NULL, body TEXT NOT NULL,
+    text TEXT NOT NULL);
+  CREATE INDEX events_by_chat ON events (chat_id, id);
+  CREATE VIRTUAL TABLE events_fts USING fts5(text, content='events', content_rowid='id');
+  CREATE TRIGGER events_indexed AFTER INSERT ON events BEGIN
+    INSERT INTO events_fts (rowid, text) VALUES (new.id, new.text);
+  END;
+  CREATE TABLE usage (id INTEGER PRIMARY KEY, chat_id INTEGER NOT NULL, input INTEGER NOT NULL,
+    output INTEGER NOT NULL, at INTEGER NOT NULL);
+  CREATE TABLE vectors (event_id INTEGER PRIMARY KEY, vector BLOB NOT NULL);
+`);
+const store = db.prepare("INSERT INTO inbox (update_id, chat_id, body) VALUES (?, ?, ?)");
+const claim = db.prepare(
+  "UPDATE inbox SET state = 'running' WHERE update_id = ? AND state = 'new'",
+);
+const finish = db.prepare("UPDATE inbox SET state = 'done' WHERE update_id = ?");
+const delivered = db.prepare("UPDATE inbox SET delivered = ? WHERE update_id = ?");
+const history = db.prepare<[number], { body: string }>(
+  "SELECT body FROM events WHERE chat_id = ? ORDER BY id",
+);
+const append = db.prepare("INSERT INTO events (chat_id, body, text) VALUES (?, ?, ?)");
+const used = db.prepare("INSERT INTO usage (chat_id, input, output, at) VALUES (?, ?, ?, ?)");
+const vector = db.prepare("INSERT INTO vectors (event_id, vector) VALUES (?, ?)");
+const storeVectors = db.transaction((ids: number[], vectors: Float32Array[]) => {
+  for (const [i, id] of ids.entries()) {
+    vector.run(id, Buffer.from((vectors[i] as Float32Array).buffer));
+  }
+});
+
+const bot = new Bot(floorEnv("TELEGRAM_BOT_TOKEN"), {
+  client: { apiRoot: floorEnv("TELEGRAM_API_ROOT") },
+});
+const gemini = new GoogleGenAI({
+  apiKey: floorEnv("GEMINI_API_KEY"),
+  httpOptions: { baseUrl: floorEnv("GEMINI_BASE_URL") },
+});
+const model = floorEnv("GEMINI_MODEL");
+const stamp = messageTimeFormat("UTC");
+
+/** Answers being written at once: their drafts share 30 a second, as Koroku's do. */
+let streaming = 0;
+
+const toEmbed: { id: number; text: string }[] = [];
+let embedding = false;
+async function embedPending(): Promise<void> {
+  if (embedding) return;
+  embedding = true;
+  try {
+    while (toEmbed.length > 0) {
+      const batch = toEmbed.splice(0, 64);
+      const response = await gemini.models.embedContent({
+        model: "gemini-embedding-001",
+        contents: batch.map((e) => e.text),
+        config: { taskType: "RETRIEVAL_DOCUMENT", outputDimensionality: 256 },
+      });
+      const vectors = (response.embeddings ?? []).map((e) => Float32Array.from(e.values ?? []));
+      storeVectors(
+        batch.map((e) => e.id),
+        vectors,
+      );
+    }
+  } finally {
+    embedding = false;
+  }
+}
+setInterval(() => embedPending().catch((error: unknown) => console.error(error)), 2_000).unref();
+
+function appended(chatId: number, content: Content, text: string): void {
+  const id = Number(append.run(chatId, JSON.stringify(content), text).lastInsertRowid);
+  toEmbed.push({ id, text });
+  if (toEmbed.length >= 64) embedPending().catch((error: unknown) => console.error(error));
+}
+
+bot.on("message:text", async (ctx) => {
+  const updateId = ctx.update.update_id;
+  claim.run(updateId);
+  const chatId = ctx.chat.id;
+  const contents = history.all(chatId).map((row) => JSON.parse(row.body) as Content);
+  const user: Content = {
+    role: "user",
+    parts: [
+      { text: sentAtNote(stamp.format(ctx.message.date * 1000)) },
+      { text: ctx.message.text },
+    ],
+  };
+  appended(chatId, user, ctx.message.text);
+  contents.push(user);
+  const typing = setTimeout(() => {
+    ctx.api.sendChatAction(chatId, "typing").catch(() => {});
+  }, 300);
+  let answer = "";
+  let input = 0;
+  let output = 0;
+  let lastDraft = 0;
+  streaming++;
+  try {
+    const stream = await gemini.models.generateContentStream({ model, contents, config });
+    for await (const chunk of stream) {
+      answer += chunk.text ?? "";
+      input = chunk.usageMetadata?.promptTokenCount ?? input;
+      output = chunk.usageMetadata?.candidatesTokenCount ?? output;
+      const spacing = Math.max(250, (streaming * 1_000) / 30);
+      if (Date.now() - lastDraft >= spacing && chunk.candidates?.[0]?.finishReason === undefined) {
+        lastDraft = Date.now();
+        ctx.api.sendMessageDraft(chatId, 1, answer).catch(() => {});
+      }
+    }
+  } finally {
+    streaming--;
+    clearTimeout(typing);
+  }
+  appended(chatId, { role: "model", parts: [{ text: answer }] }, answer);
+  used.run(chatId, input, output, Date.now());
+  const sent = await ctx.reply(answer, { parse_mode: "HTML" });
+  delivered.run(JSON.stringify([sent.message_id]), updateId);
+  finish.run(updateId);
+});
+
+await serveFloorWebhook(bot, {
+  accept: (body, update) => {
+    store.run(update.update_id, update.message?.chat.id ?? 0, body);
+  },
+  // After the event loop's I/O, as Koroku's dispatcher claims.
+  handle: (update) =>
+    new Promise((resolve) => setImmediate(resolve)).then(() => bot.handleUpdate(update)),
+});
