@@ -186,14 +186,20 @@ export function createBot(deps: BotDeps) {
   );
   const handlers = bot.middleware();
   /**
-   * Runs an update under its inbox lease, and throws what a handler threw (as grammY's BotError).
-   * The context is made here rather than by bot.handleUpdate, which has no room for the lease.
+   * Runs an update under its inbox lease, then the answer a handler left for after the middleware
+   * (TurnFlavor.answerAfter), and throws what either threw (as grammY's BotError). The context is
+   * made here rather than by bot.handleUpdate, which has no room for the lease.
    */
   async function runUpdate(update: Update, lease: Lease): Promise<void> {
-    const ctx = turnContext(update, bot.api, bot.botInfo, lease, allowed);
+    let answer: (() => Promise<unknown>) | undefined;
+    const ctx = turnContext(update, bot.api, bot.botInfo, lease, allowed, (run) => {
+      if (answer) throw new Error("an update has one answer: answerAfter was called twice");
+      answer = run;
+    });
     if (!ctx) return;
     try {
       await handlers(ctx, async () => {});
+      await answer?.();
     } catch (error) {
       throw new BotError(error, ctx);
     }

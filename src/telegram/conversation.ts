@@ -171,13 +171,15 @@ export function conversationComposer(deps: ConversationDeps): Composer<TurnConte
     return runAndAnswer(ctx, joinLines(...read.words, message.caption ?? ""), read.parts);
   }
 
-  composer.on("message:text", (ctx) => runAndAnswer(ctx, ctx.msg.text));
+  composer.on("message:text", (ctx) => ctx.answerAfter(() => runAndAnswer(ctx, ctx.msg.text)));
 
-  composer.on("message", async (ctx) => {
-    const album = ctx.msg.media_group_id;
-    if (album === undefined) return answerMessage(ctx);
-    return answerAlbum(ctx, await ctx.lease.takeAlbum(album));
-  });
+  composer.on("message", (ctx) =>
+    ctx.answerAfter(async () => {
+      const album = ctx.msg.media_group_id;
+      if (album === undefined) return answerMessage(ctx);
+      return answerAlbum(ctx, await ctx.lease.takeAlbum(album));
+    }),
+  );
 
   return composer;
 }

@@ -14,6 +14,12 @@ export type TurnFlavor = {
   readonly conversation: string;
   /** The topic the update came from, where its answers go; undefined outside topics. */
   readonly thread: number | undefined;
+  /**
+   * Leaves the answer to run once grammY's middleware has returned, and the update is not done
+   * until it has. Awaited inside a handler, the answer would hold every composer's frames for the
+   * whole of Gemini's reply (docs/decisions/0011-cpu-per-turn.md). One per update.
+   */
+  readonly answerAfter: (answer: () => Promise<unknown>) => void;
 };
 
 export type TurnContext = Context & TurnFlavor;
@@ -29,6 +35,7 @@ export function turnContext(
   me: UserFromGetMe,
   lease: Lease,
   allowed: ReadonlySet<number>,
+  answerAfter: TurnFlavor["answerAfter"],
 ): TurnContext | undefined {
   const route = routeUpdate(update, allowed, me);
   if (route.action !== "run") return undefined;
@@ -37,6 +44,7 @@ export function turnContext(
     lease,
     conversation: route.conversation,
     thread: threadOfMessage(ctx.msg),
+    answerAfter,
   };
   return Object.assign(ctx, flavor);
 }

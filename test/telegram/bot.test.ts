@@ -114,6 +114,13 @@ describe("commands that write, run by a process that lost its update", () => {
     expect((await h.app.store.stats(CHAT)).compactions).toBe(0);
     expect(telegram.sent).toEqual([]);
   });
+
+  it("a message, whose answer runs once the middleware has returned, fails the update too", async () => {
+    const before = (await h.app.store.stats(CHAT)).events;
+    expect(await runCommand("hello")).toBeInstanceOf(LeaseLostError);
+    expect((await h.app.store.stats(CHAT)).events).toBe(before);
+    expect(telegram.sent).toEqual([]);
+  });
 });
 
 describe("a turn whose compaction notice Telegram refuses", () => {
