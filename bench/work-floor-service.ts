@@ -9,7 +9,7 @@
  *   full-text index, and the token usage;
  * - Gemini gets Koroku's own system instruction, tools and settings (the request the load bench
  *   captured from Koroku's run, WORK_FLOOR_REQUEST), with the message's time stamp;
- * - "typing…" after 300 ms; streamed answers are shown as drafts, at most every 250 ms and 30 a
+ * - "typing…" after 300 ms and every 4 s after; streamed answers are shown as drafts, at most every 250 ms and 30 a
  *   second over all answers;
  * - the answer's message id is recorded once Telegram accepts it;
  * - both events are embedded for recall, 64 at a time, and their vectors stored.
@@ -133,8 +133,13 @@ bot.on("message:text", async (ctx) => {
   };
   appended(chatId, user, ctx.message.text);
   contents.push(user);
-  const typing = setTimeout(() => {
+  const sendTyping = () => {
     ctx.api.sendChatAction(chatId, "typing").catch(() => {});
+  };
+  let typingAgain: NodeJS.Timeout | undefined;
+  const typing = setTimeout(() => {
+    sendTyping();
+    typingAgain = setInterval(sendTyping, 4_000);
   }, 300);
   let answer = "";
   let input = 0;
@@ -156,6 +161,7 @@ bot.on("message:text", async (ctx) => {
   } finally {
     streaming--;
     clearTimeout(typing);
+    clearInterval(typingAgain);
   }
   appended(chatId, { role: "model", parts: [{ text: answer }] }, answer);
   used.run(chatId, input, output, Date.now());
