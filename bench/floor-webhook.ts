@@ -10,10 +10,10 @@ export function floorEnv(name: string): string {
 }
 
 /**
- * Starts a floor's bot on its webhook: checks the secret, reads the update, runs `accept` (what must be done
- * before Telegram hears 200), answers, then hands the update to `handle`. Acknowledged at once and
- * handled after, as Koroku's inbox does: grammY's webhookCallback would hold each of Telegram's
- * (and the driver's) 40 connections for the whole turn.
+ * Starts a floor's bot on its webhook: checks the secret, reads the update, runs `accept` (what
+ * must be done before Telegram hears 200), answers, then hands the update to `handle`.
+ * Acknowledged at once and handled after, as Koroku's inbox does: grammY's webhookCallback would
+ * hold each of Telegram's (and the driver's) 40 connections for the whole turn.
  */
 export async function serveFloorWebhook(
   bot: Bot,

@@ -1,21 +1,22 @@
 /**
  * The library floor (bench/floor-service.ts) doing by hand the work every Koroku turn does, with
- * nothing of Koroku's code: the least a turn with Koroku's guarantees and behaviour costs on the
- * same libraries (Koroku's time stamp on the message aside). Per turn, on SQLite through better-sqlite3's prepared statements (WAL,
- * synchronous NORMAL, as Koroku):
+ * nothing of Koroku's code, to set Koroku's CPU a turn against what that work costs on the same
+ * libraries. Per turn, on SQLite through better-sqlite3's prepared statements (WAL, synchronous
+ * NORMAL, as Koroku):
  *
  * - the update is stored before the webhook is answered, claimed, and marked finished;
  * - the chat's history is read and sent, the user's and the model's events are stored with a
  *   full-text index, and the token usage;
  * - Gemini gets Koroku's own system instruction, tools and settings (the request the load bench
- *   captured from Koroku's run, WORK_FLOOR_REQUEST), with the message's time stamp;
- * - "typing…" after 300 ms and every 4 s after; streamed answers are shown as drafts, at most every 250 ms and 30 a
- *   second over all answers;
+ *   captured from Koroku's run, WORK_FLOOR_REQUEST), with Koroku's time stamp on the message;
+ * - "typing…" after 300 ms and every 4 s after, until the first draft shows; streamed answers
+ *   are shown as drafts, at most every 250 ms and 30 a second over all answers;
  * - the answer's message id is recorded once Telegram accepts it;
  * - both events are embedded for recall, 64 at a time, and their vectors stored.
  *
- * Left out, as no floor of these libraries: rendering Markdown, the allowlist, the profile and
- * /voice reads, recall, compaction, the courier thread and every failure path.
+ * Left out: rendering Markdown, the allowlist, the profile and /voice reads, compaction, the
+ * courier thread, a durable embedding queue (this one is in memory), and every failure path.
+ * Like the library floor, the answer runs inside grammY's middleware and reads `chunk.text`.
  */
 
 import { readFileSync } from "node:fs";
@@ -57,7 +58,7 @@ db.exec(`
     output INTEGER NOT NULL, at INTEGER NOT NULL);
   CREATE TABLE vectors (event_id INTEGER PRIMARY KEY, vector BLOB NOT NULL);
 `);
-const store = db.prepare("INSERT INTO inbox (update_id, chat_id, body) VALUES (?, ?, ?)");
+const store = db.prepare("INSERT OR IGNORE INTO inbox (update_id, chat_id, body) VALUES (?, ?, ?)");
 const claim = db.prepare(
   "UPDATE inbox SET state = 'running' WHERE update_id = ? AND state = 'new'",
 );
@@ -141,6 +142,10 @@ bot.on("message:text", async (ctx) => {
     sendTyping();
     typingAgain = setInterval(sendTyping, 4_000);
   }, 300);
+  const stopTyping = () => {
+    clearTimeout(typing);
+    clearInterval(typingAgain);
+  };
   let answer = "";
   let input = 0;
   let output = 0;
@@ -155,13 +160,14 @@ bot.on("message:text", async (ctx) => {
       const spacing = Math.max(250, (streaming * 1_000) / 30);
       if (Date.now() - lastDraft >= spacing && chunk.candidates?.[0]?.finishReason === undefined) {
         lastDraft = Date.now();
+        // The draft says more than "typing…", as Koroku's does.
+        stopTyping();
         ctx.api.sendMessageDraft(chatId, 1, answer).catch(() => {});
       }
     }
   } finally {
     streaming--;
-    clearTimeout(typing);
-    clearInterval(typingAgain);
+    stopTyping();
   }
   appended(chatId, { role: "model", parts: [{ text: answer }] }, answer);
   used.run(chatId, input, output, Date.now());

@@ -6,9 +6,10 @@ export type BodyStep = {
 };
 
 /**
- * `body` through `step`, read from its source only when the reader asks. Node's pipeThrough with
- * a TransformStream costs several promises and queue operations a chunk in each stage, and the
- * Gemini client's fetch has two stages on every answer (docs/decisions/0011-cpu-per-turn.md).
+ * `body` through `step`, read from its source as the reader reads (one read ahead, as a pipe
+ * reads). Node's pipeThrough with a TransformStream costs several promises and queue operations a
+ * chunk in each stage, and the Gemini client's fetch has two stages on every answer
+ * (docs/decisions/0011-cpu-per-turn.md).
  */
 export function transformBody(
   body: ReadableStream<Uint8Array>,
@@ -16,6 +17,7 @@ export function transformBody(
 ): ReadableStream<Uint8Array> {
   const reader = body.getReader();
   let handed = false;
+  let cancelled = false;
   let out: ReadableStreamDefaultController<Uint8Array> | undefined;
   const enqueue = (bytes: Uint8Array) => {
     handed = true;
@@ -32,6 +34,8 @@ export function transformBody(
         while (!handed) {
           const { done, value } = await reader.read();
           if (done) {
+            // A body its reader cancelled ends here, with nothing more to hand on.
+            if (cancelled) return;
             step.flush?.(enqueue);
             controller.close();
             return;
@@ -43,7 +47,10 @@ export function transformBody(
         throw error;
       }
     },
-    cancel: (reason) => reader.cancel(reason),
+    cancel: (reason) => {
+      cancelled = true;
+      return reader.cancel(reason);
+    },
   });
 }
 

@@ -125,9 +125,8 @@ export function createBot(deps: BotDeps) {
   // Whoever announces a migration, the conversation follows the group (nothing else runs).
   bot.use(chatMigrationComposer({ moveConversation: deps.moveConversation, logger: deps.logger }));
   // These composers answer commands and buttons only: an update that is neither passes them in
-  // one check instead of one a command, each of which grammY keeps waiting on the turn's answer
-  // (docs/decisions/0011-cpu-per-turn.md). The check is the first of every command()'s and
-  // callbackQuery()'s own.
+  // one check instead of one a command (docs/decisions/0011-cpu-per-turn.md). The check is the
+  // first of every command()'s and callbackQuery()'s own.
   const commandsAndButtons = bot.filter(
     Context.has.filterQuery([":entities:bot_command", "callback_query:data"]),
   );

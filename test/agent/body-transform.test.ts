@@ -77,6 +77,28 @@ describe("a response body through a step", () => {
     expect(state).toMatchObject({ cancelled: true, reason: "enough" });
   });
 
+  it("hands nothing more on, flushing nothing, once its reader cancelled during a read", async () => {
+    let cancelled = false;
+    const waiting = new ReadableStream<Uint8Array>({
+      pull: () => new Promise<void>(() => {}),
+      cancel() {
+        cancelled = true;
+      },
+    });
+    let flushed = false;
+    const out = transformBody(waiting, {
+      transform: (chunk, enqueue) => enqueue(chunk),
+      flush() {
+        flushed = true;
+      },
+    });
+    const reader = out.getReader();
+    const read = reader.read();
+    await reader.cancel("stop");
+    expect(await read).toEqual({ done: true, value: undefined });
+    expect({ cancelled, flushed }).toEqual({ cancelled: true, flushed: false });
+  });
+
   it("keeps a response's status and headers, and leaves a response without a body as it is", async () => {
     const { body } = source([bytes(104, 105)]);
     const response = new Response(body, {
