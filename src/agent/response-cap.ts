@@ -1,5 +1,3 @@
-import { withBodyStep } from "./body-transform.js";
-
 /**
  * The most bytes one Gemini response may carry, streamed or not. Gemini's largest text answers
  * (65,536 output tokens, thought signatures, grounding) come to a few hundred kilobytes, but an
@@ -31,12 +29,19 @@ export function capResponseBytes(fetchImpl: typeof fetch, maxBytes: number): typ
       throw new ResponseTooLargeError(maxBytes);
     }
     let seen = 0;
-    return withBodyStep(response, {
-      transform(chunk, enqueue) {
-        seen += chunk.byteLength;
-        if (seen > maxBytes) throw new ResponseTooLargeError(maxBytes);
-        enqueue(chunk);
-      },
+    const counted = response.body.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          seen += chunk.byteLength;
+          if (seen > maxBytes) controller.error(new ResponseTooLargeError(maxBytes));
+          else controller.enqueue(chunk);
+        },
+      }),
+    );
+    return new Response(counted, {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
     });
   };
 }

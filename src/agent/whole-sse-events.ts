@@ -1,5 +1,3 @@
-import { type BodyStep, transformBody, withBodyStep } from "./body-transform.js";
-
 const LF = 0x0a;
 const CR = 0x0d;
 
@@ -42,33 +40,30 @@ function lastBytes(pieces: readonly Uint8Array[], count: number): Uint8Array {
  * each end at once; here each byte is looked at once and copied at most twice.
  */
 export function inWholeEvents(body: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
-  return transformBody(body, wholeEvents());
-}
-
-/** The step that hands on whole events (see inWholeEvents). */
-function wholeEvents(): BodyStep {
   /** Bytes after the last whole event handed on, in the pieces they came in. */
   let pending: Uint8Array[] = [];
-  return {
-    transform(chunk, enqueue) {
-      // A delimiter can start in the bytes before this read: the last three are looked at again.
-      const before = lastBytes(pending, 3);
-      const window = concat([before, chunk]);
-      let end = -1;
-      for (let i = window.length - 1; i >= before.length && end === -1; i--) {
-        if (delimiterEndsAt(window, i)) end = i + 1 - before.length;
-      }
-      if (end === -1) {
-        pending.push(chunk);
-        return;
-      }
-      enqueue(concat([...pending, chunk.subarray(0, end)]));
-      pending = end < chunk.byteLength ? [chunk.subarray(end)] : [];
-    },
-    flush(enqueue) {
-      if (pending.length > 0) enqueue(concat(pending));
-    },
-  };
+  return body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        // A delimiter can start in the bytes before this read: the last three are looked at again.
+        const before = lastBytes(pending, 3);
+        const window = concat([before, chunk]);
+        let end = -1;
+        for (let i = window.length - 1; i >= before.length && end === -1; i--) {
+          if (delimiterEndsAt(window, i)) end = i + 1 - before.length;
+        }
+        if (end === -1) {
+          pending.push(chunk);
+          return;
+        }
+        controller.enqueue(concat([...pending, chunk.subarray(0, end)]));
+        pending = end < chunk.byteLength ? [chunk.subarray(end)] : [];
+      },
+      flush(controller) {
+        if (pending.length > 0) controller.enqueue(concat(pending));
+      },
+    }),
+  );
 }
 
 /** `fetch` whose server-sent-event bodies arrive in whole events (see inWholeEvents). */
@@ -76,7 +71,11 @@ export function withWholeEvents(fetchImpl: typeof fetch): typeof fetch {
   return async (input, init) => {
     const response = await fetchImpl(input, init);
     const type = response.headers.get("content-type") ?? "";
-    if (!type.startsWith("text/event-stream")) return response;
-    return withBodyStep(response, wholeEvents());
+    if (response.body === null || !type.startsWith("text/event-stream")) return response;
+    return new Response(inWholeEvents(response.body), {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
   };
 }
