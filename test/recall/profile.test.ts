@@ -1,6 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
-import { migrateToLatest } from "../../src/db/migrate.js";
+import { beforeAll, describe, expect, it } from "vitest";
 import {
   createProfiles,
   factMatches,
@@ -10,25 +8,17 @@ import {
 } from "../../src/recall/profile.js";
 import { createProfileTools } from "../../src/recall/profile-tools.js";
 import { createToolRegistry } from "../../src/tools/registry.js";
-import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../helpers/databases.js";
-import { captureLogger } from "../helpers/logs.js";
+import { DATABASE_KINDS } from "../helpers/databases.js";
+import { migratedDatabasePerFile } from "../helpers/migrated-database.js";
 import { toolContext } from "../helpers/tool-context.js";
 import { errorOf, outputOf } from "../tools/temp-dir.js";
 
 describe.each(DATABASE_KINDS)("profiles on %s", (kind) => {
-  let testDb: TestDatabase;
-  let handle: DatabaseHandle;
+  const db = migratedDatabasePerFile(kind);
   let profiles: Profiles;
 
-  beforeAll(async () => {
-    testDb = await createTestDatabase(kind);
-    handle = openDatabase(testDb.target);
-    await migrateToLatest(handle.db, captureLogger().logger);
-    profiles = createProfiles({ db: handle.db });
-  });
-  afterAll(async () => {
-    await handle.close();
-    await testDb.dispose();
+  beforeAll(() => {
+    profiles = createProfiles({ db: db() });
   });
 
   it("keeps a fact once per scope and refuses past the budget, saying what to do", async () => {
