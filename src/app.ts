@@ -159,7 +159,12 @@ export async function createApp(
       saveFile: attachments.save,
       timeZone: config.timeZone,
       extra: [
-        ...createTaskTools({ tasks, timeZone: config.timeZone, now: Date.now }),
+        ...createTaskTools({
+          tasks,
+          timeZone: config.timeZone,
+          now: Date.now,
+          onAdded: (chatId, firstRunAt) => hooks.emit("taskScheduled", { chatId, firstRunAt }),
+        }),
         ...createProfileTools({ profiles }),
         createGenerateImageTool({
           model,

@@ -464,9 +464,21 @@ export async function startService(
     }
     await components.start({
       name: "scheduler",
-      start: () =>
-        startScheduler({ tasks: app.tasks, intervalMs: SCHEDULER_INTERVAL_MS, ...queueing }),
-      stop: (scheduler) => scheduler.stop(),
+      start: () => {
+        const scheduler = startScheduler({
+          tasks: app.tasks,
+          intervalMs: SCHEDULER_INTERVAL_MS,
+          ...queueing,
+        });
+        const unsubscribe = app.hooks.on("taskScheduled", (e) =>
+          scheduler.addedDueAt(e.firstRunAt),
+        );
+        return { scheduler, unsubscribe };
+      },
+      stop: ({ scheduler, unsubscribe }) => {
+        unsubscribe();
+        return scheduler.stop();
+      },
     });
     if (!webhook) {
       await components.start({

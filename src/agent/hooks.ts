@@ -37,6 +37,8 @@ export type AgentHookEvents = {
    * final message), `seconds` after the turn began.
    */
   firstVisibleText: { chatId: string; seconds: number };
+  /** schedule_task added a task whose first run is due at `firstRunAt` (ms). */
+  taskScheduled: { chatId: string; firstRunAt: number };
 };
 
 export type HookName = keyof AgentHookEvents;

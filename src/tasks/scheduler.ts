@@ -1,6 +1,14 @@
 import { type PeriodicJob, type QueueingOptions, startQueueing } from "../queue/periodic.js";
 import type { TaskStore } from "./store.js";
 
+export type Scheduler = PeriodicJob & {
+  /**
+   * A task was added whose first run is due at `at` (ms): one due before the next tick is queued
+   * at its time, so that "now" does not wait for the tick. A later one the ticks find.
+   */
+  addedDueAt(at: number): void;
+};
+
 /**
  * Turns due task runs into inbox items, at start-up (runs missed while the service was down)
  * and then every `intervalMs`; the dispatcher runs them like any update, in order with their
@@ -10,9 +18,9 @@ export function startScheduler(
   deps: QueueingOptions & {
     tasks: Pick<TaskStore, "queueDue">;
   },
-): PeriodicJob {
+): Scheduler {
   const now = deps.now ?? Date.now;
-  return startQueueing({
+  const job = startQueueing({
     ...deps,
     queue: async () => {
       const runs = await deps.tasks.queueDue(now());
@@ -23,4 +31,26 @@ export function startScheduler(
       failed: "could not queue due scheduled tasks; trying again soon",
     },
   });
+  const early = new Set<NodeJS.Timeout>();
+  return {
+    run: job.run,
+    addedDueAt(at) {
+      const wait = at - now();
+      if (wait >= deps.intervalMs) return;
+      const timer = setTimeout(
+        () => {
+          early.delete(timer);
+          void job.run();
+        },
+        Math.max(0, wait),
+      );
+      timer.unref();
+      early.add(timer);
+    },
+    async stop() {
+      for (const timer of early) clearTimeout(timer);
+      early.clear();
+      await job.stop();
+    },
+  };
 }

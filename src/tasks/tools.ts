@@ -51,6 +51,8 @@ export function createTaskTools(deps: {
   timeZone: string;
   now: () => number;
   limits?: TaskLimits;
+  /** Told of each task added, with its first run (ms), so that the scheduler is not a tick late. */
+  onAdded(chatId: string, firstRunAt: number): void;
 }): Tool[] {
   const { tasks, timeZone } = deps;
   const limits = deps.limits ?? DEFAULT_TASK_LIMITS;
@@ -162,6 +164,7 @@ export function createTaskTools(deps: {
         );
       }
       const task = outcome.added;
+      deps.onAdded(ctx.chatId, firstMs);
       const following = recurrence && nextOccurrence(recurrence, firstMs, timeZone);
       return {
         scheduled: view(task),

@@ -32,6 +32,8 @@ describe.each(DATABASE_KINDS)("scheduled task tools on %s", (kind) => {
   let registry: ToolRegistry;
   let clock = START;
   let conversation = 0;
+  /** What the tools told the scheduler. */
+  const added: { chatId: string; firstRunAt: number }[] = [];
   /** A conversation of its own for each test: the tests share one database. */
   let ctx: ToolContext = toolContext("local");
   /** The inbox the scheduler queues runs into, on the test's clock. */
@@ -56,6 +58,7 @@ describe.each(DATABASE_KINDS)("scheduled task tools on %s", (kind) => {
         timeZone: ZONE,
         now: () => clock,
         limits: { ...DEFAULT_TASK_LIMITS, maxTasks: 3 },
+        onAdded: (chatId, firstRunAt) => added.push({ chatId, firstRunAt }),
       }),
     );
   });
@@ -106,6 +109,8 @@ describe.each(DATABASE_KINDS)("scheduled task tools on %s", (kind) => {
     });
     const [task] = await tasks.listActive(ctx.chatId);
     expect(task).toMatchObject({ chatId: Number(`-100${conversation}`), threadId: 7 });
+    // The scheduler hears of it, to queue it on time.
+    expect(added.at(-1)).toEqual({ chatId: ctx.chatId, firstRunAt: task?.nextRunAt });
   });
 
   it("schedules a recurring run from `when`'s time of day and says the run after", async () => {
