@@ -401,6 +401,54 @@ async function runOne(
   }
 }
 
+/** A run and the rows it gave. */
+type Ran = { run: RunCase; rows: BenchRow[] };
+
+const CPU_METRIC = "service CPU per turn";
+/** Issue 32: Koroku's CPU a turn at most this many times the library floor's, in the same run. */
+const FLOOR_RATIO_TARGET = 1.5;
+
+/**
+ * Each run's CPU a turn against the floors' in this run, with the same answers: the host's speed
+ * moves by a fifth between runs, so only runs side by side compare.
+ */
+function againstTheFloors(runs: readonly Ran[]): BenchRow[] {
+  const cpuOf = (ran: Ran | undefined) => ran?.rows.find((r) => r.metric === CPU_METRIC)?.value;
+  const rows: BenchRow[] = [];
+  for (const ran of runs) {
+    const { run } = ran;
+    if (run.database === "none") continue;
+    const cpu = cpuOf(ran);
+    const floor = cpuOf(runs.find((r) => r.run.database === "none" && r.run.mode === run.mode));
+    const work = cpuOf(runs.find((r) => r.run.workFloor && r.run.mode === run.mode));
+    const where = { benchmark: BENCHMARK, database: run.database, case: caseName(run) };
+    if (cpu === undefined) continue;
+    if (floor !== undefined) {
+      const ratio = cpu / floor;
+      rows.push({
+        ...where,
+        metric: "CPU per turn to the library floor",
+        value: round(ratio, 2),
+        unit: "times",
+        ...(run.workFloor
+          ? {}
+          : { target: `≤ ${FLOOR_RATIO_TARGET}`, ok: ratio <= FLOOR_RATIO_TARGET }),
+        note: `${cpu} ms a turn against the library floor's ${floor} ms in this run`,
+      });
+    }
+    if (work !== undefined && !run.workFloor && run.database === "sqlite") {
+      rows.push({
+        ...where,
+        metric: "CPU per turn to the work floor",
+        value: round(cpu / work, 2),
+        unit: "times",
+        note: `${cpu} ms a turn against the work floor's ${work} ms in this run`,
+      });
+    }
+  }
+  return rows;
+}
+
 /** Koroku's last turn request without its contents, for the work floor to send the same. */
 function requestShape(sent: Sent): Omit<GenerateBody, "contents"> {
   if (sent.koroku === undefined)
@@ -420,21 +468,18 @@ export async function loadBenchmark(options: LoadBenchOptions): Promise<BenchRow
   try {
     const rows: BenchRow[] = [];
     const sent: Sent = {};
+    const runs: Ran[] = [];
+    const run = async (runCase: RunCase) => {
+      const ran = await runOne(fakes, runCase, options, sent);
+      runs.push({ run: runCase, rows: ran });
+      rows.push(...ran);
+    };
     if (FLOOR) {
-      for (const mode of RUN_MODES)
-        rows.push(
-          ...(await runOne(
-            fakes,
-            { database: "none", concurrency: undefined, mode },
-            options,
-            sent,
-          )),
-        );
+      for (const mode of RUN_MODES) await run({ database: "none", concurrency: undefined, mode });
     }
     for (const database of options.databases) {
       for (const concurrency of CONCURRENCIES) {
-        for (const mode of RUN_MODES)
-          rows.push(...(await runOne(fakes, { database, concurrency, mode }, options, sent)));
+        for (const mode of RUN_MODES) await run({ database, concurrency, mode });
       }
     }
     if (FLOOR && options.databases.includes("sqlite")) {
@@ -445,19 +490,18 @@ export async function loadBenchmark(options: LoadBenchOptions): Promise<BenchRow
       writeFileSync(requestFile, JSON.stringify(requestShape(sent)));
       try {
         for (const mode of RUN_MODES) {
-          const run = {
-            database: "sqlite" as const,
+          await run({
+            database: "sqlite",
             concurrency: undefined,
             mode,
             workFloor: { requestFile },
-          };
-          rows.push(...(await runOne(fakes, run, options, sent)));
+          });
         }
       } finally {
         rmSync(dirname(requestFile), { recursive: true, force: true });
       }
     }
-    return rows;
+    return [...rows, ...againstTheFloors(runs)];
   } finally {
     await fakes.close();
   }
