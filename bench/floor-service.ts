@@ -6,18 +6,9 @@
  *
  * Run by bench/load.ts with the same environment as the service (serviceEnv).
  */
-import { GoogleGenAI } from "@google/genai";
-import { Bot } from "grammy";
-import { floorEnv, serveFloorWebhook } from "./floor-webhook.js";
+import { floorClients, serveFloorWebhook } from "./floor-parts.js";
 
-const bot = new Bot(floorEnv("TELEGRAM_BOT_TOKEN"), {
-  client: { apiRoot: floorEnv("TELEGRAM_API_ROOT") },
-});
-const gemini = new GoogleGenAI({
-  apiKey: floorEnv("GEMINI_API_KEY"),
-  httpOptions: { baseUrl: floorEnv("GEMINI_BASE_URL") },
-});
-const model = floorEnv("GEMINI_MODEL");
+const { bot, gemini, model } = floorClients();
 
 bot.on("message:text", async (ctx) => {
   const stream = await gemini.models.generateContentStream({

@@ -20,11 +20,10 @@
  */
 
 import { readFileSync } from "node:fs";
-import { type Content, type GenerateContentConfig, GoogleGenAI } from "@google/genai";
+import type { Content, GenerateContentConfig } from "@google/genai";
 import SQLite from "better-sqlite3";
-import { Bot } from "grammy";
 import { messageTimeFormat, sentAtNote } from "../src/agent/prompts.js";
-import { floorEnv, serveFloorWebhook } from "./floor-webhook.js";
+import { floorClients, floorEnv, serveFloorWebhook } from "./floor-parts.js";
 
 /** Koroku's request without its contents: system instruction, tools and settings. */
 type RequestShape = {
@@ -76,14 +75,7 @@ const storeVectors = db.transaction((ids: number[], vectors: Float32Array[]) => 
   }
 });
 
-const bot = new Bot(floorEnv("TELEGRAM_BOT_TOKEN"), {
-  client: { apiRoot: floorEnv("TELEGRAM_API_ROOT") },
-});
-const gemini = new GoogleGenAI({
-  apiKey: floorEnv("GEMINI_API_KEY"),
-  httpOptions: { baseUrl: floorEnv("GEMINI_BASE_URL") },
-});
-const model = floorEnv("GEMINI_MODEL");
+const { bot, gemini, model } = floorClients();
 const stamp = messageTimeFormat("UTC");
 
 /** Answers being written at once: their drafts share 30 a second, as Koroku's do. */

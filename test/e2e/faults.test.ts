@@ -1,8 +1,7 @@
-import SQLite from "better-sqlite3";
-import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { call, hang, type RecordedRequest, type Step, status, text } from "../fakes/gemini.js";
 import { buildTextUpdate } from "../fakes/telegram.js";
+import { inboxStatus, query } from "../helpers/database-rows.js";
 import { createTestDatabase, POSTGRES_URL, type TestDatabase } from "../helpers/databases.js";
 import { startPrivatePostgres } from "../helpers/private-postgres.js";
 import {
@@ -49,29 +48,6 @@ async function health(w: ServiceWorld, stderr: () => string): Promise<number> {
   }
 }
 
-type Row = Record<string, unknown>;
-
-/** Reads the service's database directly (never through a test proxy); `?` marks parameters. */
-async function query(db: TestDatabase, statement: string, ...params: unknown[]): Promise<Row[]> {
-  if (db.target.kind === "sqlite") {
-    const sqlite = new SQLite(db.target.path, { readonly: true, fileMustExist: true });
-    try {
-      return sqlite.prepare(statement).all(...params) as Row[];
-    } finally {
-      sqlite.close();
-    }
-  }
-  const client = new pg.Client({ connectionString: db.target.connectionString });
-  await client.connect();
-  try {
-    let n = 0;
-    const numbered = statement.replace(/\?/g, () => `$${++n}`);
-    return (await client.query(numbered, params)).rows as Row[];
-  } finally {
-    await client.end();
-  }
-}
-
 const storedUserMessages = async (db: TestDatabase, updateId: number) => {
   const [row] = await query(
     db,
@@ -79,11 +55,6 @@ const storedUserMessages = async (db: TestDatabase, updateId: number) => {
     updateId,
   );
   return Number(row?.n);
-};
-
-const inboxStatus = async (db: TestDatabase, updateId: number) => {
-  const [row] = await query(db, "select status from inbox where update_id = ?", updateId);
-  return row?.status;
 };
 
 const finished = (status: unknown) => status === "done" || status === "failed";

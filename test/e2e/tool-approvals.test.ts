@@ -2,7 +2,6 @@ import { fileURLToPath } from "node:url";
 import type { FunctionResponse, Part } from "@google/genai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NOT_ANSWERED, RAN_BEFORE_CRASH, USER_DECLINED } from "../../src/approvals/gate.js";
-import { openDatabase } from "../../src/db/connect.js";
 import { INHERITED_ENV } from "../../src/mcp/stdio-transport.js";
 import { NOT_YOURS_TO_STOP } from "../../src/telegram/ingest.js";
 import { call, text } from "../fakes/gemini.js";
@@ -14,6 +13,7 @@ import {
   startHttpMcpServer,
 } from "../fakes/mcp-server.js";
 import type { SentMessage } from "../fakes/telegram.js";
+import { inboxStatus } from "../helpers/database-rows.js";
 import { DATABASE_KINDS } from "../helpers/databases.js";
 import { eventually, type ServiceWorld, startWorld } from "../helpers/service-process.js";
 import { mcpConfigFile } from "../helpers/tool-policies.js";
@@ -79,21 +79,6 @@ const promptFor = (w: ServiceWorld, chat: number, tool: string, nth = 1) =>
     const m = prompts(w, chat, tool)[nth - 1];
     return m && buttonsOf(m).length === 3 ? m : undefined;
   }, 30_000);
-
-/** The inbox status of update `id`, read on a connection of its own. */
-async function inboxStatus(w: ServiceWorld, id: number): Promise<string | undefined> {
-  const handle = openDatabase(w.db.target, { poolSize: 1 });
-  try {
-    const row = await handle.db
-      .selectFrom("inbox")
-      .select("status")
-      .where("update_id", "=", id)
-      .executeTakeFirst();
-    return row?.status;
-  } finally {
-    await handle.close();
-  }
-}
 
 async function press(
   w: ServiceWorld,
@@ -464,7 +449,7 @@ describe.each(DATABASE_KINDS)("tool approvals through the running service on %s"
     const prompt = await promptFor(w, chat, "fake__note");
     // The turn that asked ends once its prompt is out. Killed before its row is done, on
     // PostgreSQL the row would wait out its lease (30 s) after the restart: another test's case.
-    await eventually(async () => (await inboxStatus(w, asked)) === "done");
+    await eventually(async () => (await inboxStatus(w.db, asked)) === "done");
     w.service.proc.kill("SIGKILL");
     await w.service.exited;
     w.service = await w.start();

@@ -1,5 +1,6 @@
 import { createServer } from "node:http";
-import type { Bot } from "grammy";
+import { GoogleGenAI } from "@google/genai";
+import { Bot } from "grammy";
 import type { Update } from "grammy/types";
 
 /** A setting the floors need, from the environment bench/load.ts gives them (serviceEnv). */
@@ -7,6 +8,20 @@ export function floorEnv(name: string): string {
   const value = process.env[name];
   if (!value) throw new Error(`floor service: ${name} is not set`);
   return value;
+}
+
+/** A floor's bot, Gemini client and model, on the fakes serviceEnv names. */
+export function floorClients(): { bot: Bot; gemini: GoogleGenAI; model: string } {
+  return {
+    bot: new Bot(floorEnv("TELEGRAM_BOT_TOKEN"), {
+      client: { apiRoot: floorEnv("TELEGRAM_API_ROOT") },
+    }),
+    gemini: new GoogleGenAI({
+      apiKey: floorEnv("GEMINI_API_KEY"),
+      httpOptions: { baseUrl: floorEnv("GEMINI_BASE_URL") },
+    }),
+    model: floorEnv("GEMINI_MODEL"),
+  };
 }
 
 /**
