@@ -45,23 +45,32 @@ function migratorIn(
 
 const isBusy = (error: unknown) => error instanceof Error && SQLITE_BUSY.test(error.message);
 
+// PostgreSQL's answers for an object that is not there: a schema, a table, a column.
+const GONE = new Set(["3F000", "42P01", "42703"]);
+
 /**
- * Whether the migration failed because another schema of the database was dropped while Kysely
- * listed every schema's tables (PostgreSQL's invalid_schema_name for a schema not ours): another
- * deployment or test run cleaning up. Looking again finds it gone.
+ * Whether the migration failed while Kysely still looked at the catalog, before any migration ran,
+ * because another schema of the database changed under that look: Kysely lists every schema's
+ * tables and columns, and PostgreSQL fails the list when one of them is dropped or renamed meanwhile
+ * (another deployment or test run migrating or cleaning up). Looking again sees the change made.
  */
-export const lostOtherSchema = (error: unknown, ours: string | undefined) =>
-  ours !== undefined &&
-  (error as { code?: unknown } | undefined)?.code === "3F000" &&
-  error instanceof Error &&
-  !error.message.includes(`"${ours}"`);
+export const otherSchemaChanged = (result: MigrationResultSet, ours: string | undefined) => {
+  const { error } = result;
+  return (
+    ours !== undefined &&
+    result.results === undefined &&
+    error instanceof Error &&
+    GONE.has(String((error as { code?: unknown }).code)) &&
+    !error.message.includes(`"${ours}"`)
+  );
+};
 
 /**
  * Brings the schema to the latest migration, in one transaction on both databases. On PostgreSQL,
  * Kysely's migrator holds an advisory lock, so replicas starting together take turns. On SQLite a
  * second process waits for the first's write lock, or hits SQLITE_BUSY while Kysely creates its own
  * tables; it retries, then finds nothing left to do. On PostgreSQL it also retries when another
- * schema vanished under Kysely's look at every schema's tables.
+ * schema changed under Kysely's look at every schema's tables.
  */
 export async function migrateToLatest(db: Kysely<Database>, logger: Logger): Promise<void> {
   const schema = await postgresSchema(db);
@@ -69,7 +78,7 @@ export async function migrateToLatest(db: Kysely<Database>, logger: Logger): Pro
   let result: MigrationResultSet = await migrator.migrateToLatest();
   for (
     let attempt = 1;
-    attempt < 20 && (isBusy(result.error) || lostOtherSchema(result.error, schema));
+    attempt < 20 && (isBusy(result.error) || otherSchemaChanged(result, schema));
     attempt++
   ) {
     await pause(backoffDelay(attempt, BUSY_BACKOFF, Math.random));
