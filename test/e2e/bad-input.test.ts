@@ -554,9 +554,13 @@ describe("bad input end to end (one world: no case poisons the process or anothe
     await waitForText(u, (t) => t === "echo: second");
     const contents = w.gemini.requests.at(-1)?.body.contents ?? [];
     expect(contents.map((c) => c.role)).toEqual(["user", "model", "user"]);
-    const warnings = w.service.logs.filter(
-      (l) => l.msg === "skipping a stored event that fails validation",
-    );
+    // The lines come through the service's stdout, which may be read after the answer.
+    const warnings = await eventually(() => {
+      const lines = w.service.logs.filter(
+        (l) => l.msg === "skipping a stored event that fails validation",
+      );
+      return lines.length >= bad.length ? lines : undefined;
+    });
     for (const id of bad) {
       expect(
         warnings.some((l) => l.message_id === id && l.chat_id === chatId),

@@ -91,9 +91,13 @@ describe.each(DATABASE_KINDS)("secrets at rest on %s", (kind) => {
       expect(stored).toContain(
         "Too Many Requests: retry after 60 (bot [REDACTED], [REDACTED], [REDACTED])",
       );
-      const logged = JSON.stringify(
-        w.service.logs.filter((line) => line.msg === "update failed; it will run again"),
-      );
+      // The line comes through the service's stdout, which may be read after the row is seen.
+      const logged = await eventually(() => {
+        const lines = w.service.logs.filter(
+          (line) => line.msg === "update failed; it will run again",
+        );
+        return lines.length > 0 ? JSON.stringify(lines) : undefined;
+      });
       expect(logged).toContain("[REDACTED], [REDACTED], [REDACTED]");
       for (const form of [token, ...disguises(token)]) {
         expect(stored).not.toContain(form);
