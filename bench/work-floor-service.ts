@@ -11,19 +11,23 @@
  *   captured from Koroku's run, WORK_FLOOR_REQUEST), with Koroku's time stamp on the message;
  * - "typing…" after 300 ms and every 4 s after, until the first draft shows; streamed answers
  *   are shown as drafts, at most every 250 ms and 30 a second over all answers;
- * - the answer's message id is recorded once Telegram accepts it;
+ * - the answer is sent, and its message id recorded the moment Telegram accepts it, on a thread
+ *   of its own (bench/work-floor-courier.ts), as Koroku's courier does (decision 0006);
  * - both events are embedded for recall, 64 at a time, and their vectors stored.
  *
- * Left out: rendering Markdown, the allowlist, the profile and /voice reads, compaction, the
- * courier thread, a durable embedding queue (this one is in memory), and every failure path.
+ * Left out: rendering Markdown, the allowlist, the profile and /voice reads, compaction, a durable
+ * embedding queue (this one is in memory), drafts and files through the courier, and every
+ * failure path.
  * Like the library floor, the answer runs inside grammY's middleware and reads `chunk.text`.
  */
 
 import { readFileSync } from "node:fs";
+import { Worker } from "node:worker_threads";
 import type { Content, GenerateContentConfig } from "@google/genai";
 import SQLite from "better-sqlite3";
 import { messageTimeFormat, sentAtNote } from "../src/agent/prompts.js";
 import { floorClients, floorEnv, serveFloorWebhook } from "./floor-parts.js";
+import type { FloorDelivered, FloorDelivery } from "./work-floor-courier.js";
 
 /** Koroku's request without its contents: system instruction, tools and settings. */
 type RequestShape = {
@@ -62,7 +66,6 @@ const claim = db.prepare(
   "UPDATE inbox SET state = 'running' WHERE update_id = ? AND state = 'new'",
 );
 const finish = db.prepare("UPDATE inbox SET state = 'done' WHERE update_id = ?");
-const delivered = db.prepare("UPDATE inbox SET delivered = ? WHERE update_id = ?");
 const history = db.prepare<[number], { body: string }>(
   "SELECT body FROM events WHERE chat_id = ? ORDER BY id",
 );
@@ -76,6 +79,25 @@ const storeVectors = db.transaction((ids: number[], vectors: Float32Array[]) => 
 });
 
 const { bot, gemini, model } = floorClients();
+
+const courier = new Worker(new URL("./work-floor-courier.js", import.meta.url), {
+  workerData: floorEnv("WORK_FLOOR_DATABASE"),
+});
+const sendMessageUrl = `${floorEnv("TELEGRAM_API_ROOT")}/bot${floorEnv("TELEGRAM_BOT_TOKEN")}/sendMessage`;
+const waiting = new Map<number, (delivered: FloorDelivered) => void>();
+let deliveries = 0;
+courier.on("message", (delivered: FloorDelivered) => {
+  waiting.get(delivered.id)?.(delivered);
+  waiting.delete(delivered.id);
+});
+function deliver(chatId: number, text: string, updateId: number): Promise<FloorDelivered> {
+  const id = ++deliveries;
+  const body = JSON.stringify({ chat_id: chatId, text, parse_mode: "HTML" });
+  return new Promise((resolve) => {
+    waiting.set(id, resolve);
+    courier.postMessage({ id, url: sendMessageUrl, body, updateId } satisfies FloorDelivery);
+  });
+}
 const stamp = messageTimeFormat("UTC");
 
 /** Answers being written at once: their drafts share 30 a second, as Koroku's do. */
@@ -163,8 +185,8 @@ bot.on("message:text", async (ctx) => {
   }
   appended(chatId, { role: "model", parts: [{ text: answer }] }, answer);
   used.run(chatId, input, output, Date.now());
-  const sent = await ctx.reply(answer, { parse_mode: "HTML" });
-  delivered.run(JSON.stringify([sent.message_id]), updateId);
+  const sent = await deliver(chatId, answer, updateId);
+  if (sent.error !== undefined) console.error(sent.error);
   finish.run(updateId);
 });
 

@@ -1,0 +1,39 @@
+import { parentPort, workerData } from "node:worker_threads";
+import SQLite from "better-sqlite3";
+
+/**
+ * The work floor's courier (bench/work-floor-service.ts): the delivery guarantee of decision 0006
+ * done by hand. It sends a message and records its id the moment Telegram accepts it, on a thread
+ * whose event loop does nothing else, so the record is not left waiting behind other chats' work.
+ */
+
+/** A sendMessage body, and the update whose answer it is. */
+export type FloorDelivery = { id: number; url: string; body: string; updateId: number };
+/** The sent message's id, or what went wrong. */
+export type FloorDelivered = { id: number; messageId?: number; error?: string };
+
+const port = parentPort;
+if (port) {
+  const db = new SQLite(workerData as string);
+  db.pragma("busy_timeout = 5000");
+  db.pragma("synchronous = NORMAL");
+  const delivered = db.prepare("UPDATE inbox SET delivered = ? WHERE update_id = ?");
+  port.on("message", async ({ id, url, body, updateId }: FloorDelivery) => {
+    let reply: FloorDelivered;
+    try {
+      const res = await fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body,
+      });
+      const answer = (await res.json()) as { ok: boolean; result?: { message_id: number } };
+      const messageId = answer.result?.message_id;
+      if (!answer.ok || messageId === undefined) throw new Error("Telegram refused the message");
+      delivered.run(JSON.stringify([messageId]), updateId);
+      reply = { id, messageId };
+    } catch (error) {
+      reply = { id, error: String(error) };
+    }
+    port.postMessage(reply);
+  });
+}
