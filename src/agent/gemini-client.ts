@@ -32,7 +32,7 @@ import { capResponseBytes, MAX_MODEL_RESPONSE_BYTES, tooLargeIn } from "./respon
 import { StreamAssembly } from "./stream-assembly.js";
 import { streamLargeBodies } from "./streamed-request-body.js";
 import { thinkingConfigFor } from "./thinking.js";
-import { withWholeEvents } from "./whole-sse-events.js";
+import { sseInWholeEvents } from "./whole-sse-events.js";
 
 /** Documented value that makes Gemini skip signature validation for a function call. */
 export const SKIP_THOUGHT_SIGNATURE = "skip_thought_signature_validator";
@@ -195,8 +195,10 @@ export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
     // answer can fill the memory before it is refused; in whole events, so that a large one is
     // parsed in linear time; a request with inline media sent in chunks, not copied whole. Neither
     // @google/genai 3 nor Node 24 does any of the three itself (docs/decisions/0009-gemini-fetch-wrappers.md).
-    fetch: withWholeEvents(
-      capResponseBytes(streamLargeBodies(fetch), deps.maxResponseBytes ?? MAX_MODEL_RESPONSE_BYTES),
+    fetch: capResponseBytes(
+      streamLargeBodies(fetch),
+      deps.maxResponseBytes ?? MAX_MODEL_RESPONSE_BYTES,
+      sseInWholeEvents,
     ),
   });
 
@@ -226,7 +228,7 @@ export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
   ): Promise<GenerateResult> {
     const controller = new AbortController();
     const timeoutMs = deps.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    let timer = setTimeout(() => controller.abort(), timeoutMs);
+    const timer = setTimeout(() => controller.abort(), timeoutMs);
     const stop = () => controller.abort();
     request.stop?.addEventListener("abort", stop);
     const assembly = new StreamAssembly();
@@ -234,8 +236,7 @@ export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
       const params = paramsFor(request, contents, controller.signal);
       if (request.stream === undefined) return toResult(await ai.models.generateContent(params));
       for await (const chunk of await ai.models.generateContentStream(params)) {
-        clearTimeout(timer);
-        timer = setTimeout(() => controller.abort(), timeoutMs);
+        timer.refresh();
         // The chunk that finishes an answer without a function call is not drafted: that text
         // is sent as the answer's message, and an answer that came whole costs no draft at all.
         if (assembly.add(chunk) && !assembly.endsWithoutCall) {

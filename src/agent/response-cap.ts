@@ -1,3 +1,4 @@
+import type { Transformer } from "node:stream/web";
 /**
  * The most bytes one Gemini response may carry, streamed or not. Gemini's largest text answers
  * (65,536 output tokens, thought signatures, grounding) come to a few hundred kilobytes, but an
@@ -17,9 +18,15 @@ export class ResponseTooLargeError extends Error {
 /**
  * `fetch` whose response bodies error out as soon as they pass `maxBytes`: a declared length over
  * it is refused before a byte is read, and a streamed body is counted as it arrives, so memory
- * never holds more than the cap whatever the server sends.
+ * never holds more than the cap whatever the server sends. `reshape` may give a transformer the
+ * counted bytes then pass through, in the same step: one stream between the body and its reader.
  */
-export function capResponseBytes(fetchImpl: typeof fetch, maxBytes: number): typeof fetch {
+export function capResponseBytes(
+  fetchImpl: typeof fetch,
+  maxBytes: number,
+  reshape: (response: Response) => Transformer<Uint8Array, Uint8Array> | undefined = () =>
+    undefined,
+): typeof fetch {
   return async (input, init) => {
     const response = await fetchImpl(input, init);
     if (response.body === null) return response;
@@ -29,13 +36,16 @@ export function capResponseBytes(fetchImpl: typeof fetch, maxBytes: number): typ
       throw new ResponseTooLargeError(maxBytes);
     }
     let seen = 0;
+    const then = reshape(response);
     const counted = response.body.pipeThrough(
       new TransformStream<Uint8Array, Uint8Array>({
         transform(chunk, controller) {
           seen += chunk.byteLength;
           if (seen > maxBytes) controller.error(new ResponseTooLargeError(maxBytes));
+          else if (then?.transform) return then.transform(chunk, controller);
           else controller.enqueue(chunk);
         },
+        flush: (controller) => then?.flush?.(controller),
       }),
     );
     return new Response(counted, {

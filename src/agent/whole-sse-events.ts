@@ -1,3 +1,5 @@
+import type { Transformer } from "node:stream/web";
+
 const LF = 0x0a;
 const CR = 0x0d;
 
@@ -33,49 +35,39 @@ function lastBytes(pieces: readonly Uint8Array[], count: number): Uint8Array {
 }
 
 /**
- * A server-sent-event body handed on in whole events only. The Gemini SDK appends each read to a
+ * Hands a server-sent-event body on in whole events only. The Gemini SDK appends each read to a
  * string and searches the whole string for an event's end after every read, so one large event
  * (an image model's picture, or a flood from a broken proxy) arriving in many reads costs time
  * quadratic in its size, on the event loop every chat shares. Handed whole events, the SDK finds
  * each end at once; here each byte is looked at once and copied at most twice.
  */
-export function inWholeEvents(body: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
+export function wholeEvents(): Transformer<Uint8Array, Uint8Array> {
   /** Bytes after the last whole event handed on, in the pieces they came in. */
   let pending: Uint8Array[] = [];
-  return body.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        // A delimiter can start in the bytes before this read: the last three are looked at again.
-        const before = lastBytes(pending, 3);
-        const window = concat([before, chunk]);
-        let end = -1;
-        for (let i = window.length - 1; i >= before.length && end === -1; i--) {
-          if (delimiterEndsAt(window, i)) end = i + 1 - before.length;
-        }
-        if (end === -1) {
-          pending.push(chunk);
-          return;
-        }
-        controller.enqueue(concat([...pending, chunk.subarray(0, end)]));
-        pending = end < chunk.byteLength ? [chunk.subarray(end)] : [];
-      },
-      flush(controller) {
-        if (pending.length > 0) controller.enqueue(concat(pending));
-      },
-    }),
-  );
-}
-
-/** `fetch` whose server-sent-event bodies arrive in whole events (see inWholeEvents). */
-export function withWholeEvents(fetchImpl: typeof fetch): typeof fetch {
-  return async (input, init) => {
-    const response = await fetchImpl(input, init);
-    const type = response.headers.get("content-type") ?? "";
-    if (response.body === null || !type.startsWith("text/event-stream")) return response;
-    return new Response(inWholeEvents(response.body), {
-      status: response.status,
-      statusText: response.statusText,
-      headers: response.headers,
-    });
+  return {
+    transform(chunk, controller) {
+      // A delimiter can start in the bytes before this read: the last three are looked at again.
+      const before = lastBytes(pending, 3);
+      const window = before.byteLength === 0 ? chunk : concat([before, chunk]);
+      let end = -1;
+      for (let i = window.length - 1; i >= before.length && end === -1; i--) {
+        if (delimiterEndsAt(window, i)) end = i + 1 - before.length;
+      }
+      if (end === -1) {
+        pending.push(chunk);
+        return;
+      }
+      controller.enqueue(concat([...pending, chunk.subarray(0, end)]));
+      pending = end < chunk.byteLength ? [chunk.subarray(end)] : [];
+    },
+    flush(controller) {
+      if (pending.length > 0) controller.enqueue(concat(pending));
+    },
   };
 }
+
+/** Server-sent-event responses in whole events (see wholeEvents); others as they come. */
+export const sseInWholeEvents = (response: Response) =>
+  (response.headers.get("content-type") ?? "").startsWith("text/event-stream")
+    ? wholeEvents()
+    : undefined;

@@ -1,4 +1,5 @@
 import { createServer, type Server } from "node:http";
+import type { Transformer } from "node:stream/web";
 import { pino } from "pino";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createGeminiClient } from "../../src/agent/gemini-client.js";
@@ -63,6 +64,10 @@ describe("capResponseBytes", () => {
     // Sends chunks until the client goes away, declaring no length: only counting can stop it.
     server = createServer((req, res) => {
       bytesSent = 0;
+      if (req.url === "/small") {
+        res.end("hello");
+        return;
+      }
       if (req.url === "/declared") {
         res.writeHead(200, { "content-length": String(10 * CAP) });
         res.end("x".repeat(10 * CAP));
@@ -95,6 +100,27 @@ describe("capResponseBytes", () => {
     // The connection was dropped: the server could send little beyond what socket buffers hold.
     await expect.poll(() => bytesSent).toBeGreaterThan(CAP);
     expect(bytesSent).toBeLessThan(512 * CAP);
+  });
+
+  it("hands what it counted to the reshaping transformer, and still stops at the cap", async () => {
+    let counted = 0;
+    const firstByteOfEach: Transformer<Uint8Array, Uint8Array> = {
+      transform(chunk, controller) {
+        counted += chunk.byteLength;
+        controller.enqueue(chunk.subarray(0, 1));
+      },
+      flush: (controller) => controller.enqueue(new TextEncoder().encode("!")),
+    };
+    const capped = capResponseBytes(fetch, CAP, () => firstByteOfEach);
+    expect(await (await capped(`${url}/small`)).text()).toBe("h!");
+    counted = 0;
+    const error = await (await capped(`${url}/endless`)).text().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(tooLargeIn(error)).toBeInstanceOf(ResponseTooLargeError);
+    expect(counted).toBeGreaterThan(0);
+    expect(counted).toBeLessThanOrEqual(CAP);
   });
 
   it("refuses a declared length over the cap before reading it", async () => {

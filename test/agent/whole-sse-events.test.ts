@@ -1,8 +1,11 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { inWholeEvents } from "../../src/agent/whole-sse-events.js";
+import { wholeEvents } from "../../src/agent/whole-sse-events.js";
 
 const encoder = new TextEncoder();
+
+const inWholeEvents = (body: ReadableStream<Uint8Array>) =>
+  body.pipeThrough(new TransformStream(wholeEvents()));
 
 /** A body that arrives in exactly these reads. */
 function bodyOf(reads: readonly Uint8Array[]): ReadableStream<Uint8Array> {
