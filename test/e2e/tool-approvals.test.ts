@@ -23,6 +23,7 @@ const FAKE_SERVER = fileURLToPath(new URL("../fakes/mcp-server.ts", import.meta.
 const USERS = Array.from({ length: 21 }, (_, i) => 700_001 + i);
 const GROUP = -4_000_777;
 const OTHER_GROUP = -4_000_779;
+const GRANTS_GROUP = -4_000_781;
 const FORUM = -1_004_000_778;
 const TOPIC = 5;
 
@@ -265,6 +266,46 @@ describe.each(DATABASE_KINDS)("tool approvals through the running service on %s"
     await press(w, GROUP, prompt, "deny", admin);
     await eventually(() => textsTo(w, GROUP).includes("done at last"));
     expect(lastResponses(w)[0]?.response).toEqual({ error: USER_DECLINED });
+  });
+
+  it("in a group, only the one who allowed it or an admin revokes an Always allow", async () => {
+    const [asker, member, admin] = [USERS[4], USERS[5], USERS[13]] as number[];
+    const group = { chatId: GRANTS_GROUP, userId: asker as number };
+    const bot = w.telegram.bot.username;
+    w.telegram.setMemberStatus(GRANTS_GROUP, member as number, "member");
+    w.telegram.setMemberStatus(GRANTS_GROUP, admin as number, "administrator");
+    w.gemini.script(call("fake__pixel"), text("a group pixel"));
+    await w.say(`@${bot} draw`, group);
+    await press(w, GRANTS_GROUP, await promptFor(w, GRANTS_GROUP, "fake__pixel"), "always", asker);
+    await eventually(() => textsTo(w, GRANTS_GROUP).includes("a group pixel"));
+
+    await w.say(`/tools@${bot}`, { ...group, userId: member as number });
+    const list = await eventually(() =>
+      sentTo(w, GRANTS_GROUP).find((m) => m.plain_text.startsWith("MCP servers")),
+    );
+    const revoke = buttonsOf(list)[0] as string;
+    /** Presses Revoke as `user`; resolves with what the bot answered the press. */
+    const pressRevoke = async (user: number) => {
+      const update = w.telegram.pressButton(GRANTS_GROUP, list.message_id, revoke, user);
+      await w.post({ ...update, update_id: w.nextUpdateId() });
+      const answer = await eventually(() =>
+        w.telegram.calls.find(
+          (c) =>
+            c.method === "answerCallbackQuery" &&
+            c.body.callback_query_id === update.callback_query?.id,
+        ),
+      );
+      return String(answer.body.text);
+    };
+    expect(await pressRevoke(member as number)).toBe(
+      "Only the person who allowed it, or an admin of this group, can revoke it.",
+    );
+    w.gemini.script(call("fake__pixel"), text("still allowed"));
+    await w.say(`@${bot} again`, group);
+    await eventually(() => textsTo(w, GRANTS_GROUP).includes("still allowed"));
+    expect(prompts(w, GRANTS_GROUP, "fake__pixel")).toHaveLength(1);
+
+    expect(await pressRevoke(admin as number)).toBe("Revoked: it asks again from now on.");
   });
 
   it("/stop cancels a call that waits", async () => {

@@ -13,6 +13,7 @@ import type { TurnContext } from "../turn-context.js";
 const ANSWER_DATA = /^approval:(\d+):(once|always|deny)$/;
 const REVOKE_DATA = /^tools:revoke:(\d+)$/;
 const DECISIONS: Record<string, Decision> = { once: "allowed", always: "always", deny: "denied" };
+const GRANT_GONE = "That grant is gone already.";
 
 const HTML: Markup = {
   bold: (text) => `<b>${escapeHtml(text)}</b>`,
@@ -24,7 +25,10 @@ export type ApprovalsComposerDeps = {
   approvals: Approvals;
   /** The MCP servers and their tools, for /tools. */
   servers(): ServerStatus[];
-  /** Who may answer: the one whose turn it is, or a group's administrator (as for a stop). */
+  /**
+   * Who may answer a request (the one whose turn it is) or revoke an "always" (the one who gave
+   * it): they, or a group's administrator, as for a stop.
+   */
   mayAnswer: MayStop;
   /** Told when an answer queued a turn, so that the dispatcher looks at once. */
   onQueued(): void;
@@ -91,10 +95,26 @@ export function approvalsComposer(deps: ApprovalsComposerDeps): Composer<TurnCon
     const message = ctx.callbackQuery.message;
     if (!message) return;
     const scope = scopeName(scopeOf({ key: ctx.conversation, chatType: message.chat.type }));
+    const id = Number(ctx.match[1]);
+    const grant = (await approvals.store.grants(scope)).find((g) => g.id === id);
+    if (!grant) {
+      await ctx.answerCallbackQuery({ text: GRANT_GONE });
+      return;
+    }
+    // Whoever may answer a request may take back the "always" it gave: in a group, the one who
+    // pressed it or an administrator, as for a stop.
+    const presser = { id: ctx.callbackQuery.from.id, kind: "user" as const };
+    if (!(await deps.mayAnswer(message.chat, presser, grant.grantedBy))) {
+      await ctx.answerCallbackQuery({
+        text: "Only the person who allowed it, or an admin of this group, can revoke it.",
+        show_alert: true,
+      });
+      return;
+    }
     await ctx.lease.ensureHeld();
-    const revoked = await approvals.store.revoke(scope, Number(ctx.match[1]));
+    const revoked = await approvals.store.revoke(scope, id);
     await ctx.answerCallbackQuery({
-      text: revoked ? "Revoked: it asks again from now on." : "That grant is gone already.",
+      text: revoked ? "Revoked: it asks again from now on." : GRANT_GONE,
     });
   });
 
