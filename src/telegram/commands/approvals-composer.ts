@@ -1,4 +1,5 @@
-import { Composer, InlineKeyboard } from "grammy";
+import { type CallbackQueryContext, Composer, InlineKeyboard } from "grammy";
+import type { Chat } from "grammy/types";
 import { showEnding } from "../../answer/approval-requests.js";
 import type { Approvals } from "../../approvals/approvals.js";
 import { ENDINGS } from "../../approvals/request-text.js";
@@ -42,6 +43,22 @@ export function approvalsComposer(deps: ApprovalsComposerDeps): Composer<TurnCon
   const { approvals } = deps;
   const composer = new Composer<TurnContext>();
 
+  /**
+   * Whether the one who pressed a button may act for `owner` (who asked, or who gave an
+   * "always") in `chat`; when not, an alert tells them why.
+   */
+  async function mayPress(
+    ctx: CallbackQueryContext<TurnContext>,
+    chat: Pick<Chat, "id" | "type">,
+    owner: number | undefined,
+    refusal: string,
+  ): Promise<boolean> {
+    const presser = { id: ctx.callbackQuery.from.id, kind: "user" as const };
+    if (await deps.mayAnswer(chat, presser, owner)) return true;
+    await ctx.answerCallbackQuery({ text: refusal, show_alert: true });
+    return false;
+  }
+
   composer.callbackQuery(ANSWER_DATA, async (ctx) => {
     const id = Number(ctx.match[1]);
     const decision = DECISIONS[ctx.match[2] as string] as Decision;
@@ -51,16 +68,10 @@ export function approvalsComposer(deps: ApprovalsComposerDeps): Composer<TurnCon
       await ctx.answerCallbackQuery({ text: "This request is no longer waiting." });
       return;
     }
-    const presser = { id: ctx.callbackQuery.from.id, kind: "user" as const };
-    if (!(await deps.mayAnswer(message.chat, presser, approval.askedBy))) {
-      await ctx.answerCallbackQuery({
-        text: "Only the person who asked, or an admin of this group, can answer this.",
-        show_alert: true,
-      });
-      return;
-    }
+    const refusal = "Only the person who asked, or an admin of this group, can answer this.";
+    if (!(await mayPress(ctx, message.chat, approval.askedBy, refusal))) return;
     await ctx.lease.ensureHeld();
-    const answered = await approvals.answer(id, decision, presser.id);
+    const answered = await approvals.answer(id, decision, ctx.callbackQuery.from.id);
     if (!answered) {
       await ctx.answerCallbackQuery({ text: "This request was already answered, or ran out." });
       return;
@@ -101,16 +112,8 @@ export function approvalsComposer(deps: ApprovalsComposerDeps): Composer<TurnCon
       await ctx.answerCallbackQuery({ text: GRANT_GONE });
       return;
     }
-    // Whoever may answer a request may take back the "always" it gave: in a group, the one who
-    // pressed it or an administrator, as for a stop.
-    const presser = { id: ctx.callbackQuery.from.id, kind: "user" as const };
-    if (!(await deps.mayAnswer(message.chat, presser, grant.grantedBy))) {
-      await ctx.answerCallbackQuery({
-        text: "Only the person who allowed it, or an admin of this group, can revoke it.",
-        show_alert: true,
-      });
-      return;
-    }
+    const refusal = "Only the person who allowed it, or an admin of this group, can revoke it.";
+    if (!(await mayPress(ctx, message.chat, grant.grantedBy, refusal))) return;
     await ctx.lease.ensureHeld();
     const revoked = await approvals.store.revoke(scope, id);
     await ctx.answerCallbackQuery({
