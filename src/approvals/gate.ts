@@ -13,6 +13,8 @@ export const SUPERSEDED =
   "not run: the user wrote a new message instead of answering the request to run this call";
 export const POLICY_DENIED =
   "this tool is not allowed here (its policy is deny, set by whoever runs Koroku)";
+export const NOBODY_TO_ASK =
+  "not run: this tool runs only once the user allows it, and there is nobody here to ask";
 export const RAN_BEFORE_CRASH =
   "interrupted: Koroku restarted while this call ran; it may or may not have run";
 
@@ -137,8 +139,10 @@ export function createApprovalGate(deps: {
     scope: string,
     call: FunctionCallPart,
   ): Promise<CallDecision> {
-    // Nobody to ask: a turn that code runs for itself (tests of the loop), never a person's.
-    if (!ask || (await store.hasGrant(scope, call.name))) return { kind: "run" };
+    if (await store.hasGrant(scope, call.name)) return { kind: "run" };
+    // Nobody to ask (no chat to show the request in, nobody at the keyboard): a tool that runs
+    // only with consent does not run without it.
+    if (!ask) return { kind: "refuse", error: NOBODY_TO_ASK };
     const answer = await ask(call);
     switch (answer) {
       case "always":

@@ -22,6 +22,7 @@ import {
 } from "../fakes/gemini.js";
 import { DATABASE_KINDS } from "../helpers/databases.js";
 import { type Harness, startHarness } from "../helpers/harness.js";
+import { allowBuiltinTools } from "../helpers/tool-policies.js";
 
 const MODEL = "gemini-test";
 const ask = (value: string): Content => ({ role: "user", parts: [{ text: value }] });
@@ -181,6 +182,8 @@ describe("a streamed turn against the fake", () => {
 
   const start = async (wrapModel?: (model: ModelClient) => ModelClient) => {
     const h = await startHarness({
+      // Turns run here by code, with nobody to ask: the tools that ask are allowed.
+      env: allowBuiltinTools(),
       gemini: { stream: { chunkChars: 5 } },
       ...(wrapModel ? { wrapModel } : {}),
     });

@@ -16,6 +16,7 @@ import {
   thought,
 } from "../fakes/gemini.js";
 import { type Harness, harnessPerTest, startHarness } from "../helpers/harness.js";
+import { allowBuiltinTools } from "../helpers/tool-policies.js";
 
 const responsesOf = (e: SessionEvent) => e.parts.filter((p) => p.kind === "function_response");
 const allText = (r: RecordedRequest) => JSON.stringify(r.body.contents);
@@ -24,7 +25,10 @@ let distinct = 0;
 const freshCall = () => call("get_current_time", { attempt: ++distinct });
 
 describe("agent turn loop", () => {
-  const harness = harnessPerTest({ env: { MAX_TOOL_CALLS_PER_TURN: "15" } });
+  // Turns run here by code, with nobody to ask: the tools that ask are allowed.
+  const harness = harnessPerTest({
+    env: { MAX_TOOL_CALLS_PER_TURN: "15", ...allowBuiltinTools() },
+  });
   let h: Harness;
   beforeEach(() => {
     h = harness();

@@ -3,6 +3,7 @@ import { type Approvals, createApprovals } from "../../src/approvals/approvals.j
 import { continuationOf } from "../../src/approvals/continuation.js";
 import {
   type AskNow,
+  NOBODY_TO_ASK,
   NOT_ANSWERED,
   POLICY_DENIED,
   SUPERSEDED,
@@ -227,9 +228,13 @@ describe.each(DATABASE_KINDS)("approvals on %s", (kind) => {
       decisions: [{ kind: "run" }, { kind: "stop" }, { kind: "stop" }],
     });
     expect(asked).toEqual(["write_file", "run_command", "write_file"]);
-    // Nobody to ask (code running a turn for itself): asking tools run, denied ones do not.
-    expect(await terminalCheck(10, ["write_file", "forbidden"])).toMatchObject({
-      decisions: [{ kind: "run" }, { kind: "refuse", error: POLICY_DENIED }],
+    // Nobody to ask (code running a turn for itself): asking tools do not run, unless granted.
+    expect(await terminalCheck(10, ["write_file", "forbidden", "run_command"])).toMatchObject({
+      decisions: [
+        { kind: "refuse", error: NOBODY_TO_ASK },
+        { kind: "refuse", error: POLICY_DENIED },
+        { kind: "run" },
+      ],
     });
     expect(await inbox()).not.toContainEqual(
       expect.objectContaining({ update_json: expect.stringContaining('"terminal"') }),
