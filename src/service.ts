@@ -229,7 +229,7 @@ export async function startService(
           voice: app.voice,
           approvals: {
             approvals: app.approvals,
-            servers: () => app.mcp?.servers() ?? [],
+            servers: async () => (await app.mcp?.servers()) ?? [],
             // Called only once the service runs, when the dispatcher below exists.
             onQueued: () => dispatcher.announce(),
           },

@@ -14,8 +14,11 @@ import {
 } from "./server-connection.js";
 
 export type McpTools = ToolRegistry & {
-  /** Each server, its state and its tools (for /tools). */
-  servers(): ServerStatus[];
+  /**
+   * Each server, its state and its tools (for /tools), once each ready one has answered a ping
+   * or been found gone.
+   */
+  servers(): Promise<ServerStatus[]>;
   /** Settles when every server's current connection attempt has ended. */
   settled(): Promise<void>;
   /** The connection of one server (tests end its process). */
@@ -77,7 +80,10 @@ export function startMcpTools(
     // A server's tools may change what it holds: one call at a time, in the model's order.
     concurrencyOf: (name) => (find(name) ? 1 : undefined),
     knows: (name) => find(name) !== undefined,
-    servers: () => [...servers.values()].map((s) => s.status()),
+    async servers() {
+      await Promise.all([...servers.values()].map((s) => s.check()));
+      return [...servers.values()].map((s) => s.status());
+    },
     settled: async () => {
       await Promise.all([...servers.values()].map((s) => s.settled()));
     },

@@ -21,6 +21,8 @@ export const NAME_SEPARATOR = "__";
 const MAX_TOOL_NAME = 64;
 // Starting a server (npx fetching a package, a cold interpreter) takes longer than a call may.
 const CONNECT_TIMEOUT_MS = 30_000;
+/** A live server answers a ping at once; /tools waits no longer than this for one. */
+const PING_TIMEOUT_MS = 5_000;
 const TOOL_NAME = /^[A-Za-z_][A-Za-z0-9_.:-]*$/;
 
 export type ServerState = "starting" | "ready" | "unavailable" | "stopped";
@@ -232,11 +234,27 @@ export function connectServer(
     }
   }
 
+  /**
+   * Asks a ready server whether it still answers. A Streamable HTTP server that went away is
+   * otherwise found gone only by the next call; one that does not answer is restarted.
+   */
+  async function check(): Promise<void> {
+    const current = client;
+    if (!current || state !== "ready") return;
+    try {
+      await current.ping({ timeout: Math.min(config.timeoutMs, PING_TIMEOUT_MS) });
+    } catch (failure) {
+      if (failure instanceof McpError && failure.code !== ErrorCode.RequestTimeout) return;
+      await lost(current, messageOf(failure));
+    }
+  }
+
   attempt = connect();
 
   return {
     name: config.name,
     call,
+    check,
     status: (): ServerStatus => ({
       name: config.name,
       state,

@@ -22,7 +22,7 @@ export async function toolsCommand(
     const markup: Markup = { bold: styles.bold, code: styles.code, text: (text) => text };
     const hint = grants.length > 0 ? `\n${styles.code("tools revoke <tool>")} asks again.` : "";
     return [
-      serversReport(app.mcp?.servers() ?? [], policyOf, markup),
+      serversReport((await app.mcp?.servers()) ?? [], policyOf, markup),
       grantsReport(grants, markup) + hint,
     ].join("\n\n");
   }

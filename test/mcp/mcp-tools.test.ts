@@ -76,14 +76,14 @@ describe("MCP tools over stdio", () => {
       ok: true,
       response: { output: "echo: hello" },
     });
-    expect(tools.servers()[0]).toMatchObject({ name: "fake", state: "ready" });
+    expect((await tools.servers())[0]).toMatchObject({ name: "fake", state: "ready" });
   });
 
   it("leaves out a tool Gemini cannot take, and says why", async () => {
     const { tools, lines } = start([stdioServer()]);
     await tools.settled();
     const why = `"fake__${LONG_TOOL_NAME}" is not a name Gemini takes (letters, digits, "_", ".", ":", "-", 64 characters at most)`;
-    expect(tools.servers()[0]?.skipped).toEqual([{ tool: LONG_TOOL_NAME, why }]);
+    expect((await tools.servers())[0]?.skipped).toEqual([{ tool: LONG_TOOL_NAME, why }]);
     expect(tools.declarations().map((d) => d.name)).not.toContain(`fake__${LONG_TOOL_NAME}`);
     expect(lines).toContainEqual(
       expect.objectContaining({
@@ -168,8 +168,8 @@ describe("MCP tools over stdio", () => {
       },
     });
     await vi.waitFor(
-      () => {
-        expect(tools.servers()[0]?.state).toBe("ready");
+      async () => {
+        expect((await tools.servers())[0]?.state).toBe("ready");
         expect(tools.server("fake")?.pid()).not.toBe(before);
       },
       { timeout: 20_000 },
@@ -186,7 +186,7 @@ describe("MCP tools over stdio", () => {
       }),
     ]);
     await tools.settled();
-    expect(tools.servers()[0]?.state).toBe("unavailable");
+    expect((await tools.servers())[0]?.state).toBe("unavailable");
     expect(await tools.execute("fake__echo", { text: "x" }, ctx)).toMatchObject({ ok: false });
   });
 
@@ -212,21 +212,18 @@ describe("MCP tools over stdio", () => {
 });
 
 describe("MCP tools over Streamable HTTP", () => {
+  /** The config of the test's HTTP server as "web", with the bearer token it sends. */
+  const webServer = (url: string, token = "s3cret-token") => ({
+    ...stdioServer(),
+    name: "web",
+    transport: { kind: "http" as const, url, headers: { Authorization: `Bearer ${token}` } },
+  });
+
   it("connects with the bearer token and runs a tool", async () => {
     http = await startHttpMcpServer("s3cret-token");
-    const { tools } = start([
-      {
-        ...stdioServer(),
-        name: "web",
-        transport: {
-          kind: "http",
-          url: http.url,
-          headers: { Authorization: "Bearer s3cret-token" },
-        },
-      },
-    ]);
+    const { tools } = start([webServer(http.url)]);
     await tools.settled();
-    expect(tools.servers()[0]?.state).toBe("ready");
+    expect((await tools.servers())[0]?.state).toBe("ready");
     expect(await tools.execute("web__echo", { text: "over http" }, ctx)).toEqual({
       ok: true,
       response: { output: "echo: over http" },
@@ -235,19 +232,20 @@ describe("MCP tools over Streamable HTTP", () => {
     await vi.waitFor(() => expect(tools.declarations().map((d) => d.name)).toContain("web__late"));
   });
 
+  it("finds a Streamable HTTP server gone when /tools asks, before any call does", async () => {
+    http = await startHttpMcpServer("s3cret-token");
+    const { tools, lines } = start([webServer(http.url)], { baseMs: 60_000, maxMs: 60_000 });
+    await tools.settled();
+    expect((await tools.servers())[0]?.state).toBe("ready");
+    await http.close();
+    expect((await tools.servers())[0]).toMatchObject({ state: "unavailable" });
+    expect(lines.some((l) => l.msg === "lost the MCP server; restarting it")).toBe(true);
+  });
+
   it("answers unavailable while the server is away, and reconnects with backoff when it is back", async () => {
     http = await startHttpMcpServer("s3cret-token");
     const { url } = http;
-    const { tools, lines } = start(
-      [
-        {
-          ...stdioServer(),
-          name: "web",
-          transport: { kind: "http", url, headers: { Authorization: "Bearer s3cret-token" } },
-        },
-      ],
-      { baseMs: 20, maxMs: 200 },
-    );
+    const { tools, lines } = start([webServer(url)], { baseMs: 20, maxMs: 200 });
     await tools.settled();
     await http.close();
     const unavailable = {
@@ -263,13 +261,15 @@ describe("MCP tools over Streamable HTTP", () => {
     const failedAttempts = () =>
       lines.filter((l) => l.msg === "could not start the MCP server; trying again later").length;
     await vi.waitFor(() => expect(failedAttempts()).toBeGreaterThanOrEqual(2), { timeout: 20_000 });
-    expect(tools.servers()[0]?.state).toBe("unavailable");
+    expect((await tools.servers())[0]?.state).toBe("unavailable");
     expect(await tools.execute("web__echo", { text: "still gone?" }, ctx)).toMatchObject(
       unavailable,
     );
 
     http = await startHttpMcpServer("s3cret-token", Number(new URL(url).port));
-    await vi.waitFor(() => expect(tools.servers()[0]?.state).toBe("ready"), { timeout: 20_000 });
+    await vi.waitFor(async () => expect((await tools.servers())[0]?.state).toBe("ready"), {
+      timeout: 20_000,
+    });
     expect(await tools.execute("web__echo", { text: "back" }, ctx)).toEqual({
       ok: true,
       response: { output: "echo: back" },
@@ -278,15 +278,9 @@ describe("MCP tools over Streamable HTTP", () => {
 
   it("is unavailable with a wrong token", async () => {
     http = await startHttpMcpServer("s3cret-token");
-    const { tools } = start([
-      {
-        ...stdioServer(),
-        name: "web",
-        transport: { kind: "http", url: http.url, headers: { Authorization: "Bearer nope" } },
-      },
-    ]);
+    const { tools } = start([webServer(http.url, "nope")]);
     await tools.settled();
-    expect(tools.servers()[0]).toMatchObject({ state: "unavailable" });
+    expect((await tools.servers())[0]).toMatchObject({ state: "unavailable" });
     expect(await tools.execute("web__echo", { text: "x" }, ctx)).toMatchObject({ ok: false });
   });
 });

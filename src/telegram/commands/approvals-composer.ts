@@ -25,7 +25,7 @@ const HTML: Markup = {
 export type ApprovalsComposerDeps = {
   approvals: Approvals;
   /** The MCP servers and their tools, for /tools. */
-  servers(): ServerStatus[];
+  servers(): Promise<ServerStatus[]>;
   /**
    * Who may answer a request (the one whose turn it is) or revoke an "always" (the one who gave
    * it): they, or a group's administrator, as for a stop.
@@ -85,7 +85,7 @@ export function approvalsComposer(deps: ApprovalsComposerDeps): Composer<TurnCon
     const scope = scopeName(scopeOf({ key: ctx.conversation, chatType: ctx.chat.type }));
     const grants = await approvals.store.grants(scope);
     const parts = [
-      serversReport(deps.servers(), approvals.policyOf, HTML),
+      serversReport(await deps.servers(), approvals.policyOf, HTML),
       grantsReport(grants, HTML),
     ];
     await ctx.lease.ensureHeld();
