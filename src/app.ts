@@ -18,7 +18,6 @@ import { migrateToLatest } from "./db/migrate.js";
 import { explainDatabaseFailure, openExplained } from "./db/open-failures.js";
 import { createGenerateImageTool } from "./images/generate-image.js";
 import type { Logger } from "./logger.js";
-import { startMcpTools } from "./mcp/mcp-tools.js";
 import { instrumentAgent, instrumentModel, observeHooks } from "./metrics/instrument.js";
 import { createMetrics } from "./metrics/metrics.js";
 import { createConsolidation } from "./recall/consolidation.js";
@@ -145,10 +144,14 @@ export async function createApp(
       ),
   });
   // Started before the first turn, not awaited: a slow or broken server must not hold start-up
-  // up; its tools are offered once it answers.
+  // up; its tools are offered once it answers. The MCP SDK is loaded only when a server is
+  // configured: it holds about 11 MB a service without one never needs.
   const mcp =
     config.mcp.servers.length > 0
-      ? startMcpTools(config.mcp, { logger, saveFile: attachments.save })
+      ? (await import("./mcp/mcp-tools.js")).startMcpTools(config.mcp, {
+          logger,
+          saveFile: attachments.save,
+        })
       : undefined;
   const builtins = createToolRegistry(
     createBuiltinTools({

@@ -1,5 +1,5 @@
 import type { McpConfig, Policy } from "../mcp/config-file.js";
-import { NAME_SEPARATOR } from "../mcp/server-connection.js";
+import { NAME_SEPARATOR } from "../mcp/tool-names.js";
 
 /** Koroku's own tools that change things outside the conversation: asked for by default. */
 export const ASKING_BUILTINS: ReadonlySet<string> = new Set(["write_file", "run_command"]);

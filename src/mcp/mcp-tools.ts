@@ -6,12 +6,8 @@ import type { MediaPart } from "../session/events.js";
 import { isRecord, type ToolOutcome, type ToolRegistry } from "../tools/registry.js";
 import type { McpConfig } from "./config-file.js";
 import { convertResult } from "./results.js";
-import {
-  connectServer,
-  NAME_SEPARATOR,
-  type ServerConnection,
-  type ServerStatus,
-} from "./server-connection.js";
+import { connectServer, type ServerConnection, type ServerStatus } from "./server-connection.js";
+import { NAME_SEPARATOR } from "./tool-names.js";
 
 export type McpTools = ToolRegistry & {
   /**

@@ -13,11 +13,10 @@ import { type BackoffPolicy, createBackoff } from "../retry/backoff.js";
 import type { McpServerConfig } from "./config-file.js";
 import { declarationFor } from "./schema.js";
 import { IsolatedStdioTransport } from "./stdio-transport.js";
+import { NAME_SEPARATOR } from "./tool-names.js";
 
 /** Restarts of a server that died: soon at first, then at most once a minute. */
 export const MCP_RESTART_BACKOFF: BackoffPolicy = { baseMs: 1_000, maxMs: 60_000 };
-/** Separates the server's name from its tool's in the names Gemini sees. */
-export const NAME_SEPARATOR = "__";
 const MAX_TOOL_NAME = 64;
 // Starting a server (npx fetching a package, a cold interpreter) takes longer than a call may.
 const CONNECT_TIMEOUT_MS = 30_000;

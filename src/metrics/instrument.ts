@@ -2,7 +2,7 @@ import { GeminiError } from "../agent/gemini-errors.js";
 import type { AgentHooks } from "../agent/hooks.js";
 import type { ModelClient } from "../agent/model-client.js";
 import type { Agent } from "../agent/turn.js";
-import { NAME_SEPARATOR } from "../mcp/server-connection.js";
+import { NAME_SEPARATOR } from "../mcp/tool-names.js";
 import { LeaseLostError } from "../queue/inbox.js";
 import type { Metrics, TurnOutcome } from "./metrics.js";
 
