@@ -15,7 +15,6 @@ export type FloorDelivered = { id: number; messageId?: number; error?: string };
 const port = parentPort;
 if (port) {
   const db = new SQLite(workerData as string);
-  db.pragma("busy_timeout = 5000");
   db.pragma("synchronous = NORMAL");
   const delivered = db.prepare("UPDATE inbox SET delivered = ? WHERE update_id = ?");
   port.on("message", async ({ id, url, body, updateId }: FloorDelivery) => {

@@ -90,6 +90,12 @@ courier.on("message", (delivered: FloorDelivered) => {
   waiting.get(delivered.id)?.(delivered);
   waiting.delete(delivered.id);
 });
+// A courier that died answers no more: what waits on it fails, and the floor with it.
+courier.on("error", (error) => {
+  for (const [id, answer] of waiting) answer({ id, error: String(error) });
+  waiting.clear();
+  throw error;
+});
 function deliver(chatId: number, text: string, updateId: number): Promise<FloorDelivered> {
   const id = ++deliveries;
   const body = JSON.stringify({ chat_id: chatId, text, parse_mode: "HTML" });
@@ -186,7 +192,8 @@ bot.on("message:text", async (ctx) => {
   appended(chatId, { role: "model", parts: [{ text: answer }] }, answer);
   used.run(chatId, input, output, Date.now());
   const sent = await deliver(chatId, answer, updateId);
-  if (sent.error !== undefined) console.error(sent.error);
+  // Unsent, the update stays unfinished, as it did when the main thread sent.
+  if (sent.error !== undefined) throw new Error(sent.error);
   finish.run(updateId);
 });
 

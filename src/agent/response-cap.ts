@@ -1,4 +1,5 @@
 import type { Transformer } from "node:stream/web";
+
 /**
  * The most bytes one Gemini response may carry, streamed or not. Gemini's largest text answers
  * (65,536 output tokens, thought signatures, grounding) come to a few hundred kilobytes, but an
@@ -6,6 +7,9 @@ import type { Transformer } from "node:stream/web";
  * for those and stops a response that a broken model or a proxy at GEMINI_BASE_URL inflates.
  */
 export const MAX_MODEL_RESPONSE_BYTES = 32 * 1024 * 1024;
+
+/** What the cap hands the bytes it counted to: a transformer's `transform` and `flush`. */
+export type Reshaper = Pick<Transformer<Uint8Array, Uint8Array>, "transform" | "flush">;
 
 /** A response body that went past its cap; nothing of it is kept. */
 export class ResponseTooLargeError extends Error {

@@ -1,4 +1,4 @@
-import type { Transformer } from "node:stream/web";
+import type { Reshaper } from "./response-cap.js";
 
 const LF = 0x0a;
 const CR = 0x0d;
@@ -41,7 +41,7 @@ function lastBytes(pieces: readonly Uint8Array[], count: number): Uint8Array {
  * quadratic in its size, on the event loop every chat shares. Handed whole events, the SDK finds
  * each end at once; here each byte is looked at once and copied at most twice.
  */
-export function wholeEvents(): Transformer<Uint8Array, Uint8Array> {
+export function wholeEvents(): Required<Reshaper> {
   /** Bytes after the last whole event handed on, in the pieces they came in. */
   let pending: Uint8Array[] = [];
   return {

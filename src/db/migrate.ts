@@ -45,24 +45,24 @@ function migratorIn(
 
 const isBusy = (error: unknown) => error instanceof Error && SQLITE_BUSY.test(error.message);
 
-// PostgreSQL's answers for an object that is not there: a schema, a table, a column.
-const GONE = new Set(["3F000", "42P01", "42703"]);
+// PostgreSQL's answers for a schema, and for a table or a column, that is not there.
+const SCHEMA_GONE = "3F000";
+const GONE = new Set(["42P01", "42703"]);
 
 /**
- * Whether the migration failed while Kysely still looked at the catalog, before any migration ran,
- * because another schema of the database changed under that look: Kysely lists every schema's
- * tables and columns, and PostgreSQL fails the list when one of them is dropped or renamed meanwhile
- * (another deployment or test run migrating or cleaning up). Looking again sees the change made.
+ * Whether the migration failed while Kysely still looked at the catalog, outside any migration,
+ * because the catalog changed under that look. Kysely lists every schema's tables and columns,
+ * before it takes its lock, and PostgreSQL fails the list when one of them is dropped or renamed
+ * meanwhile: another deployment or test run migrating or cleaning up its schema, or a replica
+ * migrating this one. Looking again sees the change made. A missing schema is looked at again only
+ * when it is another's: this one's being gone is the operator's to fix.
  */
 export const otherSchemaChanged = (result: MigrationResultSet, ours: string | undefined) => {
   const { error } = result;
-  return (
-    ours !== undefined &&
-    result.results === undefined &&
-    error instanceof Error &&
-    GONE.has(String((error as { code?: unknown }).code)) &&
-    !error.message.includes(`"${ours}"`)
-  );
+  if (ours === undefined || result.results !== undefined || !(error instanceof Error)) return false;
+  const code = String((error as { code?: unknown }).code);
+  if (code === SCHEMA_GONE) return !error.message.includes(`"${ours}"`);
+  return GONE.has(code);
 };
 
 /**

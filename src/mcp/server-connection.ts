@@ -234,8 +234,9 @@ export function connectServer(
   }
 
   /**
-   * Asks a ready server whether it still answers. A Streamable HTTP server that went away is
-   * otherwise found gone only by the next call; one that does not answer is restarted.
+   * Asks a ready server whether it can still be reached: a Streamable HTTP server that went away
+   * is otherwise found gone only by the next call. Only a failure of the connection itself
+   * restarts it; a server that answers late, or with an error, is busy or old, not gone.
    */
   async function check(): Promise<void> {
     const current = client;
@@ -243,8 +244,7 @@ export function connectServer(
     try {
       await current.ping({ timeout: Math.min(config.timeoutMs, PING_TIMEOUT_MS) });
     } catch (failure) {
-      if (failure instanceof McpError && failure.code !== ErrorCode.RequestTimeout) return;
-      await lost(current, messageOf(failure));
+      if (!(failure instanceof McpError)) await lost(current, messageOf(failure));
     }
   }
 

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { wholeEvents } from "../../src/agent/whole-sse-events.js";
+import { sseInWholeEvents, wholeEvents } from "../../src/agent/whole-sse-events.js";
 
 const encoder = new TextEncoder();
 
@@ -86,3 +86,14 @@ describe("a server-sent-event body handed on in whole events", () => {
 function range(step: number, bytes: Uint8Array): number[] {
   return Array.from({ length: Math.floor(bytes.length / step) }, (_, i) => (i + 1) * step);
 }
+
+describe("which Gemini responses go in whole events", () => {
+  const typed = (type: string) => new Response("", { headers: { "content-type": type } });
+
+  it("server-sent events, and nothing else", () => {
+    expect(sseInWholeEvents(typed("text/event-stream"))).toBeDefined();
+    expect(sseInWholeEvents(typed("text/event-stream; charset=utf-8"))).toBeDefined();
+    expect(sseInWholeEvents(typed("application/json; charset=UTF-8"))).toBeUndefined();
+    expect(sseInWholeEvents(new Response(null))).toBeUndefined();
+  });
+});

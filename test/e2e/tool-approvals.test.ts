@@ -153,6 +153,8 @@ describe.each(DATABASE_KINDS)("tool approvals through the running service on %s"
     expect(w.gemini.rejections).toEqual([]);
     await w.close();
     await web.close();
+    // Everything the service printed, once it has stopped: no line holds the MCP server's token.
+    expect(JSON.stringify(w.service.logs)).not.toContain(WEB_TOKEN);
   });
 
   it("runs a Streamable HTTP server's tool with the bearer token from the environment", async () => {
