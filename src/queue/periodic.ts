@@ -3,6 +3,11 @@ import type { Logger } from "../logger.js";
 export type PeriodicJob = {
   /** Runs the job now (or joins a run already in progress). */
   run(): Promise<void>;
+  /**
+   * A run that starts after this call: now, or right after the run in progress, which may have
+   * looked before what the caller just changed. Calls meanwhile share that one further run.
+   */
+  runAfter(): Promise<void>;
   /** Stops the schedule and waits for a run in progress. */
   stop(): Promise<void>;
 };
@@ -14,19 +19,32 @@ export type PeriodicJob = {
  */
 export function startPeriodic(job: () => Promise<void>, intervalMs: number): PeriodicJob {
   let running: Promise<void> | undefined;
+  let again: Promise<void> | undefined;
+  let stopped = false;
   function run(): Promise<void> {
     running ??= job().finally(() => {
       running = undefined;
     });
     return running;
   }
+  function runAfter(): Promise<void> {
+    if (!running) return run();
+    again ??= running.then(() => {
+      again = undefined;
+      return stopped ? undefined : run();
+    });
+    return again;
+  }
   void run();
   const timer = setInterval(run, intervalMs);
   timer.unref();
   return {
     run,
+    runAfter,
     async stop() {
+      stopped = true;
       clearInterval(timer);
+      await again;
       await running;
     },
   };

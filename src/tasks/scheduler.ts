@@ -34,13 +34,15 @@ export function startScheduler(
   const early = new Set<NodeJS.Timeout>();
   return {
     run: job.run,
+    runAfter: job.runAfter,
     addedDueAt(at) {
       const wait = at - now();
       if (wait >= deps.intervalMs) return;
       const timer = setTimeout(
         () => {
           early.delete(timer);
-          void job.run();
+          // The task may have been added while a look was under way that missed it.
+          void job.runAfter();
         },
         Math.max(0, wait),
       );

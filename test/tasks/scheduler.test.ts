@@ -62,6 +62,33 @@ describe("the scheduler told of a task added", () => {
     await scheduler.stop();
   });
 
+  it("looks again after a run under way when a task due now is added meanwhile", async () => {
+    let release = () => {};
+    const scheduler = startScheduler({
+      tasks: {
+        queueDue: async (now) => {
+          asked.push(now);
+          // The first look is still reading when the task is added.
+          if (asked.length === 1) await new Promise<void>((resolve) => (release = resolve));
+          return 0;
+        },
+      },
+      intervalMs: TICK_MS,
+      logger: captureLogger().logger,
+      onQueued: () => queued++,
+      now: () => clock,
+    });
+    await pass(0);
+    expect(asked).toHaveLength(1);
+    scheduler.addedDueAt(clock);
+    await pass(0);
+    expect(asked).toHaveLength(1);
+    release();
+    await pass(0);
+    expect(asked).toEqual([1_000_000, 1_000_000]);
+    await scheduler.stop();
+  });
+
   it("leaves a task due at the next tick or later to the ticks", async () => {
     const scheduler = start();
     await pass(0);
