@@ -20,11 +20,13 @@ describe("the scheduler told of a task added", () => {
     vi.useRealTimers();
   });
 
-  function start() {
+  /** `firstLook`: what the first look for due tasks waits on before it answers. */
+  function start(firstLook?: Promise<void>) {
     return startScheduler({
       tasks: {
         queueDue: async (now) => {
           asked.push(now);
+          if (asked.length === 1) await firstLook;
           return 0;
         },
       },
@@ -63,21 +65,9 @@ describe("the scheduler told of a task added", () => {
   });
 
   it("looks again after a run under way when a task due now is added meanwhile", async () => {
+    // The first look is still reading when the task is added.
     let release = () => {};
-    const scheduler = startScheduler({
-      tasks: {
-        queueDue: async (now) => {
-          asked.push(now);
-          // The first look is still reading when the task is added.
-          if (asked.length === 1) await new Promise<void>((resolve) => (release = resolve));
-          return 0;
-        },
-      },
-      intervalMs: TICK_MS,
-      logger: captureLogger().logger,
-      onQueued: () => queued++,
-      now: () => clock,
-    });
+    const scheduler = start(new Promise<void>((resolve) => (release = resolve)));
     await pass(0);
     expect(asked).toHaveLength(1);
     scheduler.addedDueAt(clock);
