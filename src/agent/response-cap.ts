@@ -28,8 +28,7 @@ export class ResponseTooLargeError extends Error {
 export function capResponseBytes(
   fetchImpl: typeof fetch,
   maxBytes: number,
-  reshape: (response: Response) => Transformer<Uint8Array, Uint8Array> | undefined = () =>
-    undefined,
+  reshape: (response: Response) => Reshaper | undefined = () => undefined,
 ): typeof fetch {
   return async (input, init) => {
     const response = await fetchImpl(input, init);
