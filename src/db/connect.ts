@@ -2,6 +2,8 @@ import { createRequire } from "node:module";
 import { dirname } from "node:path";
 import SQLite from "better-sqlite3";
 import {
+  type AbortableQueryOptions,
+  type Compilable,
   CompiledQuery,
   type DatabaseConnection,
   type DialectAdapter,
@@ -9,10 +11,10 @@ import {
   Kysely,
   type KyselyConfig,
   PostgresDialect,
+  type QueryResult,
   SqliteAdapter,
   type SqliteDatabase,
   SqliteDialect,
-  type SqliteDialectConfig,
   SqliteDriver,
 } from "kysely";
 import { LRUCache } from "lru-cache";
@@ -86,6 +88,46 @@ class TransactionalDdlSqliteAdapter extends SqliteAdapter {
 }
 
 /**
+ * The one connection to a SQLite file: each statement prepared through the statement cache and run
+ * at once (better-sqlite3 is synchronous), every failure told to `onError` (metrics) before its
+ * caller gets it. Kysely's own connection does the same runs; the service counted failures through
+ * Kysely's query log, which wraps every statement in further awaits and timings.
+ */
+class SqliteFileConnection implements DatabaseConnection {
+  constructor(
+    private readonly database: SqliteDatabase,
+    private readonly onError: ((error: unknown) => void) | undefined,
+  ) {}
+
+  /** The statement's result, or its error thrown: both before this returns. */
+  runNow<R>(query: CompiledQuery): QueryResult<R> {
+    try {
+      const statement = this.database.prepare(query.sql);
+      if (statement.reader) return { rows: statement.all(query.parameters) as R[] };
+      const { changes, lastInsertRowid } = statement.run(query.parameters);
+      return { insertId: BigInt(lastInsertRowid), numAffectedRows: BigInt(changes), rows: [] };
+    } catch (error) {
+      this.onError?.(error);
+      throw error;
+    }
+  }
+
+  async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    return this.runNow<R>(query);
+  }
+
+  async *streamQuery<R>(query: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
+    try {
+      const rows = this.database.prepare(query.sql).iterate(query.parameters);
+      for (const row of rows) yield { rows: [row as R] };
+    } catch (error) {
+      this.onError?.(error);
+      throw error;
+    }
+  }
+}
+
+/**
  * Every transaction of ours writes. Begun deferred (Kysely's `begin`), one that reads first fails
  * at once with SQLITE_BUSY_SNAPSHOT when another connection to the file commits in between (the
  * courier's thread, the terminal chat); begun immediate, it waits for the write lock instead.
@@ -98,11 +140,24 @@ class TransactionalDdlSqliteAdapter extends SqliteAdapter {
 class ImmediateSqliteDriver extends SqliteDriver {
   readonly #waiting: (() => void)[] = [];
   #held = false;
+  readonly #connection: SqliteFileConnection;
+  /** Kysely has initialised the driver (and so will close the database when destroyed). */
+  #initialised = false;
+
+  constructor(database: SqliteDatabase, onError: ((error: unknown) => void) | undefined) {
+    super({ database });
+    this.#connection = new SqliteFileConnection(database, onError);
+  }
+
+  override async init(): Promise<void> {
+    await super.init();
+    this.#initialised = true;
+  }
 
   override async acquireConnection(): Promise<DatabaseConnection> {
     if (this.#held) await new Promise<void>((resolve) => this.#waiting.push(resolve));
     else this.#held = true;
-    return super.acquireConnection();
+    return this.#connection;
   }
 
   override async releaseConnection(): Promise<void> {
@@ -115,25 +170,72 @@ class ImmediateSqliteDriver extends SqliteDriver {
   override async beginTransaction(connection: DatabaseConnection): Promise<void> {
     await connection.executeQuery(CompiledQuery.raw("begin immediate"));
   }
+
+  /**
+   * Runs a statement now if nobody holds the connection (so no transaction is open and nobody
+   * waits): it cannot come between another's statements, since it is done before this returns.
+   * Undefined when the connection is held, or before Kysely's first statement has initialised the
+   * driver: the statement then takes Kysely's way.
+   */
+  runIfFree<R>(query: CompiledQuery): Promise<QueryResult<R>> | undefined {
+    if (this.#held || !this.#initialised) return undefined;
+    try {
+      return Promise.resolve(this.#connection.runNow<R>(query));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
 }
 
 /** Kysely's SQLite dialect, with migrations in one transaction and transactions begun immediate. */
 class TransactionalDdlSqliteDialect extends SqliteDialect {
-  readonly #config: SqliteDialectConfig;
+  readonly driver: ImmediateSqliteDriver;
 
-  constructor(config: SqliteDialectConfig) {
-    super(config);
-    this.#config = config;
+  constructor(database: SqliteDatabase, onQueryError: ((error: unknown) => void) | undefined) {
+    super({ database });
+    this.driver = new ImmediateSqliteDriver(database, onQueryError);
   }
 
   override createDriver(): Driver {
-    return new ImmediateSqliteDriver(this.#config);
+    return this.driver;
   }
 
   override createAdapter(): DialectAdapter {
     return new TransactionalDdlSqliteAdapter();
   }
 }
+
+/**
+ * A compiled statement run on the database itself (`db.executeQuery`, as src/db/precompiled.ts
+ * runs the statements every turn runs) goes straight to SQLite when the connection is free,
+ * instead of through Kysely's executor, driver and connection provider: about ten awaits and
+ * their promises for a statement that SQLite runs synchronously
+ * (docs/decisions/0011-cpu-per-turn.md). Built queries, transactions (a Kysely `Transaction`, not
+ * this class) and calls with options take Kysely's way. The service's Kysely has no plugins,
+ * whose result transforms this would skip.
+ */
+class SqliteKysely extends Kysely<Database> {
+  readonly #driver: ImmediateSqliteDriver;
+
+  constructor(dialect: TransactionalDdlSqliteDialect) {
+    super({ dialect });
+    this.#driver = dialect.driver;
+  }
+
+  override executeQuery<R>(
+    query: CompiledQuery<R> | Compilable<R>,
+    options?: AbortableQueryOptions,
+  ): Promise<QueryResult<R>> {
+    if (options === undefined && !isCompilable(query)) {
+      const now = this.#driver.runIfFree<R>(query);
+      if (now !== undefined) return now;
+    }
+    return super.executeQuery(query, options);
+  }
+}
+
+const isCompilable = <R>(query: CompiledQuery<R> | Compilable<R>): query is Compilable<R> =>
+  typeof (query as Partial<Compilable<R>>).compile === "function";
 
 /**
  * A database file, with its checkpoints on a thread of their own (src/db/checkpointer.ts and
@@ -189,17 +291,16 @@ const errorLog = (onQueryError: OpenOptions["onQueryError"]): KyselyConfig["log"
   });
 
 export function openDatabase(target: DatabaseTarget, options: OpenOptions = {}): DatabaseHandle {
-  const log = errorLog(options.onQueryError);
   if (target.kind === "sqlite") {
     const { database, checkpointer } =
       target.path === ":memory:"
         ? { database: openSqlite(target.path), checkpointer: undefined }
         : openSqliteFile(target.path, options.logger);
-    const db = new Kysely<Database>({
-      dialect: new TransactionalDdlSqliteDialect({ database: withStatementCache(database) }),
-      log,
-    });
-    return handle(db, "sqlite", checkpointer);
+    const dialect = new TransactionalDdlSqliteDialect(
+      withStatementCache(database),
+      options.onQueryError,
+    );
+    return handle(new SqliteKysely(dialect), "sqlite", checkpointer);
   }
   const pg = loadPg();
   const pool = new pg.Pool({
@@ -218,7 +319,7 @@ export function openDatabase(target: DatabaseTarget, options: OpenOptions = {}):
   });
   const db = new Kysely<Database>({
     dialect: new PostgresDialect({ pool }),
-    log,
+    log: errorLog(options.onQueryError),
   });
   return handle(db, "postgres");
 }

@@ -24,7 +24,8 @@ const FAILURE_BACKOFF = { baseMs: 1_000, maxMs: RETRY_MS };
 
 /** The pieces of an event's text that are embedded, cut between words where it can. */
 export function chunksOf(text: string): string[] {
-  const flat = text.replace(/\s+/g, " ").trim();
+  // Only runs other than one space are replaced: most texts have none, and stay the same string.
+  const flat = text.replace(/ ?[^\S ]\s*| {2,}\s*/g, " ").trim();
   const chunks: string[] = [];
   let rest = flat;
   while (rest !== "" && chunks.length < MAX_CHUNKS) {

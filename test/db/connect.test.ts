@@ -1,5 +1,5 @@
 import SQLite from "better-sqlite3";
-import { sql } from "kysely";
+import { CompiledQuery, type Kysely, sql } from "kysely";
 import type { Migration } from "kysely/migration";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
@@ -114,24 +114,100 @@ describe("the SQLite connection under many statements at once", () => {
     await testDb.dispose();
   });
 
-  it("runs no statement inside another's transaction, and each in the order it was asked", async () => {
-    const insert = (n: number) => sql`insert into log values (${n})`.execute(handle.db);
-    let inside: () => void = () => {};
-    const begun = new Promise<void>((resolve) => {
-      inside = resolve;
-    });
-    const rolledBack = handle.db.transaction().execute(async (trx) => {
-      await sql`insert into log values (0)`.execute(trx);
-      inside();
-      // Statements asked for meanwhile wait for the transaction: rolled back, it takes only its own.
-      await new Promise((resolve) => setImmediate(resolve));
-      throw new Error("roll back");
-    });
-    await begun;
-    const others = Array.from({ length: 50 }, (_, i) => insert(i + 1));
-    await expect(rolledBack).rejects.toThrow("roll back");
-    await Promise.all(others);
-    const { rows } = await sql<{ n: number }>`select n from log order by rowid`.execute(handle.db);
-    expect(rows.map((row) => row.n)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
+  // Built statements take Kysely's way; compiled ones run on the database go straight to SQLite
+  // when the connection is free, and must wait like the others when it is not.
+  const insertions: Record<string, (n: number) => Promise<unknown>> = {
+    built: (n) => sql`insert into log values (${n})`.execute(handle.db),
+    compiled: (n) => handle.db.executeQuery(CompiledQuery.raw("insert into log values (?)", [n])),
+  };
+
+  it.each(Object.keys(insertions))(
+    "runs no %s statement inside another's transaction, and each in the order it was asked",
+    async (way) => {
+      const insert = insertions[way] as (n: number) => Promise<unknown>;
+      await sql`delete from log`.execute(handle.db);
+      let inside: () => void = () => {};
+      const begun = new Promise<void>((resolve) => {
+        inside = resolve;
+      });
+      const rolledBack = handle.db.transaction().execute(async (trx) => {
+        await sql`insert into log values (0)`.execute(trx);
+        inside();
+        // Statements asked for meanwhile wait for the transaction: rolled back, it takes only its own.
+        await new Promise((resolve) => setImmediate(resolve));
+        throw new Error("roll back");
+      });
+      await begun;
+      const others = Array.from({ length: 50 }, (_, i) => insert(i + 1));
+      await expect(rolledBack).rejects.toThrow("roll back");
+      await Promise.all(others);
+      await insert(51);
+      const { rows } = await sql<{ n: number }>`select n from log order by rowid`.execute(
+        handle.db,
+      );
+      expect(rows.map((row) => row.n)).toEqual(Array.from({ length: 51 }, (_, i) => i + 1));
+    },
+  );
+
+  it("runs a compiled statement on a free connection before executeQuery returns", async () => {
+    if (testDb.target.kind !== "sqlite") throw new Error("a SQLite test database was expected");
+    const other = new SQLite(testDb.target.path);
+    try {
+      const count = () => other.prepare("select count(*) as n from log where n = -41").get();
+      const asked = handle.db.executeQuery(CompiledQuery.raw("insert into log values (-41)"));
+      expect(count()).toEqual({ n: 1 });
+      await asked;
+    } finally {
+      other.close();
+    }
+  });
+
+  it("streams a query's rows one at a time", async () => {
+    await sql`delete from log`.execute(handle.db);
+    await sql`insert into log values (1), (2), (3)`.execute(handle.db);
+    const logDb = handle.db as unknown as Kysely<{ log: { n: number } }>;
+    const streamed: number[] = [];
+    for await (const row of logDb.selectFrom("log").select("n").stream(1)) streamed.push(row.n);
+    expect(streamed).toEqual([1, 2, 3]);
+  });
+
+  it("gives a compiled statement run at once what Kysely's connection gives", async () => {
+    await sql`delete from log`.execute(handle.db);
+    const inserted = await handle.db.executeQuery(
+      CompiledQuery.raw("insert into log values (?), (?)", [7, 8]),
+    );
+    expect(inserted).toEqual({ insertId: expect.any(BigInt), numAffectedRows: 2n, rows: [] });
+    const read = await handle.db.executeQuery(CompiledQuery.raw("select n from log order by n"));
+    expect(read.rows).toEqual([{ n: 7 }, { n: 8 }]);
+  });
+});
+
+describe("failed SQLite statements", () => {
+  it("are told to onQueryError once each, whichever way they ran, and still thrown", async () => {
+    const testDb = await createTestDatabase("sqlite");
+    const errors: unknown[] = [];
+    const handle = openDatabase(testDb.target, { onQueryError: (error) => errors.push(error) });
+    try {
+      await sql`select 1`.execute(handle.db);
+      await expect(
+        handle.db.executeQuery(CompiledQuery.raw("select * from missing_at_once")),
+      ).rejects.toThrow("no such table: missing_at_once");
+      await expect(sql`select * from missing_built`.execute(handle.db)).rejects.toThrow(
+        "no such table: missing_built",
+      );
+      await expect(
+        handle.db
+          .transaction()
+          .execute((trx) => trx.executeQuery(CompiledQuery.raw("select * from missing_in_trx"))),
+      ).rejects.toThrow("no such table: missing_in_trx");
+      expect(errors.map((error) => String(error))).toEqual([
+        expect.stringContaining("missing_at_once"),
+        expect.stringContaining("missing_built"),
+        expect.stringContaining("missing_in_trx"),
+      ]);
+    } finally {
+      await handle.close();
+      await testDb.dispose();
+    }
   });
 });
