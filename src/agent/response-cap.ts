@@ -1,5 +1,3 @@
-import type { Transformer } from "node:stream/web";
-
 /**
  * The most bytes one Gemini response may carry, streamed or not. Gemini's largest text answers
  * (65,536 output tokens, thought signatures, grounding) come to a few hundred kilobytes, but an
@@ -8,8 +6,17 @@ import type { Transformer } from "node:stream/web";
  */
 export const MAX_MODEL_RESPONSE_BYTES = 32 * 1024 * 1024;
 
-/** What the cap hands the bytes it counted to: a transformer's `transform` and `flush`. */
-export type Reshaper = Pick<Transformer<Uint8Array, Uint8Array>, "transform" | "flush">;
+/** Where a reshaper puts the bytes it passes on: a stream's controller. */
+export type ReshapedOutput = { enqueue(chunk: Uint8Array): void };
+
+/**
+ * What the cap hands the bytes it counted to, in the shape of a transformer's `transform` and
+ * `flush` (so that a TransformStream can run one too).
+ */
+export type Reshaper = {
+  transform(chunk: Uint8Array, output: ReshapedOutput): void;
+  flush(output: ReshapedOutput): void;
+};
 
 /** A response body that went past its cap; nothing of it is kept. */
 export class ResponseTooLargeError extends Error {
@@ -40,17 +47,43 @@ export function capResponseBytes(
     }
     let seen = 0;
     const then = reshape(response);
-    const counted = response.body.pipeThrough(
-      new TransformStream<Uint8Array, Uint8Array>({
-        transform(chunk, controller) {
-          seen += chunk.byteLength;
-          if (seen > maxBytes) controller.error(new ResponseTooLargeError(maxBytes));
-          else if (then?.transform) return then.transform(chunk, controller);
-          else controller.enqueue(chunk);
-        },
-        flush: (controller) => then?.flush?.(controller),
-      }),
-    );
+    // Read straight from the body as the reader asks: a pipe through a TransformStream costs a
+    // writable side, its queue and their promises for every chunk of every answer in flight.
+    const source = response.body.getReader();
+    let passedOn = false;
+    let output: ReshapedOutput = { enqueue: () => {} };
+    const counted = new ReadableStream<Uint8Array>({
+      start(controller) {
+        output = {
+          enqueue(chunk) {
+            passedOn = true;
+            controller.enqueue(chunk);
+          },
+        };
+      },
+      async pull(controller) {
+        // The stream asks again only once something went out: a reshaper holding a read back
+        // (part of an event) means reading on.
+        passedOn = false;
+        while (!passedOn) {
+          const { done, value } = await source.read();
+          if (done) {
+            then?.flush(output);
+            controller.close();
+            return;
+          }
+          seen += value.byteLength;
+          if (seen > maxBytes) {
+            controller.error(new ResponseTooLargeError(maxBytes));
+            await source.cancel();
+            return;
+          }
+          if (then) then.transform(value, output);
+          else output.enqueue(value);
+        }
+      },
+      cancel: (reason) => source.cancel(reason),
+    });
     return new Response(counted, {
       status: response.status,
       statusText: response.statusText,

@@ -41,7 +41,7 @@ function lastBytes(pieces: readonly Uint8Array[], count: number): Uint8Array {
  * quadratic in its size, on the event loop every chat shares. Handed whole events, the SDK finds
  * each end at once; here each byte is looked at once and copied at most twice.
  */
-export function wholeEvents(): Required<Reshaper> {
+export function wholeEvents(): Reshaper {
   /** Bytes after the last whole event handed on, in the pieces they came in. */
   let pending: Uint8Array[] = [];
   return {

@@ -9,6 +9,7 @@ import {
   ResponseTooLargeError,
   tooLargeIn,
 } from "../../src/agent/response-cap.js";
+import { wholeEvents } from "../../src/agent/whole-sse-events.js";
 import { call, type FakeGemini, startFakeGemini, text } from "../fakes/gemini.js";
 
 const CAP = 64 * 1024;
@@ -68,6 +69,18 @@ describe("capResponseBytes", () => {
         res.end("hello");
         return;
       }
+      if (req.url === "/slow-event") {
+        // One event in three writes far enough apart to be three reads.
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        const pieces = ['data: {"a"', ":1}", "\n\n"];
+        const next = () => {
+          res.write(pieces.shift());
+          if (pieces.length > 0) setTimeout(next, 30);
+          else res.end();
+        };
+        next();
+        return;
+      }
       if (req.url === "/declared") {
         res.writeHead(200, { "content-length": String(10 * CAP) });
         res.end("x".repeat(10 * CAP));
@@ -100,6 +113,14 @@ describe("capResponseBytes", () => {
     // The connection was dropped: the server could send little beyond what socket buffers hold.
     await expect.poll(() => bytesSent).toBeGreaterThan(CAP);
     expect(bytesSent).toBeLessThan(512 * CAP);
+  });
+
+  it("reads on while the reshaper holds the reads back, until it passes something on", async () => {
+    const capped = capResponseBytes(fetch, CAP, () => wholeEvents());
+    const reads: string[] = [];
+    for await (const read of (await capped(`${url}/slow-event`)).body ?? [])
+      reads.push(Buffer.from(read).toString("utf8"));
+    expect(reads).toEqual(['data: {"a":1}\n\n']);
   });
 
   it("hands what it counted to the reshaping transformer, and still stops at the cap", async () => {
