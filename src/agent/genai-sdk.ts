@@ -1,4 +1,5 @@
 import type { ApiError, GoogleGenAI } from "@google/genai";
+import { withoutRedirects } from "../http/no-redirects.js";
 
 /** Where the SDK sends requests when GEMINI_BASE_URL is not set (named in network failures). */
 export const GEMINI_API_URL = "https://generativelanguage.googleapis.com";
@@ -9,7 +10,7 @@ export type GenAiSdk = { ai: GoogleGenAI; apiError: typeof ApiError };
  * The Gemini SDK, loaded on first use. Loading it takes a tenth of a second, a seventh of the
  * service's start-up, and nothing before the first model call needs it: the service answers
  * /healthz and stores updates first. Our own loops retry, so the SDK's retryOptions stay unset
- * (it then sends one request).
+ * (it then sends one request). Gemini sends no redirects: they are refused (src/http/no-redirects.ts).
  */
 export function lazyGenAi(options: {
   apiKey: string;
@@ -24,7 +25,7 @@ export function lazyGenAi(options: {
         vertexai: false,
         httpOptions: {
           ...(options.baseUrl ? { baseUrl: options.baseUrl } : {}),
-          fetch: options.fetch,
+          fetch: withoutRedirects(options.fetch),
         },
       }),
       apiError: ApiError,

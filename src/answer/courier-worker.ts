@@ -1,4 +1,5 @@
 import { type MessagePort, parentPort, workerData } from "node:worker_threads";
+import { NO_REDIRECTS } from "../http/no-redirects.js";
 
 /**
  * The courier's thread (src/answer/courier.ts): Bot API calls, and the statement to run the
@@ -144,6 +145,7 @@ async function carry(store: Store, job: CourierJob): Promise<CourierReply> {
       headers: { "content-type": job.contentType },
       body: job.body,
       signal: AbortSignal.timeout(job.timeoutMs),
+      ...NO_REDIRECTS,
     });
     response = await res.json();
   } catch (error) {

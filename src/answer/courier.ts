@@ -2,6 +2,7 @@ import { Worker } from "node:worker_threads";
 import { type Api, type ApiCallFn, GrammyError, HttpError, type RawApi } from "grammy";
 import type { ApiResponse } from "grammy/types";
 import type { DatabaseTarget } from "../config.js";
+import { NO_REDIRECTS } from "../http/no-redirects.js";
 import type { Logger } from "../logger.js";
 import { builtWorkerUrl } from "../threads/worker-url.js";
 import { type BotApiBody, botApiBody } from "./bot-api-body.js";
@@ -82,6 +83,7 @@ async function fetchHere(url: string, request: BotApiBody, method: string): Prom
       headers: { "content-type": request.contentType },
       body: request.body,
       signal: AbortSignal.timeout(TIMEOUT_SECONDS * 1000),
+      ...NO_REDIRECTS,
     });
     return await res.json();
   } catch (error) {

@@ -1,4 +1,5 @@
 import type { ApiClientOptions } from "grammy";
+import { NO_REDIRECTS } from "../http/no-redirects.js";
 
 type GrammyFetch = NonNullable<ApiClientOptions["fetch"]>;
 
@@ -19,10 +20,12 @@ function nativeSignal(signal: SignalLike): AbortSignal {
  * one HTTP stack for both. grammY's Node build aborts its requests through the abort-controller
  * package, whose signal is not Node's AbortSignal; Node 20's fetch took any signal that looked like
  * one, Node 22's and 24's refuse it ("Expected signal to be an instance of AbortSignal"), so every
- * call would fail. grammY creates a signal per call, so the listener goes with it.
+ * call would fail. grammY creates a signal per call, so the listener goes with it. The Bot API sends
+ * no redirects: they are refused (src/http/no-redirects.ts).
  */
 export const grammyFetch = ((input: string | URL | Request, init?: RequestInit) =>
-  fetch(
-    input,
-    init?.signal ? { ...init, signal: nativeSignal(init.signal) } : init,
-  )) as unknown as GrammyFetch;
+  fetch(input, {
+    ...init,
+    ...(init?.signal ? { signal: nativeSignal(init.signal) } : {}),
+    ...NO_REDIRECTS,
+  })) as unknown as GrammyFetch;

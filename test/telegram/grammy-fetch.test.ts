@@ -1,4 +1,5 @@
-import { Api } from "grammy";
+import { createServer } from "node:http";
+import { Api, HttpError } from "grammy";
 import { afterEach, describe, expect, it } from "vitest";
 import { grammyFetch } from "../../src/telegram/grammy-fetch.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
@@ -30,5 +31,27 @@ describe("grammY on Node's fetch", () => {
     expect(await sending).toBeInstanceOf(Error);
     await held.hungUp;
     expect(fake.sent).toEqual([]);
+  });
+
+  it("refuses a redirect: the call fails and the place it points to is not asked", async () => {
+    const asked: string[] = [];
+    const server = createServer((req, res) => {
+      req.resume();
+      asked.push(req.url ?? "");
+      if (req.url?.startsWith("/moved")) res.writeHead(307, { location: "/elsewhere" }).end();
+      else res.end('{"ok":true,"result":true}');
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = server.address() as { port: number };
+      const api = new Api("1:token", {
+        apiRoot: `http://127.0.0.1:${port}/moved`,
+        fetch: grammyFetch,
+      });
+      await expect(api.getMe()).rejects.toBeInstanceOf(HttpError);
+      expect(asked).toEqual(["/moved/bot1:token/getMe"]);
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 });
