@@ -239,9 +239,10 @@ class ImmediateSqliteDriver extends SqliteDriver {
   /**
    * Runs a statement together with the others asked before the event loop next turns, in one
    * transaction (`runTogether`). The batch takes its place in line for the connection when its
-   * first statement is asked, so nothing asked after it runs before it, and none of its statements
-   * comes inside another's transaction. Undefined before Kysely's first statement has initialised
-   * the driver: the statement then takes Kysely's way.
+   * first statement is asked: a statement asked through Kysely after that runs after the batch
+   * (a compiled one asked meanwhile joins it), and none of the batch's comes inside another's
+   * transaction. Undefined before Kysely's first statement has initialised the driver: the
+   * statement then takes Kysely's way.
    */
   runInBatch<R>(query: CompiledQuery): Promise<QueryResult<R>> | undefined {
     if (!this.#initialised) return undefined;
