@@ -10,6 +10,7 @@ import { type ChatDriver, createChatDriver } from "./chat-driver.js";
 import { createBenchDatabase, type DatabaseBenchOptions } from "./databases.js";
 import { deliveryBetween, deliveryRow } from "./delivery.js";
 import { type Fakes, startFakes } from "./fakes.js";
+import { type HeapProfileKind, inspectorArgs, startHeapProfile } from "./heap-profile.js";
 import { PERF_NODE_ARGS, recordCpu } from "./perf-record.js";
 import type { BenchRow } from "./run.js";
 import {
@@ -29,6 +30,11 @@ export type LoadBenchOptions = DatabaseBenchOptions & {
   cpuProfileDir?: string;
   /** When set, Linux perf records each service's CPU during its burst here (bench/perf-record.ts). */
   perfDir?: string;
+  /**
+   * When set, V8's sampling heap profiler records each service's heap during its burst into
+   * `dir` (bench/heap-profile.ts; through the inspector: slower, not for the numbers).
+   */
+  heapProfile?: { dir: string; kind: HeapProfileKind };
 };
 
 const BENCHMARK = "load";
@@ -343,10 +349,12 @@ async function runOne(
     const before = fakes.stats();
     const drafts429 = before.totals.telegram429s;
     const name = `load-${run.workFloor ? "work-floor" : run.database}-${run.mode}-${run.concurrency ?? "default"}`;
+    const inspectorPort = options.heapProfile === undefined ? undefined : await freePort();
     const nodeArgs = [
       ...START_COMMAND.nodeArgs,
       ...profileArgs(options.cpuProfileDir, name),
       ...(options.perfDir === undefined ? [] : PERF_NODE_ARGS),
+      ...(inspectorPort === undefined ? [] : inspectorArgs(inspectorPort)),
     ];
     const service = await startService({
       env,
@@ -371,8 +379,13 @@ async function runOne(
         options.perfDir === undefined
           ? undefined
           : recordCpu(service.pid, join(options.perfDir, `${name}.perf.data`));
+      const heap =
+        options.heapProfile === undefined || inspectorPort === undefined
+          ? undefined
+          : await startHeapProfile(inspectorPort, options.heapProfile.kind);
       const measured = await burst(fakes, service, driver, chats);
       await perf?.stop();
+      await heap?.stop(join(options.heapProfile?.dir ?? "", `${name}.heapprofile`));
       const rows = rowsOf(run, measured, fakes);
       // A graceful stop lets every running turn finish, so a late duplicate would be counted.
       await service.stop();
@@ -464,6 +477,7 @@ function requestShape(sent: Sent): Omit<GenerateBody, "contents"> {
  */
 export async function loadBenchmark(options: LoadBenchOptions): Promise<BenchRow[]> {
   if (options.perfDir !== undefined) mkdirSync(options.perfDir, { recursive: true });
+  if (options.heapProfile !== undefined) mkdirSync(options.heapProfile.dir, { recursive: true });
   const fakes = await startFakes();
   try {
     const rows: BenchRow[] = [];

@@ -5,6 +5,7 @@ import { cachingBenchmark } from "./caching.js";
 import { compactionBenchmark } from "./compaction.js";
 import { BENCH_DATABASES, parseBenchDatabases } from "./databases.js";
 import { e2eBenchmark } from "./e2e.js";
+import { parseHeapProfileKind } from "./heap-profile.js";
 import { killUnderLoadBenchmark } from "./kill-under-load.js";
 import { loadBenchmark } from "./load.js";
 import { mediaBenchmark } from "./media.js";
@@ -43,6 +44,13 @@ const progress = (line: string) => process.stderr.write(`${line}\n`);
 const cpuProfileDir = process.env.BENCH_CPU_PROFILE_DIR;
 // Linux perf's record of each load service's CPU during its burst (bench/perf-summary.ts reads it).
 const perfDir = process.env.BENCH_PERF_DIR;
+// V8's sampling heap profile of each load service's burst (bench/heap-summary.ts reads it):
+// BENCH_HEAP_PROFILE=allocated (every byte) or promoted (what outlived the young generation).
+const heapProfileDir = process.env.BENCH_HEAP_PROFILE_DIR;
+const heapProfile =
+  heapProfileDir === undefined
+    ? undefined
+    : { dir: heapProfileDir, kind: parseHeapProfileKind(process.env.BENCH_HEAP_PROFILE) };
 
 /** Every benchmark `npm run bench` runs, in order. */
 const benchmarks: ReadonlyMap<string, Benchmark> = new Map([
@@ -54,7 +62,15 @@ const benchmarks: ReadonlyMap<string, Benchmark> = new Map([
   ["e2e", () => e2eBenchmark({ databases, postgresUrl: POSTGRES_URL, progress, cpuProfileDir })],
   [
     "load",
-    () => loadBenchmark({ databases, postgresUrl: POSTGRES_URL, progress, cpuProfileDir, perfDir }),
+    () =>
+      loadBenchmark({
+        databases,
+        postgresUrl: POSTGRES_URL,
+        progress,
+        cpuProfileDir,
+        perfDir,
+        ...(heapProfile === undefined ? {} : { heapProfile }),
+      }),
   ],
   ["memory", () => memoryBenchmark({ databases, postgresUrl: POSTGRES_URL, progress })],
   ["streaming", () => streamingBenchmark({ progress, cpuProfileDir })],
