@@ -19,15 +19,19 @@ describe("BENCH_HEAP_PROFILE", () => {
 describe("startHeapProfile", () => {
   it("writes what a process allocated while it ran, with the function that allocated it", async () => {
     const port = await freePort();
-    // Keeps a growing list, so that what it allocates lives through every collection.
+    // Allocates, and keeps, once told to on stdin: only after the profile has started.
     const child = spawn(
       process.execPath,
       [
         ...inspectorArgs(port),
         "-e",
-        "const kept = []; setInterval(function keepAllocating() { kept.push(new Array(4096).fill(kept.length)); console.log(kept.length); }, 5);",
+        `const kept = [];
+        process.stdin.once("data", function keepAllocating() {
+          for (let i = 0; i < 50; i++) kept.push(new Array(4096).fill(i));
+          console.log("done");
+        });`,
       ],
-      { stdio: ["ignore", "pipe", "pipe"] },
+      { stdio: ["pipe", "pipe", "pipe"] },
     );
     const dir = mkdtempSync(join(tmpdir(), "koroku-heap-profile-"));
     try {
@@ -37,14 +41,13 @@ describe("startHeapProfile", () => {
         });
       });
       const profile = await startHeapProfile(port, "promoted");
-      // Twenty more arrays kept since the profile started.
-      await new Promise<void>((resolve) => {
-        let ticks = 0;
+      const done = new Promise<void>((resolve) => {
         child.stdout.on("data", (chunk: Buffer) => {
-          ticks += chunk.toString().split("\n").length - 1;
-          if (ticks >= 20) resolve();
+          if (chunk.toString().includes("done")) resolve();
         });
       });
+      child.stdin.write("go\n");
+      await done;
       await profile.stop(join(dir, "child.heapprofile"));
       const written = readFileSync(join(dir, "child.heapprofile"), "utf8");
       expect(written).toContain('"functionName":"keepAllocating"');
