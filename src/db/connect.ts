@@ -242,7 +242,9 @@ class ImmediateSqliteDriver extends SqliteDriver {
    * first statement is asked: a statement asked through Kysely after that runs after the batch
    * (a compiled one asked meanwhile joins it), and none of the batch's comes inside another's
    * transaction. Undefined before Kysely's first statement has initialised the driver: the
-   * statement then takes Kysely's way.
+   * statement then takes Kysely's way. A statement that begins or ends a transaction has no place
+   * here (Kysely's `transaction()` is for that): one that ended the batch's would leave the rest
+   * of it committed one by one, and then run again.
    */
   runInBatch<R>(query: CompiledQuery): Promise<QueryResult<R>> | undefined {
     if (!this.#initialised) return undefined;
