@@ -349,12 +349,12 @@ async function runOne(
     const before = fakes.stats();
     const drafts429 = before.totals.telegram429s;
     const name = `load-${run.workFloor ? "work-floor" : run.database}-${run.mode}-${run.concurrency ?? "default"}`;
-    const inspectorPort = options.heapProfile === undefined ? undefined : await freePort();
+    const heapProfile = options.heapProfile && { ...options.heapProfile, port: await freePort() };
     const nodeArgs = [
       ...START_COMMAND.nodeArgs,
       ...profileArgs(options.cpuProfileDir, name),
       ...(options.perfDir === undefined ? [] : PERF_NODE_ARGS),
-      ...(inspectorPort === undefined ? [] : inspectorArgs(inspectorPort)),
+      ...(heapProfile ? inspectorArgs(heapProfile.port) : []),
     ];
     const service = await startService({
       env,
@@ -379,13 +379,13 @@ async function runOne(
         options.perfDir === undefined
           ? undefined
           : recordCpu(service.pid, join(options.perfDir, `${name}.perf.data`));
-      const heap =
-        options.heapProfile === undefined || inspectorPort === undefined
-          ? undefined
-          : await startHeapProfile(inspectorPort, options.heapProfile.kind);
+      const heap = heapProfile && {
+        dir: heapProfile.dir,
+        profile: await startHeapProfile(heapProfile.port, heapProfile.kind),
+      };
       const measured = await burst(fakes, service, driver, chats);
       await perf?.stop();
-      await heap?.stop(join(options.heapProfile?.dir ?? "", `${name}.heapprofile`));
+      await heap?.profile.stop(join(heap.dir, `${name}.heapprofile`));
       const rows = rowsOf(run, measured, fakes);
       // A graceful stop lets every running turn finish, so a late duplicate would be counted.
       await service.stop();

@@ -8,6 +8,7 @@ import {
   type DatabaseConnection,
   type DialectAdapter,
   type Driver,
+  isCompilable,
   Kysely,
   type KyselyConfig,
   PostgresDialect,
@@ -233,9 +234,6 @@ class SqliteKysely extends Kysely<Database> {
     return super.executeQuery(query, options);
   }
 }
-
-const isCompilable = <R>(query: CompiledQuery<R> | Compilable<R>): query is Compilable<R> =>
-  typeof (query as Partial<Compilable<R>>).compile === "function";
 
 /**
  * A database file, with its checkpoints on a thread of their own (src/db/checkpointer.ts and
