@@ -363,10 +363,10 @@ export async function startService(
           allowedUserIds: config.allowedUserIds,
           bot: { id: bot.botInfo.id, username: bot.botInfo.username },
           logger,
-          onStored: ({ album }) => {
-            dispatcher.announce();
+          onStored: ({ album, conversation }) => {
+            dispatcher.announce(conversation);
             // Timers round to the millisecond: a little past the settle time, the album is quiet.
-            if (album) dispatcher.announceAfter(ALBUM_SETTLE_MS + 20);
+            if (album) dispatcher.announceAfter(ALBUM_SETTLE_MS + 20, conversation);
           },
           answers,
           mayStop: createStopPermission(bot.api),

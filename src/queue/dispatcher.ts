@@ -73,9 +73,9 @@ export class Dispatcher {
     this.loop = this.run();
   }
 
-  /** An update was stored in the inbox by this process. */
-  announce(): void {
-    this.wakePolicy.announced();
+  /** An update was stored in the inbox by this process, for `chat` when the caller knows it. */
+  announce(chat?: string | null): void {
+    this.wakePolicy.announced(chat);
     this.wake();
   }
 
@@ -83,10 +83,10 @@ export class Dispatcher {
    * An update was stored that may run only `ms` from now (an album's item, once its album has
    * settled): it is announced then, rather than found by the next poll.
    */
-  announceAfter(ms: number): void {
+  announceAfter(ms: number, chat?: string | null): void {
     const timer = setTimeout(() => {
       this.later.delete(timer);
-      this.announce();
+      this.announce(chat);
     }, ms);
     this.later.add(timer);
   }
@@ -142,14 +142,18 @@ export class Dispatcher {
         continue;
       }
       for (const item of items) this.launch(item);
-      this.wakePolicy.endClaim(round, items.length, limit);
+      this.wakePolicy.endClaim(
+        round,
+        items.map((item) => item.chatId),
+        limit,
+      );
     }
   }
 
   private launch(item: InboxItem): void {
     const task = this.execute(item).finally(() => {
       this.active.delete(task);
-      this.wakePolicy.finishedOne();
+      this.wakePolicy.finishedOne(item.chatId);
       this.wake();
     });
     this.active.add(task);

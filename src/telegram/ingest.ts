@@ -47,8 +47,11 @@ export function createIngest(deps: {
   allowedUserIds: readonly number[];
   bot: BotIdentity;
   logger: Logger;
-  /** An update was stored; an album's item may run only once its album has settled. */
-  onStored(stored: { album: boolean }): void;
+  /**
+   * An update was stored for `conversation` (the inbox's chat); an album's item may run only once
+   * its album has settled.
+   */
+  onStored(stored: { album: boolean; conversation: string | null }): void;
   /** Answers being written; a stop reaches them from here, ahead of the inbox's order. */
   answers?: RunningAnswers;
   /**
@@ -190,7 +193,7 @@ export function createIngest(deps: {
     }
     const album = update.message?.media_group_id;
     const stored = await deps.inbox.add(update.update_id, route.conversation, update, album);
-    if (stored) deps.onStored({ album: album !== undefined });
+    if (stored) deps.onStored({ album: album !== undefined, conversation: route.conversation });
     return stored ? "stored" : "duplicate";
   };
 }

@@ -185,6 +185,58 @@ describe("dispatcher", () => {
     expect(await dispatcher.stop(5_000)).toBe(true);
   });
 
+  it("runs a chat's waiting update when its run ends, after another chat's run ended first", async () => {
+    const inbox = inboxFor("held-back");
+    const started: number[] = [];
+    const finishRun = new Map<number, () => void>();
+    let claiming = 0;
+    const dispatcher = new Dispatcher({
+      inbox: {
+        ...inbox,
+        claimMany: async (limit) => {
+          claiming++;
+          try {
+            return await inbox.claimMany(limit);
+          } finally {
+            claiming--;
+          }
+        },
+      },
+      handle: async (item) => {
+        started.push(item.updateId);
+        await new Promise<void>((resolve) => finishRun.set(item.updateId, resolve));
+      },
+      logger: captureLogger().logger,
+      concurrency: 3,
+      // Only announcements and finished runs may wake it: the first poll is an hour away.
+      pollMs: 60 * 60 * 1000,
+      renewMs: 60_000,
+      maxAttempts: 1,
+    });
+    dispatcher.start();
+    // Chat A sends two, chat B one: A's second waits behind its first.
+    const stored: [number, string][] = [
+      [601, "chat-a"],
+      [602, "chat-a"],
+      [603, "chat-b"],
+    ];
+    for (const [id, chat] of stored) {
+      await inbox.add(id, chat, {});
+      dispatcher.announce(chat);
+    }
+    await eventually(() => started.length === 2);
+    expect(started).toEqual([601, 603]);
+    // B's run ends first; a claim then would find nothing (A still runs).
+    finishRun.get(603)?.();
+    await eventually(async () => claiming === 0 && (await rowOf(603)).status === "done");
+    expect(started).toHaveLength(2);
+    finishRun.get(601)?.();
+    await eventually(() => started.length === 3, 5_000);
+    expect(started).toEqual([601, 603, 602]);
+    finishRun.get(602)?.();
+    expect(await dispatcher.stop(5_000)).toBe(true);
+  });
+
   it("finishes an update whose lease held", async () => {
     const run = stalledRun("steady");
     await run.inbox.add(1, "held", {});

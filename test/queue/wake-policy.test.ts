@@ -1,14 +1,18 @@
 import { describe, expect, it } from "vitest";
 import { type ClaimRound, WakePolicy } from "../../src/queue/wake-policy.js";
 
-/** One step of a dispatcher's life, as the policy hears of it. */
+/**
+ * One step of a dispatcher's life, as the policy hears of it. Chats are letters: "announce a" is
+ * an update of chat a stored here, "announce" one whose chat the caller did not say; a claim lists
+ * the chats of the updates it took.
+ */
 type Step =
-  | "announce"
-  | "finish"
+  | `announce${"" | ` ${string}`}`
+  | `finish ${string}`
   | "poll"
-  | { claim: number; limit?: number }
+  | { claim: string[]; limit?: number }
   | { begin: true }
-  | { end: number; limit?: number };
+  | { end: string[]; limit?: number };
 
 const LIMIT = 4;
 
@@ -16,14 +20,18 @@ const LIMIT = 4;
 function play(steps: readonly Step[]): boolean {
   const policy = new WakePolicy();
   // A new dispatcher polls once at the start; the tables begin after that first, empty claim.
-  policy.endClaim(policy.beginClaim(), 0, LIMIT);
+  policy.endClaim(policy.beginClaim(), [], LIMIT);
   let open: ClaimRound | undefined;
   for (const step of steps) {
     if (step === "announce") policy.announced();
-    else if (step === "finish") policy.finishedOne();
     else if (step === "poll") policy.pollElapsed();
-    else if ("claim" in step) policy.endClaim(policy.beginClaim(), step.claim, step.limit ?? LIMIT);
-    else if ("begin" in step) open = policy.beginClaim();
+    else if (typeof step === "string") {
+      const [verb, chat] = step.split(" ") as [string, string];
+      if (verb === "announce") policy.announced(chat);
+      else policy.finishedOne(chat);
+    } else if ("claim" in step) {
+      policy.endClaim(policy.beginClaim(), step.claim, step.limit ?? LIMIT);
+    } else if ("begin" in step) open = policy.beginClaim();
     else if (open !== undefined) {
       policy.endClaim(open, step.end, step.limit ?? LIMIT);
       open = undefined;
@@ -39,64 +47,123 @@ describe("the dispatcher's wake policy", () => {
 
   const table: { when: string; steps: Step[]; due: boolean }[] = [
     { when: "nothing happened since the last claim", steps: [], due: false },
-    { when: "an update was announced", steps: ["announce"], due: true },
-    { when: "the announced update was claimed", steps: ["announce", { claim: 1 }], due: false },
+    { when: "an update was announced", steps: ["announce a"], due: true },
+    {
+      when: "the announced update was claimed",
+      steps: ["announce a", { claim: ["a"] }],
+      due: false,
+    },
     { when: "the poll interval passed", steps: ["poll"], due: true },
-    { when: "a poll found less than it could take", steps: ["poll", { claim: 2 }], due: false },
+    {
+      when: "a poll found less than it could take",
+      steps: ["poll", { claim: ["a", "b"] }],
+      due: false,
+    },
     {
       when: "a poll filled its batch: more may wait",
-      steps: ["poll", { claim: LIMIT }],
+      steps: ["poll", { claim: ["a", "b", "c", "d"] }],
       due: true,
     },
     {
       when: "two announced, one claim took both",
-      steps: ["announce", "announce", { claim: 2 }],
+      steps: ["announce a", "announce b", { claim: ["a", "b"] }],
       due: false,
     },
     {
       when: "an announced update was held back (its chat busy), nothing finished yet",
-      steps: ["announce", { claim: 0 }],
+      steps: ["announce a", { claim: ["a"] }, "announce a", { claim: [] }],
       due: false,
     },
     {
-      when: "a held-back chat finished a run",
-      steps: ["announce", { claim: 0 }, "finish"],
+      when: "a chat holding an update back finished its run",
+      steps: ["announce a", { claim: ["a"] }, "announce a", { claim: [] }, "finish a"],
       due: true,
     },
     {
-      when: "a run finished after an announced claim: an update of its chat may wait behind it",
-      steps: ["announce", { claim: 1 }, "finish"],
+      when: "two of a chat announced, one claimed, and its run finished",
+      steps: ["announce a", "announce a", { claim: ["a"] }, "finish a"],
       due: true,
     },
     {
-      when: "a run finished with nothing held back",
-      steps: ["poll", { claim: 1 }, "finish"],
+      when: "a chat's only update ran and finished: nothing waits behind it",
+      steps: ["announce a", { claim: ["a"] }, "finish a"],
       due: false,
     },
     {
-      when: "a run finished while a claim was under way: the claim may have missed what it freed",
-      steps: ["poll", { begin: true }, "finish", { end: 0 }],
+      when: "another chat finished, while a chat holds an update back",
+      steps: ["announce a", "announce a", "announce b", { claim: ["a", "b"] }, "finish b"],
+      due: false,
+    },
+    {
+      when: "another chat finished first, and then the chat holding an update back",
+      steps: [
+        "announce a",
+        "announce a",
+        "announce b",
+        { claim: ["a", "b"] },
+        "finish b",
+        "finish a",
+      ],
       due: true,
+    },
+    {
+      when: "a poll found a chat's update: it may hold more, so look when its run ends",
+      steps: ["poll", { claim: ["a"] }, "finish a"],
+      due: true,
+    },
+    {
+      when: "the held-back chat's run finished while a claim was under way: it may have missed it",
+      steps: [
+        "announce a",
+        { claim: ["a"] },
+        "announce a",
+        { begin: true },
+        "finish a",
+        { end: [] },
+      ],
+      due: true,
+    },
+    {
+      when: "an unrelated run finished while a claim was under way",
+      steps: ["announce b", { claim: ["b"] }, "poll", { begin: true }, "finish b", { end: [] }],
+      due: false,
     },
     {
       when: "an update was announced while a claim was under way",
-      steps: ["poll", { begin: true }, "announce", { end: 0 }],
+      steps: ["poll", { begin: true }, "announce a", { end: [] }],
       due: true,
     },
     {
       when: "a recheck after a finish found one: its chat may hold more, so wait for the next finish",
-      steps: ["announce", { claim: 0 }, "finish", { claim: 1 }],
+      steps: ["announce a", "announce a", { claim: ["a"] }, "finish a", { claim: ["a"] }],
       due: false,
     },
     {
       when: "…and that next finish comes",
-      steps: ["announce", { claim: 0 }, "finish", { claim: 1 }, "finish"],
+      steps: [
+        "announce a",
+        "announce a",
+        { claim: ["a"] },
+        "finish a",
+        { claim: ["a"] },
+        "finish a",
+      ],
       due: true,
     },
     {
       when: "a recheck after a finish found nothing",
-      steps: ["announce", { claim: 0 }, "finish", { claim: 0 }, "finish"],
+      steps: ["announce a", "announce a", { claim: ["a"] }, "finish a", { claim: [] }],
       due: false,
+    },
+    {
+      when: "a chat-less update was announced and not claimed: any running chat may hold it",
+      steps: ["announce b", { claim: ["b"] }, "announce", { claim: [] }, "finish b"],
+      due: true,
+    },
+    {
+      when: "a full batch left an announced chat unlooked at",
+      steps: ["announce e", "announce e", { claim: ["a", "b", "c", "e"] }, "finish e"],
+      due: true,
     },
   ];
 
