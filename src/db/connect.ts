@@ -88,6 +88,19 @@ class TransactionalDdlSqliteAdapter extends SqliteAdapter {
   }
 }
 
+/** A statement asked of the database, with its caller's promise. */
+type Asked = {
+  query: CompiledQuery;
+  resolve(result: QueryResult<unknown>): void;
+  reject(error: unknown): void;
+};
+
+type Settled = { ok: QueryResult<unknown> } | { error: unknown };
+
+const BEGIN = CompiledQuery.raw("begin immediate");
+const COMMIT = CompiledQuery.raw("commit");
+const ROLLBACK = CompiledQuery.raw("rollback");
+
 /**
  * The one connection to a SQLite file: each statement prepared through the statement cache and run
  * at once (better-sqlite3 is synchronous), every failure told to `onError` (metrics) before its
@@ -96,7 +109,7 @@ class TransactionalDdlSqliteAdapter extends SqliteAdapter {
  */
 class SqliteFileConnection implements DatabaseConnection {
   constructor(
-    private readonly database: SqliteDatabase,
+    private readonly database: StatementCache,
     private readonly onError: ((error: unknown) => void) | undefined,
   ) {}
 
@@ -110,6 +123,56 @@ class SqliteFileConnection implements DatabaseConnection {
     } catch (error) {
       this.onError?.(error);
       throw error;
+    }
+  }
+
+  /**
+   * Runs the statements in order in one transaction, and settles each caller once it has been
+   * committed. A statement that fails is undone alone (SQLite's statement-level rollback) and its
+   * caller gets the error; should SQLite end the whole transaction instead (a full disk, an I/O
+   * error) or the commit fail, nothing of it stayed, and the others run again one at a time.
+   */
+  runTogether(batch: readonly Asked[]): void {
+    const results = batch.length > 1 ? this.#runInOneTransaction(batch) : undefined;
+    if (results === undefined) {
+      this.#runAlone(batch);
+      return;
+    }
+    batch.forEach((asked, i) => {
+      const result = results[i];
+      if (result && "ok" in result) asked.resolve(result.ok);
+      else asked.reject(result?.error);
+    });
+  }
+
+  /** Each statement's result or error, once committed; undefined when nothing of it stayed. */
+  #runInOneTransaction(batch: readonly Asked[]): Settled[] | undefined {
+    const results: Settled[] = [];
+    try {
+      this.runNow(BEGIN);
+      for (const asked of batch) {
+        try {
+          results.push({ ok: this.runNow(asked.query) });
+        } catch (error) {
+          if (!this.database.inTransaction) throw error;
+          results.push({ error });
+        }
+      }
+      this.runNow(COMMIT);
+      return results;
+    } catch {
+      if (this.database.inTransaction) this.runNow(ROLLBACK);
+      return undefined;
+    }
+  }
+
+  #runAlone(batch: readonly Asked[]): void {
+    for (const asked of batch) {
+      try {
+        asked.resolve(this.runNow(asked.query));
+      } catch (error) {
+        asked.reject(error);
+      }
     }
   }
 
@@ -142,10 +205,12 @@ class ImmediateSqliteDriver extends SqliteDriver {
   readonly #waiting: (() => void)[] = [];
   #held = false;
   readonly #connection: SqliteFileConnection;
+  /** Statements asked since the last batch ran, waiting for the next. */
+  #batch: Asked[] | undefined;
   /** Kysely has initialised the driver (and so will close the database when destroyed). */
   #initialised = false;
 
-  constructor(database: SqliteDatabase, onError: ((error: unknown) => void) | undefined) {
+  constructor(database: StatementCache, onError: ((error: unknown) => void) | undefined) {
     super({ database });
     this.#connection = new SqliteFileConnection(database, onError);
   }
@@ -169,22 +234,44 @@ class ImmediateSqliteDriver extends SqliteDriver {
   }
 
   override async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw("begin immediate"));
+    await connection.executeQuery(BEGIN);
   }
 
   /**
-   * Runs a statement now if nobody holds the connection (so no transaction is open and nobody
-   * waits): it cannot come between another's statements, since it is done before this returns.
-   * Undefined when the connection is held, or before Kysely's first statement has initialised the
-   * driver: the statement then takes Kysely's way.
+   * Runs a statement together with the others asked before the event loop next turns, in one
+   * transaction (`runTogether`). The batch takes its place in line for the connection when its
+   * first statement is asked: a statement asked through Kysely after that runs after the batch
+   * (a compiled one asked meanwhile joins it), and none of the batch's comes inside another's
+   * transaction. Undefined before Kysely's first statement has initialised the driver: the
+   * statement then takes Kysely's way. A statement that begins or ends a transaction has no place
+   * here (Kysely's `transaction()` is for that): one that ended the batch's would leave the rest
+   * of it committed one by one, and then run again.
    */
-  runIfFree<R>(query: CompiledQuery): Promise<QueryResult<R>> | undefined {
-    if (this.#held || !this.#initialised) return undefined;
-    try {
-      return Promise.resolve(this.#connection.runNow<R>(query));
-    } catch (error) {
-      return Promise.reject(error);
-    }
+  runInBatch<R>(query: CompiledQuery): Promise<QueryResult<R>> | undefined {
+    if (!this.#initialised) return undefined;
+    return new Promise<QueryResult<R>>((resolve, reject) => {
+      const asked: Asked = {
+        query,
+        resolve: resolve as (result: QueryResult<unknown>) => void,
+        reject,
+      };
+      if (this.#batch !== undefined) {
+        this.#batch.push(asked);
+        return;
+      }
+      const batch = [asked];
+      this.#batch = batch;
+      void this.acquireConnection().then(() =>
+        setImmediate(() => {
+          this.#batch = undefined;
+          try {
+            this.#connection.runTogether(batch);
+          } finally {
+            void this.releaseConnection();
+          }
+        }),
+      );
+    });
   }
 }
 
@@ -192,7 +279,7 @@ class ImmediateSqliteDriver extends SqliteDriver {
 class TransactionalDdlSqliteDialect extends SqliteDialect {
   readonly driver: ImmediateSqliteDriver;
 
-  constructor(database: SqliteDatabase, onQueryError: ((error: unknown) => void) | undefined) {
+  constructor(database: StatementCache, onQueryError: ((error: unknown) => void) | undefined) {
     super({ database });
     this.driver = new ImmediateSqliteDriver(database, onQueryError);
   }
@@ -208,12 +295,13 @@ class TransactionalDdlSqliteDialect extends SqliteDialect {
 
 /**
  * A compiled statement run on the database itself (`db.executeQuery`, as src/db/precompiled.ts
- * runs the statements every turn runs) goes straight to SQLite when the connection is free,
- * instead of through Kysely's executor, driver and connection provider: about ten awaits and
- * their promises for a statement that SQLite runs synchronously
- * (docs/decisions/0011-cpu-per-turn.md). Built queries, transactions (a Kysely `Transaction`, not
- * this class) and calls with options take Kysely's way. The service's Kysely has no plugins,
- * whose result transforms this would skip.
+ * runs the statements every turn runs) goes straight to SQLite, with the others asked in the same
+ * turn of the event loop, in one transaction (ImmediateSqliteDriver.runInBatch): not through
+ * Kysely's executor, driver and connection provider, about ten awaits and their promises for a
+ * statement SQLite runs synchronously, and one commit for many, where each commit rewrites the
+ * pages it touched and the full-text index adds a segment (docs/decisions/0011-cpu-per-turn.md).
+ * Built queries, transactions (a Kysely `Transaction`, not this class) and calls with options take
+ * Kysely's way. The service's Kysely has no plugins, whose result transforms this would skip.
  */
 class SqliteKysely extends Kysely<Database> {
   readonly #driver: ImmediateSqliteDriver;
@@ -228,8 +316,8 @@ class SqliteKysely extends Kysely<Database> {
     options?: AbortableQueryOptions,
   ): Promise<QueryResult<R>> {
     if (options === undefined && !isCompilable(query)) {
-      const now = this.#driver.runIfFree<R>(query);
-      if (now !== undefined) return now;
+      const batched = this.#driver.runInBatch<R>(query);
+      if (batched !== undefined) return batched;
     }
     return super.executeQuery(query, options);
   }
@@ -253,14 +341,20 @@ function openSqliteFile(path: string, logger: Logger | undefined) {
 /** Distinct statements kept prepared: the service's own are a few dozen. */
 const STATEMENT_CACHE_SIZE = 500;
 
+/** The database as Kysely's SQLite driver uses it, and whether a transaction is open on it. */
+export type StatementCache = SqliteDatabase & { readonly inTransaction: boolean };
+
 /**
  * Kysely's driver prepares every statement it runs, each time: with better-sqlite3 that is a
  * compile by SQLite and a native object for the collector, for every query of every turn. This
  * keeps them by SQL text and runs them again (docs/decisions/0005-sqlite-statement-cache.md).
  */
-export function withStatementCache(database: SQLite.Database): SqliteDatabase {
+export function withStatementCache(database: SQLite.Database): StatementCache {
   const statements = new LRUCache<string, SQLite.Statement>({ max: STATEMENT_CACHE_SIZE });
   return {
+    get inTransaction() {
+      return database.inTransaction;
+    },
     close: () => database.close(),
     prepare(sql) {
       let statement = statements.get(sql);

@@ -149,17 +149,62 @@ describe("the SQLite connection under many statements at once", () => {
     },
   );
 
-  it("runs a compiled statement on a free connection before executeQuery returns", async () => {
-    if (testDb.target.kind !== "sqlite") throw new Error("a SQLite test database was expected");
-    const other = new SQLite(testDb.target.path);
-    try {
-      const count = () => other.prepare("select count(*) as n from log where n = -41").get();
-      const asked = handle.db.executeQuery(CompiledQuery.raw("insert into log values (-41)"));
-      expect(count()).toEqual({ n: 1 });
-      await asked;
-    } finally {
-      other.close();
-    }
+  const compiled = (source: string) => handle.db.executeQuery(CompiledQuery.raw(source));
+  const logged = async () =>
+    (await sql<{ n: number }>`select n from log order by rowid`.execute(handle.db)).rows.map(
+      (row) => row.n,
+    );
+
+  it("runs the compiled statements asked in one turn of the event loop in one transaction", async () => {
+    await sql`delete from log`.execute(handle.db);
+    const asked = [
+      compiled("insert into log values (1)"),
+      // Inside the batch's transaction another cannot begin; run alone, it would.
+      compiled("begin"),
+      compiled("insert into log values (2)"),
+    ];
+    const [first, begin, second] = await Promise.allSettled(asked);
+    expect(begin).toMatchObject({
+      status: "rejected",
+      reason: { message: "cannot start a transaction within a transaction" },
+    });
+    expect([first?.status, second?.status]).toEqual(["fulfilled", "fulfilled"]);
+    expect(await logged()).toEqual([1, 2]);
+  });
+
+  it("fails a statement of a batch alone: the others are committed", async () => {
+    await sql`delete from log`.execute(handle.db);
+    const asked = [
+      compiled("insert into log values (1)"),
+      compiled("insert into no_such_table values (1)"),
+      compiled("insert into log values (2)"),
+    ];
+    await expect(asked[1]).rejects.toThrow("no such table: no_such_table");
+    await Promise.all([asked[0], asked[2]]);
+    expect(await logged()).toEqual([1, 2]);
+  });
+
+  it("runs a batch again one statement at a time when a statement of it ends its transaction", async () => {
+    await sql`delete from log`.execute(handle.db);
+    await sql`create table if not exists fragile (n integer)`.execute(handle.db);
+    await sql`create trigger if not exists fragile_negative before insert on fragile when new.n < 0
+      begin select raise(rollback, 'negative'); end`.execute(handle.db);
+    const asked = [
+      compiled("insert into log values (1)"),
+      compiled("insert into fragile values (-1)"),
+      compiled("insert into log values (2)"),
+    ];
+    await expect(asked[1]).rejects.toThrow("negative");
+    await Promise.all([asked[0], asked[2]]);
+    expect(await logged()).toEqual([1, 2]);
+  });
+
+  it("runs a built statement asked after a batch after it", async () => {
+    await sql`delete from log`.execute(handle.db);
+    const batch = compiled("insert into log values (1)");
+    await sql`insert into log values (2)`.execute(handle.db);
+    await batch;
+    expect(await logged()).toEqual([1, 2]);
   });
 
   it("streams a query's rows one at a time", async () => {
