@@ -3,7 +3,7 @@ import { NO_REDIRECTS } from "../http/no-redirects.js";
 
 /**
  * The courier's thread (src/answer/courier.ts): Bot API calls, and the statement to run the
- * moment Telegram accepts one. Its event loop does nothing else, so Telegram's reply is read, and
+ * moment Telegram accepts one (the live view's calls, typing and drafts, come without one). Its event loop does nothing else, so Telegram's reply is read, and
  * the record committed, within a millisecond or so however busy the service's own loop is. The
  * statement comes compiled by Kysely on the service's side: this thread knows no SQL, and no
  * Telegram beyond `ok` and a sent message's id.
@@ -24,7 +24,7 @@ export type CourierRecord = {
   sentIds?: { parameter: number; ids: readonly (number | null)[] };
 };
 
-/** One Bot API call, its body already encoded, and its record. */
+/** One Bot API call, its body already encoded, and its record if it has one. */
 export type CourierJob = {
   id: number;
   method: string;
@@ -32,7 +32,7 @@ export type CourierJob = {
   contentType: string;
   body: string | Uint8Array;
   timeoutMs: number;
-  record: CourierRecord;
+  record?: CourierRecord;
 };
 
 /** An error and its causes, outermost first, as the thread saw them. */
@@ -46,8 +46,8 @@ export type CourierReply =
   | { id: number; response: unknown; rows?: number; recordFailed?: string }
   | { id: number; failure: FailureLink[] };
 
-/** "stop": finish the calls under way, close the connection and end. */
-export type CourierMessage = CourierJob | "stop";
+/** "stop": finish the calls under way, close the connection and end; `cancel`: abort that call. */
+export type CourierMessage = CourierJob | "stop" | { cancel: number };
 
 type Store = {
   run(sql: string, parameters: readonly unknown[]): Promise<number>;
@@ -137,14 +137,14 @@ function parametersOf(record: CourierRecord, response: unknown): readonly unknow
   return parameters;
 }
 
-async function carry(store: Store, job: CourierJob): Promise<CourierReply> {
+async function carry(store: Store, job: CourierJob, cancel: AbortSignal): Promise<CourierReply> {
   let response: unknown;
   try {
     const res = await fetch(job.url, {
       method: "POST",
       headers: { "content-type": job.contentType },
       body: job.body,
-      signal: AbortSignal.timeout(job.timeoutMs),
+      signal: AbortSignal.any([AbortSignal.timeout(job.timeoutMs), cancel]),
       ...NO_REDIRECTS,
     });
     response = await res.json();
@@ -158,7 +158,13 @@ async function carry(store: Store, job: CourierJob): Promise<CourierReply> {
     }
     return { id: job.id, failure: links };
   }
-  if (response === null || typeof response !== "object" || !("ok" in response) || !response.ok) {
+  if (
+    job.record === undefined ||
+    response === null ||
+    typeof response !== "object" ||
+    !("ok" in response) ||
+    !response.ok
+  ) {
     return { id: job.id, response };
   }
   try {
@@ -183,14 +189,22 @@ function serve(port: MessagePort, data: CourierWorkerData): void {
     await (await store).close().catch(() => {});
     port.close();
   };
+  const cancels = new Map<number, AbortController>();
   port.on("message", async (message: CourierMessage) => {
     if (message === "stop") {
       stopping = true;
       if (running === 0) await close();
       return;
     }
+    if ("cancel" in message) {
+      cancels.get(message.cancel)?.abort();
+      return;
+    }
     running++;
-    const reply = await carry(await store, message);
+    const cancel = new AbortController();
+    cancels.set(message.id, cancel);
+    const reply = await carry(await store, message, cancel.signal);
+    cancels.delete(message.id);
     running--;
     port.postMessage(reply satisfies CourierReply);
     if (stopping && running === 0) await close();

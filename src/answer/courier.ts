@@ -1,5 +1,12 @@
 import { Worker } from "node:worker_threads";
-import { type Api, type ApiCallFn, GrammyError, HttpError, type RawApi } from "grammy";
+import {
+  type Api,
+  type ApiCallFn,
+  GrammyError,
+  HttpError,
+  type RawApi,
+  type Transformer,
+} from "grammy";
 import type { ApiResponse } from "grammy/types";
 import type { DatabaseTarget } from "../config.js";
 import { NO_REDIRECTS } from "../http/no-redirects.js";
@@ -19,6 +26,13 @@ export type { CourierRecord } from "./courier-worker.js";
 
 /** How long a Bot API call may take: grammY's default, which createBot keeps. */
 const TIMEOUT_SECONDS = 500;
+
+/** The calls that show an answer while it is written, which `live` sends on the thread. */
+const LIVE_METHODS: ReadonlySet<string> = new Set([
+  "sendChatAction",
+  "sendMessageDraft",
+  "sendRichMessageDraft",
+]);
 
 /** The calls that send what an answer is made of: a message, a rich message, a file, a voice note. */
 export type CarriedMethod =
@@ -56,6 +70,13 @@ export type Carrier = {
 export type Courier = {
   /** What sends through `api`'s transformers (those installed when each call starts). */
   over(api: Api): Carrier;
+  /**
+   * Installed on an Api before its other transformers (so next to the request itself), sends the
+   * live view's calls (typing, drafts) on the thread too, without a record: their requests, and
+   * the memory each holds while it waits for Telegram, stay off the service's event loop and heap
+   * (docs/decisions/0011-cpu-per-turn.md). A call whose signal aborts is aborted on the thread.
+   */
+  live: Transformer;
   /** Lets calls under way finish, then closes the thread and its connection. */
   stop(): Promise<void>;
 };
@@ -146,8 +167,7 @@ export function startCourier(deps: {
   /** Whether calls go to the thread: it runs, and is not being stopped. */
   const open = () => !gone && !stopping;
 
-  function post(job: Omit<CourierJob, "id">): Promise<CourierReply> {
-    const id = nextId++;
+  function post(job: Omit<CourierJob, "id">, id = nextId++): Promise<CourierReply> {
     return new Promise((resolve, reject) => {
       // A message to a thread that has ended is dropped without a word: it would never settle.
       if (exited) {
@@ -195,7 +215,29 @@ export function startCourier(deps: {
       return reply.response as never;
     };
 
+  const live: Transformer = async (prev, method, payload, signal) => {
+    if (!LIVE_METHODS.has(method) || !open() || signal?.aborted) {
+      return prev(method, payload, signal);
+    }
+    const url = `${deps.apiRoot}/bot${deps.token}/${method}`;
+    const request = await botApiBody(payload as unknown as Record<string, unknown>);
+    const id = nextId++;
+    const cancel = () => worker.postMessage({ cancel: id } satisfies CourierMessage);
+    signal?.addEventListener("abort", cancel);
+    let reply: CourierReply;
+    try {
+      reply = await post({ method, url, ...request, timeoutMs: TIMEOUT_SECONDS * 1000 }, id);
+    } catch (error) {
+      throw networkFailure(method, error);
+    } finally {
+      signal?.removeEventListener("abort", cancel);
+    }
+    if ("failure" in reply) throw networkFailure(method, rebuild(reply.failure));
+    return reply.response as never;
+  };
+
   return {
+    live,
     over(api) {
       return {
         async send(method, payload, record) {
@@ -235,6 +277,7 @@ export function startCourier(deps: {
 
 /** No thread: every call goes as grammY sends it and is recorded by the caller. */
 export const noCourier: Courier = {
+  live: (prev, method, payload, signal) => prev(method, payload, signal),
   over: (api) => ({
     send: async (method, payload) => ({ value: await callRaw(api, method, payload) }),
   }),

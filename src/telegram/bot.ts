@@ -4,7 +4,7 @@ import type { Update, UserFromGetMe } from "grammy/types";
 import type { AgentHooks } from "../agent/hooks.js";
 import type { Agent } from "../agent/turn.js";
 import { sendApprovalRequests } from "../answer/approval-requests.js";
-import type { Courier } from "../answer/courier.js";
+import { type Courier, noCourier } from "../answer/courier.js";
 import { createDelivery } from "../answer/delivery.js";
 import { createLivePacer } from "../answer/live-pacer.js";
 import type { ConversationVoice } from "../answer/voice-delivery.js";
@@ -65,7 +65,10 @@ export type BotDeps = {
   streaming?: StreamingMode;
   /** Shared with the ingest, which stops them. */
   answers?: RunningAnswers;
-  /** Sends the messages and files of answers and records them off the main thread (courier.ts). */
+  /**
+   * Sends the messages and files of answers and records them, and the live view's calls, off the
+   * main thread (courier.ts).
+   */
   courier?: Courier;
   /** Spoken replies and /voice; without them, answers are text only and /voice says so. */
   voice?: ConversationVoice;
@@ -88,12 +91,16 @@ export function createBot(deps: BotDeps) {
     fetch: grammyFetch,
   };
   const bot = new Bot<TurnContext>(deps.token, { client, botInfo: deps.botInfo });
+  const courier = deps.courier ?? noCourier;
+  // First, so that it takes the place of the request itself under every other transformer.
+  bot.api.config.use(courier.live);
   bot.api.config.use(scrubOutgoing(deps.secrets ?? []));
   // Drafts while an answer is written go without auto-retry: one retried after a wait would be
   // stale, and the next one replaces it anyway.
   const liveApi = new Api(deps.token, client);
   // One budget for the live updates of every answer this process writes.
   const livePacer = createLivePacer();
+  liveApi.config.use(courier.live);
   liveApi.config.use(scrubOutgoing(deps.secrets ?? []));
   liveApi.config.use(logNetworkFailures(deps.logger, deps.apiRoot));
   bot.api.config.use(logNetworkFailures(deps.logger, deps.apiRoot));
@@ -118,7 +125,7 @@ export function createBot(deps: BotDeps) {
     api: bot.api,
     logger: deps.logger,
     richMessages: deps.richMessages,
-    courier: deps.courier,
+    courier,
   });
   const allowed = new Set(deps.allowedUserIds);
 

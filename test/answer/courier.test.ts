@@ -342,6 +342,49 @@ describe.each(DATABASE_KINDS)("courier on %s", (kind) => {
     await inbox.finish(await lastClaim(updateId));
   });
 
+  /** The grammY call `live` stands in for: a test fails if it is made. */
+  const notHere: Parameters<Courier["live"]>[0] = () => {
+    throw new Error("the live call was made on this thread");
+  };
+
+  it("sends the live view's calls (typing, drafts) on the thread, and only those", async () => {
+    const typing = await courier.live(notHere, "sendChatAction", {
+      chat_id: CHAT,
+      action: "typing",
+    });
+    expect(typing).toEqual({ ok: true, result: true });
+    const draft = await courier.live(notHere, "sendMessageDraft", {
+      chat_id: CHAT,
+      draft_id: 7,
+      text: "being written",
+    });
+    expect(draft).toEqual({ ok: true, result: true });
+    expect(telegram.drafts.at(-1)).toMatchObject({ chat_id: CHAT, plain_text: "being written" });
+    const passed: string[] = [];
+    await courier.live(
+      async (method) => {
+        passed.push(method);
+        return { ok: true, result: true } as never;
+      },
+      "getMe",
+      {},
+    );
+    expect(passed).toEqual(["getMe"]);
+  });
+
+  it("aborts a live call on the thread when its signal aborts", async () => {
+    const held = telegram.holdNext("sendChatAction");
+    const controller = new AbortController();
+    const signal = controller.signal as unknown as Parameters<Courier["live"]>[3];
+    const calling = courier
+      .live(notHere, "sendChatAction", { chat_id: CHAT, action: "typing" }, signal)
+      .catch((error: unknown) => error);
+    await held.arrived;
+    controller.abort();
+    await held.hungUp;
+    expect(await calling).toBeInstanceOf(HttpError);
+  });
+
   it("records nothing for a message Telegram refuses, which fails as grammY fails it", async () => {
     const { updateId, lease } = await claimedLease();
     telegram.failNext("sendMessage", {
