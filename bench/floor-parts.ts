@@ -33,7 +33,7 @@ export function floorClients(): { bot: Bot; gemini: GoogleGenAI; model: string }
 export async function serveFloorWebhook(
   bot: Bot,
   options: {
-    accept?(body: string, update: Update): void;
+    accept?(body: string, update: Update): void | Promise<void>;
     handle(update: Update): Promise<unknown>;
   },
 ): Promise<void> {
@@ -49,9 +49,16 @@ export async function serveFloorWebhook(
     req.on("end", () => {
       const body = Buffer.concat(chunks).toString("utf8");
       const update = JSON.parse(body) as Update;
-      options.accept?.(body, update);
-      res.writeHead(200, { "content-length": "0" }).end();
-      options.handle(update).catch((error: unknown) => console.error(error));
+      Promise.resolve(options.accept?.(body, update)).then(
+        () => {
+          res.writeHead(200, { "content-length": "0" }).end();
+          options.handle(update).catch((error: unknown) => console.error(error));
+        },
+        (error: unknown) => {
+          console.error(error);
+          res.writeHead(500, { "content-length": "0" }).end();
+        },
+      );
     });
   });
   server.listen(Number(floorEnv("PORT")), floorEnv("HOST"));

@@ -15,6 +15,7 @@ import { PERF_NODE_ARGS, recordCpu } from "./perf-record.js";
 import type { BenchRow } from "./run.js";
 import {
   type CpuTime,
+  databaseUrl,
   FLOOR_SERVICE_MAIN,
   profileArgs,
   type ServiceProcess,
@@ -207,8 +208,9 @@ async function warmUp(driver: ChatDriver, chats: number[]): Promise<void> {
 
 /**
  * Koroku on a database; (database "none") the libraries' floor: bench/floor-service.ts, a bot
- * that only streams one Gemini call and sends its answer; or (`workFloor`, SQLite) that floor
- * doing a Koroku turn's work by hand (bench/work-floor-service.ts), with the request Koroku sent.
+ * that only streams one Gemini call and sends its answer; or (`workFloor`) that floor doing a
+ * Koroku turn's work by hand on the same database (bench/work-floor-service.ts), with the request
+ * Koroku sent.
  */
 type RunCase = {
   database: DatabaseKind | "none";
@@ -344,11 +346,14 @@ async function runOne(
     if (run.concurrency !== undefined) env.MAX_CONCURRENT_TURNS = String(run.concurrency);
     if (run.workFloor) {
       env.WORK_FLOOR_REQUEST = run.workFloor.requestFile;
-      env.WORK_FLOOR_DATABASE = join(dataDir, "work-floor.db");
+      env.WORK_FLOOR_DATABASE =
+        bench.target.kind === "postgres"
+          ? databaseUrl(bench.target)
+          : join(dataDir, "work-floor.db");
     }
     const before = fakes.stats();
     const drafts429 = before.totals.telegram429s;
-    const name = `load-${run.workFloor ? "work-floor" : run.database}-${run.mode}-${run.concurrency ?? "default"}`;
+    const name = `load-${run.workFloor ? `work-floor-${run.database}` : run.database}-${run.mode}-${run.concurrency ?? "default"}`;
     const heapProfile = options.heapProfile && { ...options.heapProfile, port: await freePort() };
     const nodeArgs = [
       ...START_COMMAND.nodeArgs,
@@ -433,7 +438,11 @@ function againstTheFloors(runs: readonly Ran[]): BenchRow[] {
     if (run.database === "none") continue;
     const cpu = cpuOf(ran);
     const floor = cpuOf(runs.find((r) => r.run.database === "none" && r.run.mode === run.mode));
-    const work = cpuOf(runs.find((r) => r.run.workFloor && r.run.mode === run.mode));
+    const work = cpuOf(
+      runs.find(
+        (r) => r.run.workFloor && r.run.mode === run.mode && r.run.database === run.database,
+      ),
+    );
     const where = { benchmark: BENCHMARK, database: run.database, case: caseName(run) };
     if (cpu === undefined) continue;
     if (floor !== undefined) {
@@ -449,7 +458,7 @@ function againstTheFloors(runs: readonly Ran[]): BenchRow[] {
         note: `${cpu} ms a turn against the library floor's ${floor} ms in this run`,
       });
     }
-    if (work !== undefined && !run.workFloor && run.database === "sqlite") {
+    if (work !== undefined && !run.workFloor) {
       rows.push({
         ...where,
         metric: "CPU per turn to the work floor",
@@ -496,20 +505,17 @@ export async function loadBenchmark(options: LoadBenchOptions): Promise<BenchRow
         for (const mode of RUN_MODES) await run({ database, concurrency, mode });
       }
     }
-    if (FLOOR && options.databases.includes("sqlite")) {
+    if (FLOOR) {
       const requestFile = join(
         mkdtempSync(join(tmpdir(), "koroku-bench-work-floor-")),
         "request.json",
       );
       writeFileSync(requestFile, JSON.stringify(requestShape(sent)));
       try {
-        for (const mode of RUN_MODES) {
-          await run({
-            database: "sqlite",
-            concurrency: undefined,
-            mode,
-            workFloor: { requestFile },
-          });
+        for (const database of options.databases) {
+          for (const mode of RUN_MODES) {
+            await run({ database, concurrency: undefined, mode, workFloor: { requestFile } });
+          }
         }
       } finally {
         rmSync(dirname(requestFile), { recursive: true, force: true });

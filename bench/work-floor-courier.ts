@@ -1,5 +1,5 @@
 import { parentPort, workerData } from "node:worker_threads";
-import SQLite from "better-sqlite3";
+import { openDeliveredRecord } from "./work-floor-storage.js";
 
 /**
  * The work floor's courier (bench/work-floor-service.ts): the delivery guarantee of decision 0006
@@ -14,9 +14,7 @@ export type FloorDelivered = { id: number; messageId?: number; error?: string };
 
 const port = parentPort;
 if (port) {
-  const db = new SQLite(workerData as string);
-  db.pragma("synchronous = NORMAL");
-  const delivered = db.prepare("UPDATE inbox SET delivered = ? WHERE update_id = ?");
+  const recordDelivered = openDeliveredRecord(workerData as string);
   port.on("message", async ({ id, url, body, updateId }: FloorDelivery) => {
     let reply: FloorDelivered;
     try {
@@ -28,7 +26,7 @@ if (port) {
       const answer = (await res.json()) as { ok: boolean; result?: { message_id: number } };
       const messageId = answer.result?.message_id;
       if (!answer.ok || messageId === undefined) throw new Error("Telegram refused the message");
-      delivered.run(JSON.stringify([messageId]), updateId);
+      await recordDelivered(updateId, JSON.stringify([messageId]));
       reply = { id, messageId };
     } catch (error) {
       reply = { id, error: String(error) };

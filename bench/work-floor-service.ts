@@ -1,8 +1,7 @@
 /**
  * The library floor (bench/floor-service.ts) doing by hand the work every Koroku turn does, with
  * nothing of Koroku's code, to set Koroku's CPU a turn against what that work costs on the same
- * libraries. Per turn, on SQLite through better-sqlite3's prepared statements (WAL, synchronous
- * NORMAL, as Koroku):
+ * libraries. Per turn, on SQLite or PostgreSQL (bench/work-floor-storage.ts):
  *
  * - the update is stored before the webhook is answered, claimed, and marked finished;
  * - the chat's history is read and sent, the user's and the model's events are stored with a
@@ -24,10 +23,10 @@
 import { readFileSync } from "node:fs";
 import { Worker } from "node:worker_threads";
 import type { Content, GenerateContentConfig } from "@google/genai";
-import SQLite from "better-sqlite3";
 import { messageTimeFormat, sentAtNote } from "../src/agent/prompts.js";
 import { floorClients, floorEnv, serveFloorWebhook } from "./floor-parts.js";
 import type { FloorDelivered, FloorDelivery } from "./work-floor-courier.js";
+import { openFloorStorage } from "./work-floor-storage.js";
 
 /** Koroku's request without its contents: system instruction, tools and settings. */
 type RequestShape = {
@@ -44,39 +43,7 @@ const config: GenerateContentConfig = {
   ...(shape.toolConfig ? { toolConfig: shape.toolConfig } : {}),
 };
 
-const db = new SQLite(floorEnv("WORK_FLOOR_DATABASE"));
-db.pragma("journal_mode = WAL");
-db.pragma("synchronous = NORMAL");
-db.exec(`
-  CREATE TABLE inbox (update_id INTEGER PRIMARY KEY, chat_id INTEGER NOT NULL, body TEXT NOT NULL,
-    state TEXT NOT NULL DEFAULT 'new', delivered TEXT);
-  CREATE TABLE events (id INTEGER PRIMARY KEY, chat_id INTEGER NOT NULL, body TEXT NOT NULL,
-    text TEXT NOT NULL);
-  CREATE INDEX events_by_chat ON events (chat_id, id);
-  CREATE VIRTUAL TABLE events_fts USING fts5(text, content='events', content_rowid='id');
-  CREATE TRIGGER events_indexed AFTER INSERT ON events BEGIN
-    INSERT INTO events_fts (rowid, text) VALUES (new.id, new.text);
-  END;
-  CREATE TABLE usage (id INTEGER PRIMARY KEY, chat_id INTEGER NOT NULL, input INTEGER NOT NULL,
-    output INTEGER NOT NULL, at INTEGER NOT NULL);
-  CREATE TABLE vectors (event_id INTEGER PRIMARY KEY, vector BLOB NOT NULL);
-`);
-const store = db.prepare("INSERT OR IGNORE INTO inbox (update_id, chat_id, body) VALUES (?, ?, ?)");
-const claim = db.prepare(
-  "UPDATE inbox SET state = 'running' WHERE update_id = ? AND state = 'new'",
-);
-const finish = db.prepare("UPDATE inbox SET state = 'done' WHERE update_id = ?");
-const history = db.prepare<[number], { body: string }>(
-  "SELECT body FROM events WHERE chat_id = ? ORDER BY id",
-);
-const append = db.prepare("INSERT INTO events (chat_id, body, text) VALUES (?, ?, ?)");
-const used = db.prepare("INSERT INTO usage (chat_id, input, output, at) VALUES (?, ?, ?, ?)");
-const vector = db.prepare("INSERT INTO vectors (event_id, vector) VALUES (?, ?)");
-const storeVectors = db.transaction((ids: number[], vectors: Float32Array[]) => {
-  for (const [i, id] of ids.entries()) {
-    vector.run(id, Buffer.from((vectors[i] as Float32Array).buffer));
-  }
-});
+const storage = await openFloorStorage(floorEnv("WORK_FLOOR_DATABASE"));
 
 const { bot, gemini, model } = floorClients();
 
@@ -123,7 +90,7 @@ async function embedPending(): Promise<void> {
         config: { taskType: "RETRIEVAL_DOCUMENT", outputDimensionality: 256 },
       });
       const vectors = (response.embeddings ?? []).map((e) => Float32Array.from(e.values ?? []));
-      storeVectors(
+      await storage.storeVectors(
         batch.map((e) => e.id),
         vectors,
       );
@@ -134,17 +101,17 @@ async function embedPending(): Promise<void> {
 }
 setInterval(() => embedPending().catch((error: unknown) => console.error(error)), 2_000).unref();
 
-function appended(chatId: number, content: Content, text: string): void {
-  const id = Number(append.run(chatId, JSON.stringify(content), text).lastInsertRowid);
+async function appended(chatId: number, content: Content, text: string): Promise<void> {
+  const id = await storage.append(chatId, JSON.stringify(content), text);
   toEmbed.push({ id, text });
   if (toEmbed.length >= 64) embedPending().catch((error: unknown) => console.error(error));
 }
 
 bot.on("message:text", async (ctx) => {
   const updateId = ctx.update.update_id;
-  claim.run(updateId);
+  await storage.claim(updateId);
   const chatId = ctx.chat.id;
-  const contents = history.all(chatId).map((row) => JSON.parse(row.body) as Content);
+  const contents = (await storage.history(chatId)).map((body) => JSON.parse(body) as Content);
   const user: Content = {
     role: "user",
     parts: [
@@ -152,7 +119,7 @@ bot.on("message:text", async (ctx) => {
       { text: ctx.message.text },
     ],
   };
-  appended(chatId, user, ctx.message.text);
+  await appended(chatId, user, ctx.message.text);
   contents.push(user);
   const sendTyping = () => {
     ctx.api.sendChatAction(chatId, "typing").catch(() => {});
@@ -189,18 +156,16 @@ bot.on("message:text", async (ctx) => {
     streaming--;
     stopTyping();
   }
-  appended(chatId, { role: "model", parts: [{ text: answer }] }, answer);
-  used.run(chatId, input, output, Date.now());
+  await appended(chatId, { role: "model", parts: [{ text: answer }] }, answer);
+  await storage.used(chatId, input, output);
   const sent = await deliver(chatId, answer, updateId);
   // Unsent, the update stays unfinished, as it did when the main thread sent.
   if (sent.error !== undefined) throw new Error(sent.error);
-  finish.run(updateId);
+  await storage.finish(updateId);
 });
 
 await serveFloorWebhook(bot, {
-  accept: (body, update) => {
-    store.run(update.update_id, update.message?.chat.id ?? 0, body);
-  },
+  accept: (body, update) => storage.store(update.update_id, update.message?.chat.id ?? 0, body),
   // After the event loop's I/O, as Koroku's dispatcher claims.
   handle: (update) =>
     new Promise((resolve) => setImmediate(resolve)).then(() => bot.handleUpdate(update)),
