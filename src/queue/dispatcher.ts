@@ -133,6 +133,7 @@ export class Dispatcher {
         items = await this.deps.inbox.claimMany(limit);
         this.claimFailures.reset();
       } catch (error) {
+        this.wakePolicy.claimFailed(round);
         const waitMs = this.claimFailures.next();
         this.deps.logger.error(
           { err: error, retry_in_ms: waitMs },

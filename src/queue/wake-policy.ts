@@ -1,21 +1,24 @@
 /**
  * What one claim of the dispatcher was asked for, and what it knew when it began. The dispatcher
- * takes it from `beginClaim` and hands it back to `endClaim` with what the claim found.
+ * takes it from `beginClaim` and hands it back to `endClaim` with what the claim found, or to
+ * `claimFailed`.
  */
 export type ClaimRound = {
-  /** An update stored here was announced and not yet looked for. */
-  readonly announced: boolean;
-  /** Nobody announced anything and no held-back chat finished: the poll interval passed. */
+  /** Nothing was announced and no chat holding updates back finished: the poll interval passed. */
   readonly polled: boolean;
-  /** Announcements still pending when the claim began, so committed before it. */
-  readonly seenArrivals: number;
   /** The chats of the updates announced before the claim began, with how many each. */
   readonly announcedChats: ReadonlyMap<string, number>;
-  /** An update was announced without its chat (a task, an approval): any running chat may wait. */
+  /** An update was announced without its chat (a task, an approval): any running chat may hold it. */
   readonly announcedElsewhere: boolean;
   /** Chats that finished a run while they held updates back: this claim looks for their next. */
   readonly rechecked: ReadonlySet<string>;
 };
+
+/**
+ * Chats remembered as held back by something that does not run here (an album still arriving, a
+ * retry's delay, another replica's run), at most: past it the oldest are left to the poll.
+ */
+const MAX_BLOCKED_CHATS = 10_000;
 
 /**
  * When the dispatcher asks the inbox for work. Each question is a database write, so it asks only
@@ -23,12 +26,11 @@ export type ClaimRound = {
  * its run, or the poll interval passed (work from other replicas, expired leases, retries). Pure:
  * the dispatcher reports events, and this says whether a claim is due.
  *
- * Held-back updates are followed chat by chat: a chat whose run ends while another's update waits
- * behind it is looked at again, and only then, so a burst of chats with one message each costs no
- * claim per finished run, and one chat's finished run never stands in for another's.
+ * Held-back updates are followed chat by chat: a chat whose run ends while another of its updates
+ * waits behind it is looked at again, and only then, so a burst of chats with one message each
+ * costs no claim per finished run, and one chat's finished run never stands in for another's.
  */
 export class WakePolicy {
-  private arrivals = 0;
   private announcedChats = new Map<string, number>();
   private announcedElsewhere = false;
   private pollDue = true;
@@ -36,6 +38,8 @@ export class WakePolicy {
   private readonly running = new Map<string, number>();
   /** Running chats that may have updates waiting behind their run. */
   private readonly holdingBack = new Set<string>();
+  /** Chats whose announced update a claim left though nothing of theirs ran here. */
+  private readonly blocked = new Set<string>();
   /** Chats whose run ended while they held updates back, for the next claim to look at. */
   private recheck = new Set<string>();
   /** Chats whose run ended while a claim was under way: it may not have seen them free. */
@@ -43,7 +47,6 @@ export class WakePolicy {
 
   /** An update was stored in the inbox by this process, for `chat` when it is known. */
   announced(chat?: string | null): void {
-    this.arrivals++;
     if (chat === undefined || chat === null) this.announcedElsewhere = true;
     else this.announcedChats.set(chat, (this.announcedChats.get(chat) ?? 0) + 1);
   }
@@ -65,17 +68,18 @@ export class WakePolicy {
 
   /** Whether asking the inbox may find something. */
   get claimDue(): boolean {
-    return this.arrivals > 0 || this.recheck.size > 0 || this.pollDue;
+    return (
+      this.announcedChats.size > 0 ||
+      this.announcedElsewhere ||
+      this.recheck.size > 0 ||
+      this.pollDue
+    );
   }
 
   /** A claim begins: the reasons for it are used up. */
   beginClaim(): ClaimRound {
-    const announced = this.arrivals > 0;
-    this.arrivals = Math.max(0, this.arrivals - 1);
     const round: ClaimRound = {
-      announced,
-      polled: !announced && this.recheck.size === 0,
-      seenArrivals: this.arrivals,
+      polled: this.announcedChats.size === 0 && !this.announcedElsewhere && this.recheck.size === 0,
       announcedChats: this.announcedChats,
       announcedElsewhere: this.announcedElsewhere,
       rechecked: this.recheck,
@@ -86,6 +90,13 @@ export class WakePolicy {
     this.pollDue = false;
     this.finishedDuringClaim = new Set();
     return round;
+  }
+
+  /** The claim did not reach the inbox: what it was for is still to do. */
+  claimFailed(round: ClaimRound): void {
+    this.finishedDuringClaim = undefined;
+    this.stillToLookFor(round, new Map());
+    if (round.polled) this.pollDue = true;
   }
 
   /**
@@ -100,41 +111,56 @@ export class WakePolicy {
       found.set(chat, (found.get(chat) ?? 0) + 1);
       this.running.set(chat, (this.running.get(chat) ?? 0) + 1);
     }
-    // A chat whose update a claim did not take, or that has more than it took, waits behind its
-    // running update; if that run ended while the claim was under way, the claim may have missed
-    // what it freed.
-    const mayWait = (chat: string) => {
-      if (this.running.has(chat)) this.holdingBack.add(chat);
-      else if (finishedDuringClaim.has(chat)) this.recheck.add(chat);
-    };
-    if (foundChats.length < limit) {
-      // Everything that could run was taken.
-      for (const [chat, announced] of round.announcedChats) {
-        if (announced > (found.get(chat) ?? 0)) mayWait(chat);
+    for (const chat of found.keys()) {
+      // Its next update is running now: a recheck for the run that ended meanwhile is done.
+      const finishedMeanwhile = this.recheck.delete(chat);
+      const wasBlocked = this.blocked.delete(chat);
+      // A chat found after its run ended, by a poll, after something held it back elsewhere, or
+      // as its run ended meanwhile, may hold more: look again when this run ends.
+      if (round.rechecked.has(chat) || round.polled || wasBlocked || finishedMeanwhile) {
+        this.holdingBack.add(chat);
       }
-      // A chat found after its run ended, or by a poll, may hold more: look again when it ends.
-      for (const chat of found.keys()) {
-        if (round.rechecked.has(chat) || round.polled) mayWait(chat);
-      }
-      if (round.announcedElsewhere) for (const chat of this.running.keys()) mayWait(chat);
-      for (const chat of finishedDuringClaim) {
-        if (round.announcedElsewhere && !this.running.has(chat)) this.recheck.add(chat);
-      }
-      // Updates announced while the claim ran may have come too late for it: they stay.
-      this.arrivals -= Math.min(this.arrivals, round.seenArrivals);
+    }
+    if (foundChats.length >= limit) {
+      // The claim took all it could: what it did not get to is still to look for.
+      this.stillToLookFor(round, found);
+      if (round.polled) this.pollDue = true;
       return;
     }
-    // The claim took all it could: what it did not get to is still to look at.
+    // Everything that could run was taken. A chat announced more often than it was found waits
+    // behind its running update, or behind something elsewhere; if its run ended while the claim
+    // was under way, the claim may have missed what that freed.
+    const waits = (chat: string, elsewhere: boolean) => {
+      if (this.running.has(chat)) this.holdingBack.add(chat);
+      else if (finishedDuringClaim.has(chat)) this.recheck.add(chat);
+      else if (elsewhere) this.remember(chat);
+    };
+    for (const [chat, announced] of round.announcedChats) {
+      if (announced > (found.get(chat) ?? 0)) waits(chat, true);
+    }
+    for (const chat of round.rechecked) if (!found.has(chat)) waits(chat, false);
+    if (round.announcedElsewhere) {
+      for (const chat of this.running.keys()) this.holdingBack.add(chat);
+      for (const chat of finishedDuringClaim) waits(chat, false);
+    }
+  }
+
+  /** Puts back what a claim was asked to look for and did not find. */
+  private stillToLookFor(round: ClaimRound, found: ReadonlyMap<string, number>): void {
     for (const [chat, announced] of round.announcedChats) {
       const left = announced - (found.get(chat) ?? 0);
       if (left > 0) this.announcedChats.set(chat, (this.announcedChats.get(chat) ?? 0) + left);
     }
     this.announcedElsewhere ||= round.announcedElsewhere;
-    for (const chat of round.rechecked) {
-      if (found.has(chat)) mayWait(chat);
-      else this.recheck.add(chat);
+    for (const chat of round.rechecked) if (!found.has(chat)) this.recheck.add(chat);
+  }
+
+  private remember(chat: string): void {
+    this.blocked.delete(chat);
+    this.blocked.add(chat);
+    if (this.blocked.size > MAX_BLOCKED_CHATS) {
+      const oldest = this.blocked.values().next().value;
+      if (oldest !== undefined) this.blocked.delete(oldest);
     }
-    // Work found by a poll (nobody announced it) may not come alone: claim until none is left.
-    if (round.polled) this.pollDue = true;
   }
 }

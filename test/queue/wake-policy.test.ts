@@ -12,7 +12,8 @@ type Step =
   | "poll"
   | { claim: string[]; limit?: number }
   | { begin: true }
-  | { end: string[]; limit?: number };
+  | { end: string[]; limit?: number }
+  | { failed: true };
 
 const LIMIT = 4;
 
@@ -32,7 +33,10 @@ function play(steps: readonly Step[]): boolean {
     } else if ("claim" in step) {
       policy.endClaim(policy.beginClaim(), step.claim, step.limit ?? LIMIT);
     } else if ("begin" in step) open = policy.beginClaim();
-    else if (open !== undefined) {
+    else if ("failed" in step) {
+      if (open !== undefined) policy.claimFailed(open);
+      open = undefined;
+    } else if (open !== undefined) {
       policy.endClaim(open, step.end, step.limit ?? LIMIT);
       open = undefined;
     }
@@ -158,6 +162,78 @@ describe("the dispatcher's wake policy", () => {
     {
       when: "a chat-less update was announced and not claimed: any running chat may hold it",
       steps: ["announce b", { claim: ["b"] }, "announce", { claim: [] }, "finish b"],
+      due: true,
+    },
+    {
+      when: "a recheck filled the batch before another chat's announced update was looked at",
+      steps: [
+        "announce y",
+        "announce y",
+        "announce z",
+        { claim: ["y", "z"], limit: 3 },
+        "announce w",
+        { claim: ["w"], limit: 1 },
+        "announce x",
+        "finish y",
+        { claim: ["y"], limit: 1 },
+      ],
+      due: true,
+    },
+    {
+      when: "a claim failed: what it was asked for is still to look for",
+      steps: ["announce f", "announce f", { begin: true }, { failed: true }],
+      due: true,
+    },
+    {
+      when: "after a failed claim, the chat it then found still holds one back",
+      steps: [
+        "announce f",
+        "announce f",
+        { begin: true },
+        { failed: true },
+        { claim: ["f"] },
+        "finish f",
+      ],
+      due: true,
+    },
+    {
+      when: "a chat held back by something elsewhere (an album arriving) ran here, and finished",
+      steps: ["announce x", { claim: [] }, "announce x", { claim: ["x"] }, "finish x"],
+      due: true,
+    },
+    {
+      when: "a claim took a chat's next update as its run ended",
+      steps: [
+        "announce x",
+        "announce x",
+        "announce x",
+        { claim: ["x"] },
+        "announce b",
+        { begin: true },
+        "finish x",
+        { end: ["b", "x"] },
+      ],
+      due: false,
+    },
+    {
+      when: "…and, after a claim that found nothing, that chat's next run ends: its third may wait",
+      steps: [
+        "announce x",
+        "announce x",
+        "announce x",
+        { claim: ["x"] },
+        "announce b",
+        { begin: true },
+        "finish x",
+        { end: ["b", "x"] },
+        { claim: [] },
+        "finish x",
+      ],
+      due: true,
+    },
+    {
+      when: "a poll filled its batch, and a chat it found finished after the poll found no more",
+      steps: ["poll", { claim: ["a", "b", "c", "d"] }, { claim: [] }, "finish a"],
       due: true,
     },
     {
