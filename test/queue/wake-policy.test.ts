@@ -44,6 +44,18 @@ function play(steps: readonly Step[]): boolean {
   return policy.claimDue;
 }
 
+/** Chat x holds two behind its run; the run ends while a claim (for chat b) takes x's next. */
+const NEXT_TAKEN_AS_RUN_ENDED: Step[] = [
+  "announce x",
+  "announce x",
+  "announce x",
+  { claim: ["x"] },
+  "announce b",
+  { begin: true },
+  "finish x",
+  { end: ["b", "x"] },
+];
+
 describe("the dispatcher's wake policy", () => {
   it("claims once at the start, before anything is announced", () => {
     expect(new WakePolicy().claimDue).toBe(true);
@@ -203,32 +215,12 @@ describe("the dispatcher's wake policy", () => {
     },
     {
       when: "a claim took a chat's next update as its run ended",
-      steps: [
-        "announce x",
-        "announce x",
-        "announce x",
-        { claim: ["x"] },
-        "announce b",
-        { begin: true },
-        "finish x",
-        { end: ["b", "x"] },
-      ],
+      steps: NEXT_TAKEN_AS_RUN_ENDED,
       due: false,
     },
     {
       when: "…and, after a claim that found nothing, that chat's next run ends: its third may wait",
-      steps: [
-        "announce x",
-        "announce x",
-        "announce x",
-        { claim: ["x"] },
-        "announce b",
-        { begin: true },
-        "finish x",
-        { end: ["b", "x"] },
-        { claim: [] },
-        "finish x",
-      ],
+      steps: [...NEXT_TAKEN_AS_RUN_ENDED, { claim: [] }, "finish x"],
       due: true,
     },
     {
