@@ -231,7 +231,7 @@ export async function startService(
             approvals: app.approvals,
             servers: async () => (await app.mcp?.servers()) ?? [],
             // Called only once the service runs, when the dispatcher below exists.
-            onQueued: () => dispatcher.announce(),
+            onQueued: (conversation) => dispatcher.announce(conversation),
           },
         });
         await made.bot.init(apiSignal(signal));
@@ -375,7 +375,7 @@ export async function startService(
             if (!waiting) return false;
             if (!(await may(waiting.askedBy))) return "refused";
             const cancelled = await app.approvals.cancel(conversation);
-            dispatcher.announce();
+            dispatcher.announce(conversation);
             return cancelled.length > 0;
           },
           stopElsewhere:
@@ -441,7 +441,13 @@ export async function startService(
       },
     });
     // The periodic jobs that queue turns: due approvals and scheduled tasks.
-    const queueing = { logger, onQueued: () => dispatcher.announce(), now: clock?.now };
+    const queueing = {
+      logger,
+      onQueued: (conversations: readonly string[]) => {
+        for (const conversation of conversations) dispatcher.announce(conversation);
+      },
+      now: clock?.now,
+    };
     await components.start({
       name: "approval expiry",
       start: () =>

@@ -15,7 +15,12 @@ export function startApprovalExpiry(
     ...deps,
     queue: async () => {
       const expired = await deps.approvals.expireDue(now());
-      return expired.length > 0 ? { approvals: expired.map((a) => a.id) } : undefined;
+      return expired.length > 0
+        ? {
+            log: { approvals: expired.map((a) => a.id) },
+            conversations: expired.map((a) => a.conversation),
+          }
+        : undefined;
     },
     messages: {
       queued: "tool approvals expired unanswered",

@@ -73,8 +73,8 @@ export class Dispatcher {
     this.loop = this.run();
   }
 
-  /** An update was stored in the inbox by this process, for `chat` when the caller knows it. */
-  announce(chat?: string | null): void {
+  /** An update was stored in the inbox by this process, for `chat` (the inbox's chat id). */
+  announce(chat: string | null): void {
     this.wakePolicy.announced(chat);
     this.wake();
   }
@@ -83,7 +83,7 @@ export class Dispatcher {
    * An update was stored that may run only `ms` from now (an album's item, once its album has
    * settled): it is announced then, rather than found by the next poll.
    */
-  announceAfter(ms: number, chat?: string | null): void {
+  announceAfter(ms: number, chat: string | null): void {
     const timer = setTimeout(() => {
       this.later.delete(timer);
       this.announce(chat);

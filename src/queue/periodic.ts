@@ -52,22 +52,25 @@ export function startPeriodic(job: () => Promise<void>, intervalMs: number): Per
 
 /**
  * Every `intervalMs` (and at once), puts what is due into the inbox: `queue` returns the log
- * fields of what it queued, or undefined when nothing was due. The dispatcher is told at once; a
- * failure is logged and tried again at the next tick.
+ * fields and the conversations of what it queued, or undefined when nothing was due. The
+ * dispatcher is told at once; a failure is logged and tried again at the next tick.
  */
 /** How a job that queues work into the inbox runs. */
 export type QueueingOptions = {
   intervalMs: number;
   logger: Logger;
-  /** Told when something was queued, so that the dispatcher looks at once. */
-  onQueued(): void;
+  /** Told the conversations of what was queued, so that the dispatcher looks at once. */
+  onQueued(conversations: readonly string[]): void;
   /** The clock due times are read by (the database's, with replicas). */
   now?: () => number;
 };
 
 export function startQueueing(
   deps: QueueingOptions & {
-    queue(): Promise<Record<string, unknown> | undefined>;
+    /** What it queued: the fields of its log line, and the conversation of each item. */
+    queue(): Promise<
+      { log: Record<string, unknown>; conversations: readonly string[] } | undefined
+    >;
     /** The log line for what was queued, and for a failure. */
     messages: { queued: string; failed: string };
   },
@@ -76,8 +79,8 @@ export function startQueueing(
     try {
       const queued = await deps.queue();
       if (queued) {
-        deps.logger.info(queued, deps.messages.queued);
-        deps.onQueued();
+        deps.logger.info(queued.log, deps.messages.queued);
+        deps.onQueued(queued.conversations);
       }
     } catch (error) {
       deps.logger.warn({ err: error }, deps.messages.failed);

@@ -8,8 +8,8 @@ export type ClaimRound = {
   readonly polled: boolean;
   /** The chats of the updates announced before the claim began, with how many each. */
   readonly announcedChats: ReadonlyMap<string, number>;
-  /** An update was announced without its chat (a task, an approval): any running chat may hold it. */
-  readonly announcedElsewhere: boolean;
+  /** An update of no chat was announced: nothing holds it back. */
+  readonly announcedWithoutChat: boolean;
   /** Chats that finished a run while they held updates back: this claim looks for their next. */
   readonly rechecked: ReadonlySet<string>;
 };
@@ -32,7 +32,7 @@ const MAX_BLOCKED_CHATS = 10_000;
  */
 export class WakePolicy {
   private announcedChats = new Map<string, number>();
-  private announcedElsewhere = false;
+  private announcedWithoutChat = false;
   private pollDue = true;
   /** Chats with a run here, and how many (one, unless the inbox lost a lease meanwhile). */
   private readonly running = new Map<string, number>();
@@ -45,9 +45,9 @@ export class WakePolicy {
   /** Chats whose run ended while a claim was under way: it may not have seen them free. */
   private finishedDuringClaim: Set<string> | undefined;
 
-  /** An update was stored in the inbox by this process, for `chat` when it is known. */
-  announced(chat?: string | null): void {
-    if (chat === undefined || chat === null) this.announcedElsewhere = true;
+  /** An update was stored in the inbox by this process, for `chat` (the inbox's chat id). */
+  announced(chat: string | null): void {
+    if (chat === null) this.announcedWithoutChat = true;
     else this.announcedChats.set(chat, (this.announcedChats.get(chat) ?? 0) + 1);
   }
 
@@ -70,7 +70,7 @@ export class WakePolicy {
   get claimDue(): boolean {
     return (
       this.announcedChats.size > 0 ||
-      this.announcedElsewhere ||
+      this.announcedWithoutChat ||
       this.recheck.size > 0 ||
       this.pollDue
     );
@@ -79,13 +79,14 @@ export class WakePolicy {
   /** A claim begins: the reasons for it are used up. */
   beginClaim(): ClaimRound {
     const round: ClaimRound = {
-      polled: this.announcedChats.size === 0 && !this.announcedElsewhere && this.recheck.size === 0,
+      polled:
+        this.announcedChats.size === 0 && !this.announcedWithoutChat && this.recheck.size === 0,
       announcedChats: this.announcedChats,
-      announcedElsewhere: this.announcedElsewhere,
+      announcedWithoutChat: this.announcedWithoutChat,
       rechecked: this.recheck,
     };
     this.announcedChats = new Map();
-    this.announcedElsewhere = false;
+    this.announcedWithoutChat = false;
     this.recheck = new Set();
     this.pollDue = false;
     this.finishedDuringClaim = new Set();
@@ -139,10 +140,6 @@ export class WakePolicy {
       if (announced > (found.get(chat) ?? 0)) waits(chat, true);
     }
     for (const chat of round.rechecked) if (!found.has(chat)) waits(chat, false);
-    if (round.announcedElsewhere) {
-      for (const chat of this.running.keys()) this.holdingBack.add(chat);
-      for (const chat of finishedDuringClaim) waits(chat, false);
-    }
   }
 
   /** Puts back what a claim was asked to look for and did not find. */
@@ -151,7 +148,7 @@ export class WakePolicy {
       const left = announced - (found.get(chat) ?? 0);
       if (left > 0) this.announcedChats.set(chat, (this.announcedChats.get(chat) ?? 0) + left);
     }
-    this.announcedElsewhere ||= round.announcedElsewhere;
+    this.announcedWithoutChat ||= round.announcedWithoutChat;
     for (const chat of round.rechecked) if (!found.has(chat)) this.recheck.add(chat);
   }
 

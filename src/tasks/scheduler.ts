@@ -23,8 +23,10 @@ export function startScheduler(
   const job = startQueueing({
     ...deps,
     queue: async () => {
-      const runs = await deps.tasks.queueDue(now());
-      return runs > 0 ? { runs } : undefined;
+      const conversations = await deps.tasks.queueDue(now());
+      return conversations.length > 0
+        ? { log: { runs: conversations.length }, conversations }
+        : undefined;
     },
     messages: {
       queued: "queued due scheduled tasks",

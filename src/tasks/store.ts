@@ -262,9 +262,9 @@ export function createTaskStore(deps: {
    * it queues and skips those another is queueing. A conversation queues at most `runsPerHour`
    * runs in any hour: its other due tasks stay due, and run late once the hour has room (replicas
    * queueing the same conversation at the same moment may pass the limit by a batch between them).
-   * Returns how many runs it queued.
+   * Returns the conversation of each run it queued.
    */
-  async function queueDue(at: number, limit = 100): Promise<number> {
+  async function queueDue(at: number, limit = 100): Promise<string[]> {
     const since = new Date(at - HOUR_MS).toISOString();
     const heldBack = new Map<string, number>();
     const queued = await db.transaction().execute(async (trx) => {
@@ -300,7 +300,7 @@ export function createTaskStore(deps: {
           .execute();
         for (const row of counts) used.set(row.conversation, Number(row.runs));
       }
-      let count = 0;
+      const queuedFor: string[] = [];
       for (const row of due) {
         const runs = used.get(row.conversation) ?? 0;
         if (runs >= runsPerHour) {
@@ -332,7 +332,7 @@ export function createTaskStore(deps: {
             })
             .execute();
           used.set(row.conversation, runs + 1);
-          count++;
+          queuedFor.push(row.conversation);
         }
         const recurrence = recurrenceOf(row);
         const next = recurrence && nextOccurrence(recurrence, Math.max(at, dueAt), row.time_zone);
@@ -347,7 +347,7 @@ export function createTaskStore(deps: {
           .where("next_run_at", "=", dueAt)
           .execute();
       }
-      return count;
+      return queuedFor;
     });
     for (const [conversation, waiting] of heldBack) deps.onRunsHeldBack?.(conversation, waiting);
     return queued;

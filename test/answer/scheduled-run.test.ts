@@ -87,9 +87,12 @@ describe("running scheduled tasks", () => {
 
   /** Queues what is due at the clock and runs the claimed run, as the dispatcher would. */
   async function runDue(): Promise<InboxItem> {
-    expect(await tasks.queueDue(clock)).toBe(1);
+    const queuedFor = await tasks.queueDue(clock);
+    expect(queuedFor).toHaveLength(1);
     const item = await inbox.claim();
     if (!item) throw new Error("expected a queued run");
+    // The dispatcher is told the run's conversation: the inbox's chat of the queued item.
+    expect(queuedFor).toEqual([item.chatId]);
     const run = scheduledRunOf(item.update);
     if (!run) throw new Error("expected a scheduled run");
     await runner.run(item, inbox.leaseOf(item), run);
@@ -173,7 +176,7 @@ describe("running scheduled tasks", () => {
     ]);
     // One late run, not three: the next is tomorrow at 9:00.
     expect((await tasks.get(task.id))?.nextRunAt).toBe(NINE + 24 * 60 * MINUTE);
-    expect(await tasks.queueDue(clock)).toBe(0);
+    expect(await tasks.queueDue(clock)).toHaveLength(0);
   });
 
   it("skips a run whose task was cancelled after it was queued", async () => {
@@ -184,7 +187,7 @@ describe("running scheduled tasks", () => {
         repeatText: "daily",
       }),
     );
-    expect(await tasks.queueDue(clock)).toBe(1);
+    expect(await tasks.queueDue(clock)).toHaveLength(1);
     expect(await tasks.cancel(conversation, task.id)).toMatchObject({ status: "cancelled" });
     const item = await inbox.claim();
     const run = item && scheduledRunOf(item.update);
@@ -251,7 +254,7 @@ describe("running scheduled tasks", () => {
     h.fake.script(text("Sunny all day."));
     const before = h.fake.requests.length;
     telegram.failNext("sendMessage", { error_code: 500, description: "Internal Server Error" });
-    expect(await tasks.queueDue(clock)).toBe(1);
+    expect(await tasks.queueDue(clock)).toHaveLength(1);
     const first = await inbox.claim();
     const run = first && scheduledRunOf(first.update);
     if (!first || !run) throw new Error("expected the queued run");

@@ -108,7 +108,7 @@ describe("dispatcher", () => {
     });
     for (const id of ids) await inbox.add(id, `burst-${id}`, {});
     dispatcher.start();
-    for (const _ of ids) dispatcher.announce();
+    for (const id of ids) dispatcher.announce(`burst-${id}`);
     await eventually(() => started.length === 100);
     // 64, then the 36 slots left; none while all 100 run.
     expect(limits).toEqual([64, 36]);

@@ -3,8 +3,8 @@ import { type ClaimRound, WakePolicy } from "../../src/queue/wake-policy.js";
 
 /**
  * One step of a dispatcher's life, as the policy hears of it. Chats are letters: "announce a" is
- * an update of chat a stored here, "announce" one whose chat the caller did not say; a claim lists
- * the chats of the updates it took.
+ * an update of chat a stored here, "announce" one of no chat; a claim lists the chats of the
+ * updates it took.
  */
 type Step =
   | `announce${"" | ` ${string}`}`
@@ -24,7 +24,7 @@ function play(steps: readonly Step[]): boolean {
   policy.endClaim(policy.beginClaim(), [], LIMIT);
   let open: ClaimRound | undefined;
   for (const step of steps) {
-    if (step === "announce") policy.announced();
+    if (step === "announce") policy.announced(null);
     else if (step === "poll") policy.pollElapsed();
     else if (typeof step === "string") {
       const [verb, chat] = step.split(" ") as [string, string];
@@ -171,10 +171,11 @@ describe("the dispatcher's wake policy", () => {
       steps: ["announce a", "announce a", { claim: ["a"] }, "finish a", { claim: [] }],
       due: false,
     },
+    { when: "an update of no chat was announced", steps: ["announce"], due: true },
     {
-      when: "a chat-less update was announced and not claimed: any running chat may hold it",
+      when: "a claim looked for an update of no chat: no run holds it back",
       steps: ["announce b", { claim: ["b"] }, "announce", { claim: [] }, "finish b"],
-      due: true,
+      due: false,
     },
     {
       when: "a recheck filled the batch before another chat's announced update was looked at",

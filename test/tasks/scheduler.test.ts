@@ -27,7 +27,7 @@ describe("the scheduler told of a task added", () => {
         queueDue: async (now) => {
           asked.push(now);
           if (asked.length === 1) await firstLook;
-          return 0;
+          return [];
         },
       },
       intervalMs: TICK_MS,

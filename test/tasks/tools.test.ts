@@ -271,17 +271,17 @@ describe.each(DATABASE_KINDS)("scheduled task tools on %s", (kind) => {
     for (let i = 0; i < 5; i++) await limited.add(task(busy, i));
     await limited.add(task(quiet, 9));
     clock = START + HOUR / 2;
-    expect(await limited.queueDue(clock)).toBe(4);
+    expect(await limited.queueDue(clock)).toHaveLength(4);
     expect(held).toEqual([[busy, 2]]);
     // Looked at again and again in the hour, the busy conversation's waiting tasks queue nothing
     // (and are not even taken: no second report).
     clock += 60_000;
-    expect(await limited.queueDue(clock)).toBe(0);
+    expect(await limited.queueDue(clock)).toHaveLength(0);
     expect(held).toHaveLength(1);
     expect((await limited.listActive(busy)).map((t) => t.instruction)).toEqual(["run 3", "run 4"]);
     // An hour after the first runs, the rest run, late, for the time they were due.
     clock = START + HOUR / 2 + HOUR + 1_000;
-    expect(await limited.queueDue(clock)).toBe(2);
+    expect(await limited.queueDue(clock)).toHaveLength(2);
     const inbox = inboxAtClock();
     const dues: number[] = [];
     for (let item = await inbox.claim(); item; item = await inbox.claim()) {
@@ -331,8 +331,8 @@ describe.each(DATABASE_KINDS)("scheduled task tools on %s", (kind) => {
   it("queues a due run into the inbox once, and a recurring task's next run after now", async () => {
     await output("schedule_task", { when: "15:00", repeat: "every 2 hours", instruction: "x" });
     clock = START + 10 * HOUR; // 00:10: the 15:00, 17:00, … 23:00 runs were all missed.
-    expect(await tasks.queueDue(clock)).toBe(1);
-    expect(await tasks.queueDue(clock)).toBe(0);
+    expect(await tasks.queueDue(clock)).toHaveLength(1);
+    expect(await tasks.queueDue(clock)).toHaveLength(0);
     const [task] = await tasks.listActive(ctx.chatId);
     expect(task?.nextRunAt).toBe(Date.parse("2026-12-03T00:00:00Z"));
     expect(task?.runs).toBe(1);
@@ -351,7 +351,7 @@ describe.each(DATABASE_KINDS)("scheduled task tools on %s", (kind) => {
   it("ends a one-shot task once its run is queued", async () => {
     await output("schedule_task", { when: "in 1 hour", instruction: "x", mode: "remind" });
     clock = START + 2 * HOUR;
-    expect(await tasks.queueDue(clock)).toBe(1);
+    expect(await tasks.queueDue(clock)).toHaveLength(1);
     expect(await tasks.listActive(ctx.chatId)).toEqual([]);
     const inbox = inboxAtClock();
     const item = await inbox.claim();
@@ -365,7 +365,7 @@ describe.each(DATABASE_KINDS)("scheduled task tools on %s", (kind) => {
     const dues: string[] = [];
     for (const at of ["2026-03-27T08:00:05Z", "2026-03-28T08:00:05Z", "2026-03-29T07:00:05Z"]) {
       clock = Date.parse(at);
-      expect(await tasks.queueDue(clock)).toBe(1);
+      expect(await tasks.queueDue(clock)).toHaveLength(1);
       const item = await inbox.claim();
       dues.push(isoInZone(scheduledRunOf(item?.update)?.scheduled_task.due_at ?? 0, ZONE));
       if (item) await inbox.finish(item);

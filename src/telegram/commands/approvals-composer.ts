@@ -31,8 +31,8 @@ export type ApprovalsComposerDeps = {
    * it): they, or a group's administrator, as for a stop.
    */
   mayAnswer: MayStop;
-  /** Told when an answer queued a turn, so that the dispatcher looks at once. */
-  onQueued(): void;
+  /** Told the conversation an answer queued a turn for, so that the dispatcher looks at once. */
+  onQueued(conversation: string): void;
 };
 
 /**
@@ -76,7 +76,7 @@ export function approvalsComposer(deps: ApprovalsComposerDeps): Composer<TurnCon
       await ctx.answerCallbackQuery({ text: "This request was already answered, or ran out." });
       return;
     }
-    deps.onQueued();
+    deps.onQueued(answered.conversation);
     await ctx.answerCallbackQuery({ text: ENDINGS[answered.status] });
     await showEnding(ctx.api, { ...answered, messageId: message.message_id }, approvals.timeoutMs);
   });
