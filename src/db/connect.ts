@@ -324,6 +324,46 @@ class SqliteKysely extends Kysely<Database> {
 }
 
 /**
+ * On PostgreSQL, a compiled statement run on the database itself (the statements of
+ * src/db/precompiled.ts, every turn's) goes to the pool's own `query`, which checks a client out,
+ * runs it and gives the client back: not through Kysely's executor, driver and connection
+ * provider, whose awaits and frames each statement keeps while it waits for one of the pool's
+ * connections, long enough under a burst to be promoted and marked by the collector
+ * (docs/decisions/0011-cpu-per-turn.md). The result is the one Kysely's PostgreSQL connection
+ * gives; a failure is counted as the query log counts Kysely's. Built queries, transactions and
+ * calls with options take Kysely's way.
+ */
+class PostgresKysely extends Kysely<Database> {
+  constructor(
+    config: KyselyConfig,
+    private readonly pool: Pg.Pool,
+    private readonly onError: ((error: unknown) => void) | undefined,
+  ) {
+    super(config);
+  }
+
+  override executeQuery<R>(
+    query: CompiledQuery<R> | Compilable<R>,
+    options?: AbortableQueryOptions,
+  ): Promise<QueryResult<R>> {
+    if (options !== undefined || isCompilable(query)) return super.executeQuery(query, options);
+    return this.pool.query(query.sql, [...query.parameters]).then(
+      ({ command, rowCount, rows }) => ({
+        rows: (rows ?? []) as R[],
+        ...(AFFECTS_ROWS.has(command) ? { numAffectedRows: BigInt(rowCount ?? 0) } : {}),
+      }),
+      (error: unknown) => {
+        this.onError?.(error);
+        throw error;
+      },
+    );
+  }
+}
+
+/** The commands whose row count Kysely reports as `numAffectedRows`. */
+const AFFECTS_ROWS = new Set(["INSERT", "UPDATE", "DELETE", "MERGE"]);
+
+/**
  * A database file, with its checkpoints on a thread of their own (src/db/checkpointer.ts and
  * docs/decisions/0004-checkpoint-thread.md).
  */
@@ -409,10 +449,11 @@ export function openDatabase(target: DatabaseTarget, options: OpenOptions = {}):
   pool.on("connect", (client) => {
     client.on("error", () => {});
   });
-  const db = new Kysely<Database>({
-    dialect: new PostgresDialect({ pool }),
-    log: errorLog(options.onQueryError),
-  });
+  const db = new PostgresKysely(
+    { dialect: new PostgresDialect({ pool }), log: errorLog(options.onQueryError) },
+    pool,
+    options.onQueryError,
+  );
   return handle(db, "postgres");
 }
 
