@@ -228,62 +228,71 @@ describe("the SQLite connection under many statements at once", () => {
 });
 
 describe.each(DATABASE_KINDS)("failed statements on %s", (kind) => {
+  let testDb: TestDatabase;
+  let handle: DatabaseHandle;
+  const errors: unknown[] = [];
+  beforeAll(async () => {
+    testDb = await createTestDatabase(kind);
+    handle = openDatabase(testDb.target, { onQueryError: (error) => errors.push(error) });
+  });
+  afterAll(async () => {
+    // Set up only when the database could be reached.
+    await handle?.close();
+    await testDb?.dispose();
+  });
+
   it("are told to onQueryError once each, whichever way they ran, and still thrown", async () => {
-    const testDb = await createTestDatabase(kind);
-    const errors: unknown[] = [];
-    const handle = openDatabase(testDb.target, { onQueryError: (error) => errors.push(error) });
-    try {
-      await sql`select 1`.execute(handle.db);
-      await expect(
-        handle.db.executeQuery(CompiledQuery.raw("select * from missing_at_once")),
-      ).rejects.toThrow(/missing_at_once/);
-      await expect(sql`select * from missing_built`.execute(handle.db)).rejects.toThrow(
-        /missing_built/,
-      );
-      await expect(
-        handle.db
-          .transaction()
-          .execute((trx) => trx.executeQuery(CompiledQuery.raw("select * from missing_in_trx"))),
-      ).rejects.toThrow(/missing_in_trx/);
-      expect(errors.map((error) => String(error))).toEqual([
-        expect.stringContaining("missing_at_once"),
-        expect.stringContaining("missing_built"),
-        expect.stringContaining("missing_in_trx"),
-      ]);
-    } finally {
-      await handle.close();
-      await testDb.dispose();
-    }
+    await sql`select 1`.execute(handle.db);
+    await expect(
+      handle.db.executeQuery(CompiledQuery.raw("select * from missing_at_once")),
+    ).rejects.toThrow(/missing_at_once/);
+    await expect(sql`select * from missing_built`.execute(handle.db)).rejects.toThrow(
+      /missing_built/,
+    );
+    await expect(
+      handle.db
+        .transaction()
+        .execute((trx) => trx.executeQuery(CompiledQuery.raw("select * from missing_in_trx"))),
+    ).rejects.toThrow(/missing_in_trx/);
+    expect(errors.map((error) => String(error))).toEqual([
+      expect.stringContaining("missing_at_once"),
+      expect.stringContaining("missing_built"),
+      expect.stringContaining("missing_in_trx"),
+    ]);
   });
 });
 
 describe("compiled statements on PostgreSQL", () => {
+  let testDb: TestDatabase;
+  let handle: DatabaseHandle;
+  beforeAll(async () => {
+    testDb = await createTestDatabase("postgres");
+    handle = openDatabase(testDb.target);
+  });
+  afterAll(async () => {
+    await handle?.close();
+    await testDb?.dispose();
+  });
+
   it("give what Kysely's connection gives, run on the pool as in a transaction", async () => {
-    const testDb = await createTestDatabase("postgres");
-    const handle = openDatabase(testDb.target);
-    try {
-      await sql`create table log (n integer primary key)`.execute(handle.db);
-      const statements = [
-        CompiledQuery.raw("insert into log values ($1), ($2)", [7, 8]),
-        CompiledQuery.raw("update log set n = n + 10 where n = $1", [7]),
-        CompiledQuery.raw("select n from log order by n"),
-        CompiledQuery.raw("delete from log where n = $1", [99]),
-        CompiledQuery.raw("insert into log values ($1) on conflict do nothing returning n", [8]),
-      ];
-      const onPool = [];
-      for (const statement of statements) onPool.push(await handle.db.executeQuery(statement));
-      await sql`delete from log`.execute(handle.db);
-      const inTransaction = await handle.db.transaction().execute(async (trx) => {
-        const results = [];
-        for (const statement of statements) results.push(await trx.executeQuery(statement));
-        return results;
-      });
-      expect(onPool).toEqual(inTransaction);
-      expect(onPool.map((r) => r.numAffectedRows)).toEqual([2n, 1n, undefined, 0n, 0n]);
-      expect(onPool[2]?.rows).toEqual([{ n: 8 }, { n: 17 }]);
-    } finally {
-      await handle.close();
-      await testDb.dispose();
-    }
+    await sql`create table log (n integer primary key)`.execute(handle.db);
+    const statements = [
+      CompiledQuery.raw("insert into log values ($1), ($2)", [7, 8]),
+      CompiledQuery.raw("update log set n = n + 10 where n = $1", [7]),
+      CompiledQuery.raw("select n from log order by n"),
+      CompiledQuery.raw("delete from log where n = $1", [99]),
+      CompiledQuery.raw("insert into log values ($1) on conflict do nothing returning n", [8]),
+    ];
+    const onPool = [];
+    for (const statement of statements) onPool.push(await handle.db.executeQuery(statement));
+    await sql`delete from log`.execute(handle.db);
+    const inTransaction = await handle.db.transaction().execute(async (trx) => {
+      const results = [];
+      for (const statement of statements) results.push(await trx.executeQuery(statement));
+      return results;
+    });
+    expect(onPool).toEqual(inTransaction);
+    expect(onPool.map((r) => r.numAffectedRows)).toEqual([2n, 1n, undefined, 0n, 0n]);
+    expect(onPool[2]?.rows).toEqual([{ n: 8 }, { n: 17 }]);
   });
 });
