@@ -375,7 +375,7 @@ export async function startService(
             if (!waiting) return false;
             if (!(await may(waiting.askedBy))) return "refused";
             const cancelled = await app.approvals.cancel(conversation);
-            dispatcher.announce(conversation);
+            if (cancelled.length > 0) dispatcher.announce(conversation);
             return cancelled.length > 0;
           },
           stopElsewhere:

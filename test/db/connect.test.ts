@@ -295,4 +295,16 @@ describe("compiled statements on PostgreSQL", () => {
     expect(onPool.map((r) => r.numAffectedRows)).toEqual([2n, 1n, undefined, 0n, 0n]);
     expect(onPool[2]?.rows).toEqual([{ n: 8 }, { n: 17 }]);
   });
+
+  it("end the pool when the handle closes, though Kysely itself never ran", async () => {
+    const errors: unknown[] = [];
+    const own = openDatabase(testDb.target, { onQueryError: (error) => errors.push(error) });
+    expect((await own.db.executeQuery(CompiledQuery.raw("select 1 as one"))).rows).toEqual([
+      { one: 1 },
+    ]);
+    await own.close();
+    // The pool is ended: no client to get, and a statement that got none is not a failed one.
+    await expect(own.db.executeQuery(CompiledQuery.raw("select 1"))).rejects.toThrow(/pool/i);
+    expect(errors).toEqual([]);
+  });
 });
