@@ -324,65 +324,6 @@ class SqliteKysely extends Kysely<Database> {
 }
 
 /**
- * On PostgreSQL, a compiled statement run on the database itself (the statements of
- * src/db/precompiled.ts, every turn's) checks a client out of the pool, runs and gives it back, as
- * Kysely's driver does, but not through Kysely's executor, driver and connection provider, whose
- * awaits and frames each statement keeps while it waits for one of the pool's connections, long
- * enough under a burst to be promoted and marked by the collector
- * (docs/decisions/0011-cpu-per-turn.md). The result is the one Kysely's PostgreSQL connection
- * gives, and a failed statement is counted as the query log counts Kysely's (a connection not
- * got is not). Built queries, transactions and calls with options take Kysely's way. The
- * service's Kysely has no plugins or connection hooks, whose work this would skip.
- */
-class PostgresKysely extends Kysely<Database> {
-  readonly #pool: Pg.Pool;
-  readonly #onError: ((error: unknown) => void) | undefined;
-
-  constructor(
-    config: KyselyConfig,
-    pool: Pg.Pool,
-    onError: ((error: unknown) => void) | undefined,
-  ) {
-    super(config);
-    this.#pool = pool;
-    this.#onError = onError;
-  }
-
-  override executeQuery<R>(
-    query: CompiledQuery<R> | Compilable<R>,
-    options?: AbortableQueryOptions,
-  ): Promise<QueryResult<R>> {
-    if (options !== undefined || isCompilable(query)) return super.executeQuery(query, options);
-    return this.#run(query);
-  }
-
-  async #run<R>(query: CompiledQuery<R>): Promise<QueryResult<R>> {
-    const client = await this.#pool.connect();
-    try {
-      const { command, rowCount, rows } = await client.query(query.sql, [...query.parameters]);
-      return {
-        rows: (rows ?? []) as R[],
-        ...(AFFECTS_ROWS.has(command) ? { numAffectedRows: BigInt(rowCount ?? 0) } : {}),
-      };
-    } catch (error) {
-      this.#onError?.(error);
-      throw error;
-    } finally {
-      client.release();
-    }
-  }
-
-  /** Kysely ends the pool only if its own driver ever ran; the statements above may be all that did. */
-  override async destroy(): Promise<void> {
-    await super.destroy();
-    if (!this.#pool.ending && !this.#pool.ended) await this.#pool.end();
-  }
-}
-
-/** The commands whose row count Kysely reports as `numAffectedRows`. */
-const AFFECTS_ROWS = new Set(["INSERT", "UPDATE", "DELETE", "MERGE"]);
-
-/**
  * A database file, with its checkpoints on a thread of their own (src/db/checkpointer.ts and
  * docs/decisions/0004-checkpoint-thread.md).
  */
@@ -468,11 +409,10 @@ export function openDatabase(target: DatabaseTarget, options: OpenOptions = {}):
   pool.on("connect", (client) => {
     client.on("error", () => {});
   });
-  const db = new PostgresKysely(
-    { dialect: new PostgresDialect({ pool }), log: errorLog(options.onQueryError) },
-    pool,
-    options.onQueryError,
-  );
+  const db = new Kysely<Database>({
+    dialect: new PostgresDialect({ pool }),
+    log: errorLog(options.onQueryError),
+  });
   return handle(db, "postgres");
 }
 
