@@ -30,18 +30,16 @@ export function openFloorStorage(target: string): Promise<FloorStorage> {
 }
 
 export function openDeliveredRecord(target: string): FloorDeliveredRecord {
-  const sql = isPostgres(target)
-    ? "UPDATE inbox SET delivered = $1 WHERE update_id = $2"
-    : "UPDATE inbox SET delivered = ? WHERE update_id = ?";
   if (isPostgres(target)) {
     const pool = new pg.Pool({ connectionString: target, max: 4 });
+    const text = "UPDATE inbox SET delivered = $1 WHERE update_id = $2";
     return async (updateId, messageIds) => {
-      await pool.query({ name: "delivered", text: sql, values: [messageIds, updateId] });
+      await pool.query({ name: "delivered", text, values: [messageIds, updateId] });
     };
   }
   const db = new SQLite(target);
   db.pragma("synchronous = NORMAL");
-  const delivered = db.prepare(sql);
+  const delivered = db.prepare("UPDATE inbox SET delivered = ? WHERE update_id = ?");
   return async (updateId, messageIds) => {
     delivered.run(messageIds, updateId);
   };

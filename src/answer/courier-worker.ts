@@ -3,10 +3,11 @@ import { NO_REDIRECTS } from "../http/no-redirects.js";
 
 /**
  * The courier's thread (src/answer/courier.ts): Bot API calls, and the statement to run the
- * moment Telegram accepts one (the live view's calls, typing and drafts, come without one). Its event loop does nothing else, so Telegram's reply is read, and
- * the record committed, within a millisecond or so however busy the service's own loop is. The
- * statement comes compiled by Kysely on the service's side: this thread knows no SQL, and no
- * Telegram beyond `ok` and a sent message's id.
+ * moment Telegram accepts one (the live view's calls, typing and drafts, come without one). Its
+ * event loop does nothing else, so Telegram's reply is read, and the record committed, within a
+ * millisecond or so however busy the service's own loop is. The statement comes compiled by
+ * Kysely on the service's side: this thread knows no SQL, and no Telegram beyond `ok` and a sent
+ * message's id.
  */
 
 /** The database the thread opens a connection of its own to. */

@@ -180,31 +180,49 @@ export function startCourier(deps: {
   }
 
   /**
+   * Sends one call on the thread, with its record if it has one, and gives Telegram's answer; a
+   * failure to reach Telegram is thrown as grammY throws it.
+   */
+  async function carried(
+    method: string,
+    url: string,
+    request: BotApiBody,
+    record?: CourierRecord,
+    id = nextId++,
+  ): Promise<Exclude<CourierReply, { failure: unknown }>> {
+    let reply: CourierReply;
+    try {
+      reply = await post(
+        { method, url, ...request, timeoutMs: TIMEOUT_SECONDS * 1000, ...(record && { record }) },
+        id,
+      );
+    } catch (error) {
+      // The thread died with the call under way: whether Telegram has the message is unknown,
+      // as after a network failure, which is retried the same way.
+      throw networkFailure(method, error);
+    }
+    if ("failure" in reply) throw networkFailure(method, rebuild(reply.failure));
+    return reply;
+  }
+
+  const urlOf = (method: string) => `${deps.apiRoot}/bot${deps.token}/${method}`;
+  const bodyOf = (payload: unknown) => botApiBody(payload as Record<string, unknown>);
+
+  /**
    * The innermost call for one carried request, in place of grammY's own: it sends on the thread,
    * which runs the record once Telegram accepts. `recorded` hears what the record changed.
    */
   const baseCall =
     (record: CourierRecord, recorded: (rows: number) => void): ApiCallFn =>
     async (method, payload) => {
-      const url = `${deps.apiRoot}/bot${deps.token}/${method}`;
-      const request = await botApiBody(payload as unknown as Record<string, unknown>);
+      const url = urlOf(method);
+      const request = await bodyOf(payload);
       // The thread ended between two attempts (auto-retry): this one goes as grammY sends it.
       if (!open()) return fetchHere(url, request, method) as never;
-      let reply: CourierReply;
-      try {
-        reply = await post({
-          method,
-          url,
-          ...request,
-          timeoutMs: TIMEOUT_SECONDS * 1000,
-          record: { ...record, parameters: [...record.parameters] },
-        });
-      } catch (error) {
-        // The thread died with the call under way: whether Telegram has the message is unknown,
-        // as after a network failure, which is retried the same way.
-        throw networkFailure(method, error);
-      }
-      if ("failure" in reply) throw networkFailure(method, rebuild(reply.failure));
+      const reply = await carried(method, url, request, {
+        ...record,
+        parameters: [...record.parameters],
+      });
       if (reply.rows !== undefined) recorded(reply.rows);
       if (reply.recordFailed !== undefined) {
         deps.logger.warn(
@@ -219,21 +237,15 @@ export function startCourier(deps: {
     if (!LIVE_METHODS.has(method) || !open() || signal?.aborted) {
       return prev(method, payload, signal);
     }
-    const url = `${deps.apiRoot}/bot${deps.token}/${method}`;
-    const request = await botApiBody(payload as unknown as Record<string, unknown>);
+    const request = await bodyOf(payload);
     const id = nextId++;
     const cancel = () => worker.postMessage({ cancel: id } satisfies CourierMessage);
     signal?.addEventListener("abort", cancel);
-    let reply: CourierReply;
     try {
-      reply = await post({ method, url, ...request, timeoutMs: TIMEOUT_SECONDS * 1000 }, id);
-    } catch (error) {
-      throw networkFailure(method, error);
+      return (await carried(method, urlOf(method), request, undefined, id)).response as never;
     } finally {
       signal?.removeEventListener("abort", cancel);
     }
-    if ("failure" in reply) throw networkFailure(method, rebuild(reply.failure));
-    return reply.response as never;
   };
 
   return {

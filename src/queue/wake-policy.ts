@@ -20,6 +20,10 @@ export type ClaimRound = {
  */
 const MAX_BLOCKED_CHATS = 10_000;
 
+/** Counts `n` more for `chat`. */
+const addTo = (counts: Map<string, number>, chat: string, n: number) =>
+  counts.set(chat, (counts.get(chat) ?? 0) + n);
+
 /**
  * When the dispatcher asks the inbox for work. Each question is a database write, so it asks only
  * when something may be claimable: an update arrived here, a chat that held updates back finished
@@ -48,7 +52,7 @@ export class WakePolicy {
   /** An update was stored in the inbox by this process, for `chat` (the inbox's chat id). */
   announced(chat: string | null): void {
     if (chat === null) this.announcedWithoutChat = true;
-    else this.announcedChats.set(chat, (this.announcedChats.get(chat) ?? 0) + 1);
+    else addTo(this.announcedChats, chat, 1);
   }
 
   /** A run of `chat` ended. If updates of the chat waited behind it, one may run now. */
@@ -109,8 +113,8 @@ export class WakePolicy {
     const found = new Map<string, number>();
     for (const chat of foundChats) {
       if (chat === null) continue;
-      found.set(chat, (found.get(chat) ?? 0) + 1);
-      this.running.set(chat, (this.running.get(chat) ?? 0) + 1);
+      addTo(found, chat, 1);
+      addTo(this.running, chat, 1);
     }
     for (const chat of found.keys()) {
       // Its next update is running now: a recheck for the run that ended meanwhile is done.
@@ -146,7 +150,7 @@ export class WakePolicy {
   private stillToLookFor(round: ClaimRound, found: ReadonlyMap<string, number>): void {
     for (const [chat, announced] of round.announcedChats) {
       const left = announced - (found.get(chat) ?? 0);
-      if (left > 0) this.announcedChats.set(chat, (this.announcedChats.get(chat) ?? 0) + left);
+      if (left > 0) addTo(this.announcedChats, chat, left);
     }
     this.announcedWithoutChat ||= round.announcedWithoutChat;
     for (const chat of round.rechecked) if (!found.has(chat)) this.recheck.add(chat);
