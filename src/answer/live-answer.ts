@@ -28,6 +28,8 @@ export type LiveAnswerDeps = {
   /** Non-zero, the same for every run of one update (the stop button names it). */
   draftId: number;
   draftIntervalMs?: number;
+  /** After a draft went out, when it is shown again unless a newer one followed (DRAFT_REFRESH_MS). */
+  draftRefreshMs?: number;
   editIntervalMs?: number;
   /** Shared by the answers the process writes at once (see createLivePacer). */
   pacer?: LivePacer;
@@ -139,9 +141,13 @@ export function startLiveAnswer(deps: LiveAnswerDeps): LiveAnswer {
   }
 
   let refresh: NodeJS.Timeout | undefined;
+  let closed = false;
   function scheduleRefresh(): void {
+    // A draft Telegram took while the answer was closing must not arm the timer again: it would
+    // keep the whole answer in memory for the refresh's 20 s after it ended.
+    if (closed) return;
     clearTimeout(refresh);
-    refresh = setTimeout(() => show(lastFrame), DRAFT_REFRESH_MS);
+    refresh = setTimeout(() => show(lastFrame), deps.draftRefreshMs ?? DRAFT_REFRESH_MS);
     refresh.unref();
   }
 
@@ -166,6 +172,7 @@ export function startLiveAnswer(deps: LiveAnswerDeps): LiveAnswer {
   }
 
   async function close(): Promise<void> {
+    closed = true;
     const ended = frames.close();
     leavePacer?.();
     clearTimeout(refresh);

@@ -1,3 +1,5 @@
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { Api } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDelivery, type Delivery } from "../../src/answer/delivery.js";
@@ -45,7 +47,16 @@ function live(
   delivery: Delivery,
   chatId: number,
   more: Partial<
-    Pick<LiveAnswerDeps, "shownBefore" | "recordMessages" | "pacer" | "editIntervalMs" | "logger">
+    Pick<
+      LiveAnswerDeps,
+      | "api"
+      | "shownBefore"
+      | "recordMessages"
+      | "pacer"
+      | "editIntervalMs"
+      | "draftRefreshMs"
+      | "logger"
+    >
   > = {},
 ): LiveAnswer {
   return startLiveAnswer({
@@ -164,6 +175,52 @@ describe("live answer in a private chat, rich messages on", () => {
     await answer.finish(ANSWER);
     expect(callsTo(chat, "sendRichMessageDraft")).toEqual([]);
     expect(sentTo(chat).map((m) => m.parse_mode)).toEqual(["HTML"]);
+  });
+});
+
+describe("a draft that stops growing", () => {
+  it("is shown again before Telegram lets it disappear, and no more once the answer is sent", async () => {
+    const chat = nextChat++;
+    const answer = live(richDelivery(false), chat, { draftRefreshMs: 50 });
+    await shows(answer, chat, "sendMessageDraft", "Let me think");
+    await telegram.waitFor(
+      (c) => callsTo(chat, "sendMessageDraft").indexOf(c) === 1 && c.response !== undefined,
+      5_000,
+    );
+    await answer.finish("Done.");
+    const drafts = callsTo(chat, "sendMessageDraft").map((c) => c.body.text);
+    expect(drafts.slice(0, 2)).toEqual(["Let me think", "Let me think"]);
+    const count = drafts.length;
+    // Five refresh intervals: a refresh still armed would have drafted again by then.
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    expect(callsTo(chat, "sendMessageDraft")).toHaveLength(count);
+  });
+
+  it("taken by Telegram while the answer closes, keeps nothing of the answer alive", async () => {
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    const chat = nextChat++;
+    // As the courier's thread may: Telegram's answer to the draft comes after the answer closed.
+    const late = new Api(telegram.token, { apiRoot: telegram.apiRoot });
+    late.config.use((prev, method, payload) => prev(method, payload));
+    const held = telegram.holdNext("sendMessageDraft");
+    /** Runs the answer and gives back only a weak hold on what it was given. */
+    const closeWithDraftUnderWay = async () => {
+      const logger = captureLogger().logger;
+      const answer = live(richDelivery(false), chat, { api: late, logger });
+      answer.progress.text("Almost");
+      await held.arrived;
+      const closing = answer.close();
+      held.release();
+      await closing;
+      return new WeakRef(logger);
+    };
+    const logger = await closeWithDraftUnderWay();
+    expect(callsTo(chat, "sendMessageDraft")[0]?.response).toMatchObject({ ok: true });
+    await new Promise((resolve) => setImmediate(resolve));
+    gc();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(logger.deref()).toBeUndefined();
   });
 });
 
