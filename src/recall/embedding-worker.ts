@@ -55,6 +55,8 @@ export function createEmbeddingWorker(deps: {
   onEmbedded?(events: number): void;
 }) {
   const { db, queue, logger } = deps;
+  /** Ends the loop, and the request under way with it (shutdown need not wait for Gemini). */
+  const stop = new AbortController();
   let embeddedSinceLog = 0;
   let lastLog = Date.now();
 
@@ -95,10 +97,12 @@ export function createEmbeddingWorker(deps: {
     try {
       for (let i = 0; i < pieces.length; i += TEXTS_PER_REQUEST) {
         const texts = pieces.slice(i, i + TEXTS_PER_REQUEST).map((p) => p.text);
-        vectors.push(...(await deps.embed(texts, "RETRIEVAL_DOCUMENT")));
+        vectors.push(...(await deps.embed(texts, "RETRIEVAL_DOCUMENT", stop.signal)));
       }
     } catch (error) {
-      const dropped = await queue.release(ids, now() + RETRY_MS, MAX_ATTEMPTS);
+      // A batch cut short by a shutdown is for the next start to take at once.
+      const retryAt = stop.signal.aborted ? now() : now() + RETRY_MS;
+      const dropped = await queue.release(ids, retryAt, MAX_ATTEMPTS);
       if (dropped > 0) {
         logger.warn(
           { events: dropped, attempts: MAX_ATTEMPTS },
@@ -124,7 +128,6 @@ export function createEmbeddingWorker(deps: {
   }
 
   let running: Promise<void> | undefined;
-  const stop = new AbortController();
 
   async function loop(now: Now): Promise<void> {
     let failures = 0;
@@ -134,6 +137,7 @@ export function createEmbeddingWorker(deps: {
         worked = await runOnce(now);
         failures = 0;
       } catch (error) {
+        if (stop.signal.aborted) break;
         failures++;
         logger.warn({ err: error }, "embedding for recall by meaning failed; trying again later");
       }

@@ -11,8 +11,23 @@ export const EMBEDDING_DIMENSIONS = 256;
 
 export type EmbedTask = "RETRIEVAL_DOCUMENT" | "RETRIEVAL_QUERY";
 
-/** Texts in, one unit-length vector each out, in order. */
-export type Embed = (texts: readonly string[], task: EmbedTask) => Promise<Float32Array[]>;
+/**
+ * How long one embedding may take, the wait for the shared limit included. A search's query is
+ * embedded while a turn waits, and its words still find without it; a batch of history is taken
+ * again later by the queue. Without a deadline, a Gemini that never answers held either for the
+ * five minutes of Node's own fetch.
+ */
+export const EMBED_TIMEOUT_MS: Readonly<Record<EmbedTask, number>> = {
+  RETRIEVAL_QUERY: 10_000,
+  RETRIEVAL_DOCUMENT: 60_000,
+};
+
+/** Texts in, one unit-length vector each out, in order; `signal` gives up on them (a stop). */
+export type Embed = (
+  texts: readonly string[],
+  task: EmbedTask,
+  signal?: AbortSignal,
+) => Promise<Float32Array[]>;
 
 export class EmbeddingFailedError extends Error {
   constructor(
@@ -44,22 +59,29 @@ export function createGeminiEmbedder(deps: {
   baseUrl?: string | undefined;
   model: string;
   limit: SharedLimit;
-  /** How long one request may wait for the limit. */
-  waitMs?: number;
+  /** In place of EMBED_TIMEOUT_MS (tests). */
+  timeoutMs?: Partial<Record<EmbedTask, number>>;
 }): Embed {
   const loadSdk = lazyGenAi({ apiKey: deps.apiKey, baseUrl: deps.baseUrl, fetch });
-  return async (texts, task) => {
+  return async (texts, task, signal) => {
     const { ai, apiError } = await loadSdk();
-    const pass = await deps.limit.enter(Date.now() + (deps.waitMs ?? 60_000));
+    const timeoutMs = deps.timeoutMs?.[task] ?? EMBED_TIMEOUT_MS[task];
+    const deadline = Date.now() + timeoutMs;
+    const pass = await deps.limit.enter(deadline);
     if (pass === undefined) {
       throw new EmbeddingFailedError("the API key's quota is spent (429); waiting", 429);
     }
+    const timeout = AbortSignal.timeout(Math.max(0, deadline - Date.now()));
     let outcome: Parameters<typeof pass.done>[0] = { limited: false };
     try {
       const response = await ai.models.embedContent({
         model: deps.model,
         contents: [...texts],
-        config: { taskType: task, outputDimensionality: EMBEDDING_DIMENSIONS },
+        config: {
+          taskType: task,
+          outputDimensionality: EMBEDDING_DIMENSIONS,
+          abortSignal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+        },
       });
       const vectors = (response.embeddings ?? []).map((e) => normalize(e.values ?? []));
       if (
@@ -74,8 +96,10 @@ export function createGeminiEmbedder(deps: {
       return vectors;
     } catch (error) {
       if (error instanceof EmbeddingFailedError) throw error;
+      if (signal?.aborted) throw signal.reason;
       const failure = describeFailure(error, deps.apiKey, apiError, {
         url: deps.baseUrl ?? GEMINI_API_URL,
+        timeoutMs,
       });
       if (failure.status === 429) {
         outcome = { limited: true, serverDelayMs: failure.retryAfterMs };

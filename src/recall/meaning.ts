@@ -12,7 +12,11 @@ import { createEmbeddingWorker } from "./embedding-worker.js";
 import { createGeminiEmbedder, type Embed } from "./gemini-embedder.js";
 import { createVectorSearch, hasPgvector } from "./vector-search.js";
 
-/** A claim on queued events lasts this long; a worker that died lets them go after it. */
+/**
+ * A claim on queued events lasts this long; a worker that died lets them go after it. A batch
+ * takes at most three requests, each ended at EMBED_TIMEOUT_MS's minute, so a live worker is
+ * done before its claim runs out.
+ */
 const LEASE_MS = 5 * 60_000;
 
 /**

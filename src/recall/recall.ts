@@ -55,10 +55,15 @@ export function createRecall(deps: {
   }
 
   /** The area's events nearest the query in meaning; none when the query cannot be embedded. */
-  async function byMeaning(area: RecallArea, query: string, options: SearchOptions) {
+  async function byMeaning(
+    area: RecallArea,
+    query: string,
+    options: SearchOptions,
+    signal: AbortSignal | undefined,
+  ) {
     if (!deps.meaning) return [];
     try {
-      const [vector] = await deps.meaning.embed([query], "RETRIEVAL_QUERY");
+      const [vector] = await deps.meaning.embed([query], "RETRIEVAL_QUERY", signal);
       if (!vector) return [];
       return await deps.meaning.vectors.nearest(area, vector, options);
     } catch (error) {
@@ -92,12 +97,18 @@ export function createRecall(deps: {
   return {
     keyword,
     areaOf,
-    async search(asking: Asking, query: string, options: SearchOptions): Promise<SearchHit[]> {
+    /** `signal` gives up on the search by meaning (the turn was stopped); words still find. */
+    async search(
+      asking: Asking,
+      query: string,
+      options: SearchOptions,
+      signal?: AbortSignal,
+    ): Promise<SearchHit[]> {
       const area = await areaOf(asking);
       const depth = { ...options, limit: Math.max(options.limit, FUSED_DEPTH) };
       const [words, meaning] = await Promise.all([
         keyword.search(area, query, depth),
-        byMeaning(area, query, depth),
+        byMeaning(area, query, depth, signal),
       ]);
       if (meaning.length === 0) return words.slice(0, options.limit);
       const best = fuseRanks([words.map((h) => h.id), meaning]).slice(0, options.limit);

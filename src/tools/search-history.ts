@@ -9,6 +9,7 @@ export type SearchHistory = (
   asking: Asking,
   query: string,
   options: SearchOptions,
+  signal?: AbortSignal,
 ) => Promise<SearchHit[]>;
 
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
@@ -69,11 +70,12 @@ export function createSearchHistoryTool(deps: { search: SearchHistory }) {
       "around the hit.",
     schema,
     async run(args, ctx) {
-      const found = await deps.search({ chatId: ctx.chatId, scope: ctx.scope }, args.query, {
-        limit: args.limit ?? 10,
-        since: args.since,
-        until: args.until,
-      });
+      const found = await deps.search(
+        { chatId: ctx.chatId, scope: ctx.scope },
+        args.query,
+        { limit: args.limit ?? 10, since: args.since, until: args.until },
+        ctx.signal,
+      );
       return {
         matches: found.map(({ id, createdAt, role, snippet }) => ({
           id,

@@ -60,6 +60,12 @@ export interface FakeGemini {
   readonly baseUrl: string;
   /** Every embedContent or batchEmbedContents request answered. */
   readonly embeddings: EmbeddingCall[];
+  /**
+   * The next `times` embedContent or batchEmbedContents requests get no answer at all, as from a
+   * Gemini that hangs; each is dropped once its client gives up. `arrived` resolves once all of
+   * them came, `hungUp` once their clients all gave up.
+   */
+  stallEmbeddings(times?: number): { arrived: Promise<void>; hungUp: Promise<void> };
   /** Every generateContent request whose body parsed as JSON, refused ones included. */
   readonly requests: RecordedRequest[];
   /** Requests the fake's validation refused (not scripted errors). */
@@ -256,6 +262,7 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
   let limitedHint: string | undefined;
   let baseUrl = "";
   let voiceListReads = 0;
+  const embeddingStalls: Array<{ arrive(): void; hangUp(): void }> = [];
   const files = new FakeFiles(() => baseUrl, options.files);
   const implicitCache = createImplicitCache();
   const unprocessable = new Unprocessable((uri) => files.bytesOf(uri));
@@ -428,6 +435,12 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
       const apiKey = req.headers["x-goog-api-key"];
       const denied = keyProblem(typeof apiKey === "string" ? apiKey : undefined, options.apiKey);
       if (denied) return refuse(res, denied);
+      const stalled = embeddingStalls.shift();
+      if (stalled) {
+        stalled.arrive();
+        res.once("close", stalled.hangUp);
+        return;
+      }
       const model = decodeURIComponent(embedding[2]);
       const answer = answerEmbedding(
         embedding[3] as "embedContent" | "batchEmbedContents",
@@ -537,6 +550,21 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
       return voiceListReads;
     },
     cannotProcess: (match, message) => unprocessable.add(match, message),
+    stallEmbeddings: (times = 1) => {
+      const arrived: Promise<void>[] = [];
+      const hungUp: Promise<void>[] = [];
+      for (let i = 0; i < times; i++) {
+        let arrive = () => {};
+        arrived.push(
+          new Promise<void>((resolve) => {
+            arrive = resolve;
+          }),
+        );
+        hungUp.push(new Promise<void>((hangUp) => embeddingStalls.push({ arrive, hangUp })));
+      }
+      const all = (list: Promise<void>[]) => Promise.all(list).then(() => {});
+      return { arrived: all(arrived), hungUp: all(hungUp) };
+    },
     limitFor: (ms, options = {}) => {
       limitedUntil = Date.now() + ms;
       limitedHint = options.retryDelay;

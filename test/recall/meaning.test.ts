@@ -201,6 +201,21 @@ describe.each(DATABASE_KINDS)("recall by meaning on %s", (kind) => {
     expect(left).toEqual([]);
   });
 
+  it("stops at once while Gemini hangs on its batch, and keeps the batch for later", async () => {
+    const worker = h.app.embeddingWorker;
+    if (!worker) throw new Error("expected recall by meaning");
+    await h.app.store.append(String(USER), [{ event: said("one") }]);
+    const stalled = h.fake.stallEmbeddings();
+    worker.start();
+    await stalled.arrived;
+    // Far below the batch's deadline of a minute, which the stop would otherwise wait for.
+    const late = new Promise<"late">((resolve) => setTimeout(resolve, 10_000, "late").unref());
+    expect(await Promise.race([worker.stop(), late])).toBeUndefined();
+    await stalled.hungUp;
+    const queue = createEmbeddingQueue({ db: h.app.database.db, worker: "b", leaseMs: 60_000 });
+    expect(await queue.backlog()).toBe(1);
+  });
+
   it("lets one worker's claim stand until its lease runs out, then another takes it", async () => {
     const { db } = h.app.database;
     await h.app.store.append(String(USER), [{ event: said("one") }, { event: said("two") }]);
