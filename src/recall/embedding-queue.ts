@@ -155,6 +155,20 @@ export function createEmbeddingQueue(deps: {
     },
 
     /**
+     * Gives claimed items back untried, for a claim at once, the attempt counted by their claim
+     * taken back: a shutdown cut their batch short, which says nothing of the items.
+     */
+    async putBack(ids: readonly number[]): Promise<void> {
+      if (ids.length === 0) return;
+      await db
+        .updateTable("embedding_queue")
+        .set((eb) => ({ claimed_by: null, lease_until: null, attempts: eb("attempts", "-", 1) }))
+        .where("message_id", "in", [...ids])
+        .where("claimed_by", "=", deps.worker)
+        .execute();
+    },
+
+    /**
      * Gives claimed items back, to be claimed again from `retryAt` (by the clock claims use); those
      * tried `maxAttempts` times are dropped.
      */

@@ -100,9 +100,11 @@ export function createEmbeddingWorker(deps: {
         vectors.push(...(await deps.embed(texts, "RETRIEVAL_DOCUMENT", stop.signal)));
       }
     } catch (error) {
-      // A batch cut short by a shutdown is for the next start to take at once.
-      const retryAt = stop.signal.aborted ? now() : now() + RETRY_MS;
-      const dropped = await queue.release(ids, retryAt, MAX_ATTEMPTS);
+      if (stop.signal.aborted) {
+        await queue.putBack(ids);
+        throw error;
+      }
+      const dropped = await queue.release(ids, now() + RETRY_MS, MAX_ATTEMPTS);
       if (dropped > 0) {
         logger.warn(
           { events: dropped, attempts: MAX_ATTEMPTS },

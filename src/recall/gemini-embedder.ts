@@ -39,6 +39,10 @@ export class EmbeddingFailedError extends Error {
   }
 }
 
+/** What an embedding its caller gave up on throws: the caller's reason, an Error whatever it was. */
+const stoppedBy = (signal: AbortSignal): Error =>
+  signal.reason instanceof Error ? signal.reason : new Error("the embedding was stopped");
+
 /** Scales a vector to length 1, so that a dot product is its cosine similarity. */
 export function normalize(values: ArrayLike<number>): Float32Array {
   const vector = Float32Array.from(values);
@@ -67,20 +71,28 @@ export function createGeminiEmbedder(deps: {
     const { ai, apiError } = await loadSdk();
     const timeoutMs = deps.timeoutMs?.[task] ?? EMBED_TIMEOUT_MS[task];
     const deadline = Date.now() + timeoutMs;
-    const pass = await deps.limit.enter(deadline);
+    const pass = await deps.limit.enter(deadline, signal);
     if (pass === undefined) {
+      if (signal?.aborted) throw stoppedBy(signal);
       throw new EmbeddingFailedError("the API key's quota is spent (429); waiting", 429);
     }
-    const timeout = AbortSignal.timeout(Math.max(0, deadline - Date.now()));
+    // A controller of our own, ended in `finally`, rather than AbortSignal.timeout or .any: the
+    // SDK leaves its listener on the signal it is given, which would keep the request alive until
+    // the deadline, or for as long as the caller's signal lives (the worker's: the process's).
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), Math.max(0, deadline - Date.now()));
+    const stop = () => controller.abort();
+    signal?.addEventListener("abort", stop);
     let outcome: Parameters<typeof pass.done>[0] = { limited: false };
     try {
+      if (signal?.aborted) throw stoppedBy(signal);
       const response = await ai.models.embedContent({
         model: deps.model,
         contents: [...texts],
         config: {
           taskType: task,
           outputDimensionality: EMBEDDING_DIMENSIONS,
-          abortSignal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+          abortSignal: controller.signal,
         },
       });
       const vectors = (response.embeddings ?? []).map((e) => normalize(e.values ?? []));
@@ -96,7 +108,7 @@ export function createGeminiEmbedder(deps: {
       return vectors;
     } catch (error) {
       if (error instanceof EmbeddingFailedError) throw error;
-      if (signal?.aborted) throw signal.reason;
+      if (signal?.aborted) throw stoppedBy(signal);
       const failure = describeFailure(error, deps.apiKey, apiError, {
         url: deps.baseUrl ?? GEMINI_API_URL,
         timeoutMs,
@@ -106,6 +118,8 @@ export function createGeminiEmbedder(deps: {
       }
       throw new EmbeddingFailedError(failure.reason, failure.status);
     } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", stop);
       pass.done(outcome);
     }
   };

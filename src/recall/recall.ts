@@ -67,7 +67,9 @@ export function createRecall(deps: {
       if (!vector) return [];
       return await deps.meaning.vectors.nearest(area, vector, options);
     } catch (error) {
-      deps.logger?.warn({ err: error }, "search by meaning failed; searching by words only");
+      if (!signal?.aborted) {
+        deps.logger?.warn({ err: error }, "search by meaning failed; searching by words only");
+      }
       return [];
     }
   }

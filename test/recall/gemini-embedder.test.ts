@@ -16,13 +16,18 @@ beforeAll(async () => {
 });
 afterAll(() => fake.close());
 
-const embedder = (timeoutMs = { RETRIEVAL_QUERY: 300, RETRIEVAL_DOCUMENT: 600 }) =>
+const SHORT = { RETRIEVAL_QUERY: 300, RETRIEVAL_DOCUMENT: 600 };
+
+const embedder = (
+  timeoutMs?: typeof SHORT,
+  limit = createSharedLimit({ policy: RATE_LIMIT_BACKOFF }),
+) =>
   createGeminiEmbedder({
     apiKey: "test-key",
     baseUrl: fake.baseUrl,
     model: "gemini-embedding-001",
-    limit: createSharedLimit({ policy: RATE_LIMIT_BACKOFF }),
-    timeoutMs,
+    limit,
+    ...(timeoutMs ? { timeoutMs } : {}),
   });
 
 const length = (vector: Float32Array) => Math.hypot(...vector);
@@ -44,7 +49,9 @@ describe("the Gemini embedder", () => {
     async (_, task, seconds) => {
       const stalled = fake.stallEmbeddings();
       const started = Date.now();
-      const failure = await embedder()(["where did we eat"], task).catch((error: unknown) => error);
+      const failure = await embedder(SHORT)(["where did we eat"], task).catch(
+        (error: unknown) => error,
+      );
       expect(failure).toBeInstanceOf(EmbeddingFailedError);
       expect((failure as Error).message).toContain(`before the timeout of ${seconds} s`);
       expect(Date.now() - started).toBeGreaterThanOrEqual(seconds * 1000 - 50);
@@ -55,14 +62,31 @@ describe("the Gemini embedder", () => {
   it("ends at once when its caller gives up (a stopped turn), with the caller's reason", async () => {
     const stalled = fake.stallEmbeddings();
     const stop = new AbortController();
-    const embedding = embedder({ RETRIEVAL_QUERY: 60_000, RETRIEVAL_DOCUMENT: 60_000 })(
-      ["where did we eat"],
-      "RETRIEVAL_QUERY",
-      stop.signal,
-    );
+    const embedding = embedder()(["where did we eat"], "RETRIEVAL_QUERY", stop.signal);
     await stalled.arrived;
     stop.abort(new Error("stopped by the user"));
     await expect(embedding).rejects.toThrow("stopped by the user");
     await stalled.hungUp;
+  });
+
+  it("waiting for a shared limit Gemini closed (429), ends at once when its caller gives up", async () => {
+    const limit = createSharedLimit({ policy: RATE_LIMIT_BACKOFF });
+    const closing = await limit.enter(Date.now() + 1_000);
+    // Closed for less than a query's deadline, so that the embedding waits rather than gives up.
+    closing?.done({ limited: true, serverDelayMs: 5_000 });
+    const before = fake.embeddings.length;
+    const stop = new AbortController();
+    const embedding = embedder(undefined, limit)(
+      ["where did we eat"],
+      "RETRIEVAL_QUERY",
+      stop.signal,
+    );
+    await new Promise((resolve) => setImmediate(resolve));
+    stop.abort(new Error("stopped by the user"));
+    // Well before the limit opens again, which a wait deaf to the stop would sit out.
+    const late = new Promise<"late">((resolve) => setTimeout(resolve, 2_500, "late").unref());
+    const ended = await Promise.race([embedding.catch((error: unknown) => error), late]);
+    expect(ended).toMatchObject({ message: "stopped by the user" });
+    expect(fake.embeddings.length).toBe(before);
   });
 });
