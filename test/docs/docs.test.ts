@@ -15,6 +15,13 @@ describe("docs", () => {
     expect(pages.filter((page) => !index.includes(`](${page})`))).toEqual([]);
   });
 
+  it("docs/README.md links every decision record", async () => {
+    const index = await readFile(join(docs, "README.md"), "utf8");
+    const records = (await readdir(join(docs, "decisions"))).filter((name) => name.endsWith(".md"));
+    expect(records.length).toBeGreaterThan(10);
+    expect(records.filter((record) => !index.includes(`](decisions/${record})`))).toEqual([]);
+  });
+
   it("configuration.md describes every variable the config reads", async () => {
     const configuration = await readFile(join(docs, "configuration.md"), "utf8");
     const names = configVariableNames();
