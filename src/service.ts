@@ -176,7 +176,7 @@ export async function startService(
     });
     // Answers being written, for the ingest to stop without waiting behind them in the inbox.
     const answers = createRunningAnswers();
-    const { bot, runUpdate, delivery, liveApi, livePacer } = await components.start({
+    const { bot, runUpdate, delivery, liveApi, livePacer, pollingApi } = await components.start({
       name: "Telegram bot",
       start: async (signal) => {
         const made = createBot({
@@ -491,7 +491,7 @@ export async function startService(
         name: "long polling",
         start: () =>
           startPolling({
-            api: bot.api,
+            api: pollingApi,
             ingest: answering.ingest,
             logger,
             allowedUpdates: [...ALLOWED_UPDATES],

@@ -1,5 +1,13 @@
 import { autoRetry } from "@grammyjs/auto-retry";
-import { Api, type ApiClientOptions, Bot, BotError, Context, HttpError } from "grammy";
+import {
+  Api,
+  type ApiClientOptions,
+  Bot,
+  BotError,
+  Context,
+  HttpError,
+  type Transformer,
+} from "grammy";
 import type { Update, UserFromGetMe } from "grammy/types";
 import type { AgentHooks } from "../agent/hooks.js";
 import type { Agent } from "../agent/turn.js";
@@ -12,6 +20,7 @@ import type { StreamingMode } from "../config.js";
 import type { Logger } from "../logger.js";
 import type { Lease } from "../queue/inbox.js";
 import { createRunningAnswers, type RunningAnswers } from "../queue/running-answers.js";
+import type { BackoffPolicy } from "../retry/backoff.js";
 import type { CompactionLimits } from "../session/compaction-plan.js";
 import type { PendingTopicNames } from "../session/pending-topic-names.js";
 import type { SessionStore } from "../session/store.js";
@@ -29,7 +38,7 @@ import { grammyFetch } from "./grammy-fetch.js";
 import { chatMigrationComposer, type MoveConversation } from "./inbound/chat-migration.js";
 import { createFileDownloader } from "./inbound/files.js";
 import type { ConversationMedia } from "./inbound/message-input.js";
-import { logNetworkFailures } from "./network-failures.js";
+import { logNetworkFailures, retryNetworkFailures } from "./network-failures.js";
 import { scrubOutgoing } from "./scrub-outgoing.js";
 import { createStopPermission } from "./stop-permission.js";
 import { type TurnContext, turnContext } from "./turn-context.js";
@@ -61,6 +70,8 @@ export type BotDeps = {
   memory: Pick<MemoryCommandDeps, "profiles" | "forgetting">;
   /** Told of every failed attempt of an API call: Telegram's error code, or "network". */
   onApiError?: (method: string, code: string) => void;
+  /** Waits between attempts of a call that got no answer (NETWORK_RETRY; tests shorten them). */
+  networkRetry?: BackoffPolicy;
   /** How answers show while they are written. */
   streaming?: StreamingMode;
   /** Shared with the ingest, which stops them. */
@@ -106,21 +117,32 @@ export function createBot(deps: BotDeps) {
   bot.api.config.use(logNetworkFailures(deps.logger, deps.apiRoot));
   // Before auto-retry, like the log, so that every failed attempt is counted.
   const onApiError = deps.onApiError;
-  if (onApiError) {
-    bot.api.config.use(async (prev, method, payload, signal) => {
-      try {
-        const result = await prev(method, payload, signal);
-        if (!result.ok) onApiError(method, String(result.error_code));
-        return result;
-      } catch (error) {
-        if (error instanceof HttpError && !signal?.aborted) onApiError(method, "network");
-        throw error;
+  const countErrors: Transformer | undefined = onApiError
+    ? async (prev, method, payload, signal) => {
+        try {
+          const result = await prev(method, payload, signal);
+          if (!result.ok) onApiError(method, String(result.error_code));
+          return result;
+        } catch (error) {
+          if (error instanceof HttpError && !signal?.aborted) onApiError(method, "network");
+          throw error;
+        }
       }
-    });
-  }
+    : undefined;
+  if (countErrors) bot.api.config.use(countErrors);
+  bot.api.config.use(retryNetworkFailures(deps.networkRetry));
+  // Flood waits and Telegram's 5xx; a call that got no answer is retryNetworkFailures' to try again.
   bot.api.config.use(
-    autoRetry({ maxDelaySeconds: MAX_RETRY_DELAY_SECONDS, maxRetryAttempts: MAX_RETRY_ATTEMPTS }),
+    autoRetry({
+      maxDelaySeconds: MAX_RETRY_DELAY_SECONDS,
+      maxRetryAttempts: MAX_RETRY_ATTEMPTS,
+      rethrowHttpErrors: true,
+    }),
   );
+  // Long polling tries each getUpdates once: its loop waits (at most 30 s) and asks again.
+  const pollingApi = new Api(deps.token, client);
+  pollingApi.config.use(logNetworkFailures(deps.logger, deps.apiRoot));
+  if (countErrors) pollingApi.config.use(countErrors);
   const delivery = createDelivery({
     api: bot.api,
     logger: deps.logger,
@@ -210,5 +232,5 @@ export function createBot(deps: BotDeps) {
       throw new BotError(error, ctx);
     }
   }
-  return { bot, runUpdate, delivery, liveApi, livePacer };
+  return { bot, runUpdate, delivery, liveApi, livePacer, pollingApi };
 }

@@ -1,5 +1,6 @@
 import { HttpError, type Transformer } from "grammy";
 import type { Logger } from "../logger.js";
+import { type BackoffPolicy, createBackoff, pause, type Random } from "../retry/backoff.js";
 
 // Error codes of Node's sockets, DNS resolver and fetch (undici), said as an operator would.
 const CAUSES: Readonly<Record<string, string>> = {
@@ -43,11 +44,41 @@ export function networkCause(error: unknown): string {
   return current instanceof Error ? current.message : String(current ?? "unknown");
 }
 
+/** Between two attempts of a Bot API call that got no answer: up to 3 s, doubling, at most 60 s. */
+export const NETWORK_RETRY: BackoffPolicy = { baseMs: 3_000, maxMs: 60_000 };
+
+/**
+ * Tries a Bot API call that got no answer (the network, a timeout) again until it gets one, for as
+ * long as Telegram is away: nothing reaches the chat meanwhile, and the inbox holds the update. The
+ * waits are capped (NETWORK_RETRY), so that the bot is back within a minute of Telegram; auto-retry's
+ * own retries of these double up to an hour, which after a long outage kept a chat waiting about as
+ * long again. A call its caller gave up on is not tried again.
+ */
+export function retryNetworkFailures(
+  policy: BackoffPolicy = NETWORK_RETRY,
+  random: Random = Math.random,
+): Transformer {
+  return async (prev, method, payload, signal) => {
+    // grammY types its signal with the abort-controller polyfill; Node's own is what it gets.
+    const abort = signal as unknown as AbortSignal | undefined;
+    const failures = createBackoff(policy, random);
+    for (;;) {
+      try {
+        return await prev(method, payload, signal);
+      } catch (error) {
+        if (!(error instanceof HttpError) || abort?.aborted) throw error;
+        await pause(failures.next(), abort);
+        if (abort?.aborted) throw error;
+      }
+    }
+  };
+}
+
 /**
  * Logs every Bot API call that got no answer, with its cause. Installed first, so that it sees
- * every attempt auto-retry makes: network failures are retried without end (by grammY at start-up,
- * by auto-retry afterwards), and this is how an operator learns why such a bot does nothing. A
- * request its caller aborted (the typing indicator, when the turn ends) is no failure at all.
+ * every attempt: network failures are tried again without end (by grammY at start-up, by
+ * retryNetworkFailures afterwards), and this is how an operator learns why such a bot does
+ * nothing. A request its caller aborted (the typing indicator, when the turn ends) is no failure.
  */
 export function logNetworkFailures(logger: Logger, apiRoot: string): Transformer {
   return async (prev, method, payload, signal) => {

@@ -226,6 +226,11 @@ export interface FakeTelegram {
   /** The next `times` file downloads fail with this HTTP status (a flaky file server). */
   failNextDownload(status: number, times?: number): void;
   /**
+   * The next file download sends its headers and its first `bytes` bytes, then nothing more (a
+   * stalled file server); the connection stays open until the client gives up.
+   */
+  stallNextDownload(bytes: number): void;
+  /**
    * Drops the recorded calls and messages: a benchmark's thousands would burden this process. A
    * message forgotten can no longer be edited or deleted.
    */
@@ -321,6 +326,7 @@ class FakeTelegramServer implements FakeTelegram {
   >();
   private nextFileId = 1;
   private downloadFailures: number[] = [];
+  private downloadStalls: number[] = [];
 
   private readonly server: Server;
   private readonly handlers: ReadonlyMap<string, Handler>;
@@ -544,6 +550,10 @@ class FakeTelegramServer implements FakeTelegram {
     this.downloadFailures.push(...Array.from({ length: times }, () => status));
   }
 
+  stallNextDownload(bytes: number): void {
+    this.downloadStalls.push(bytes);
+  }
+
   forgetCalls(): void {
     this.calls.length = 0;
     this.sent.length = 0;
@@ -593,11 +603,16 @@ class FakeTelegramServer implements FakeTelegram {
       res.end();
       return;
     }
-    this.downloads.push(path);
     res.writeHead(200, {
       "content-type": "application/octet-stream",
       "content-length": String(file.bytes.byteLength),
     });
+    const stall = this.downloadStalls.shift();
+    if (stall !== undefined) {
+      res.write(file.bytes.subarray(0, stall));
+      return;
+    }
+    this.downloads.push(path);
     res.end(file.bytes);
   }
 

@@ -6,6 +6,7 @@ import { text } from "../fakes/gemini.js";
 import { buildTextUpdate, type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { botOnHarness } from "../helpers/bot.js";
 import { CHAT_MODEL, type Harness, SUMMARY_MODEL, startHarness } from "../helpers/harness.js";
+import { startTcpProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
 
 const USER = 5150;
 const CHAT = String(USER);
@@ -150,5 +151,39 @@ describe("a turn whose compaction notice Telegram refuses", () => {
     expect(await handle(h, telegram, 900, "q3")).toBeUndefined();
     expect(telegram.sent.map((m) => m.plain_text)).toEqual(["the answer"]);
     expect(h.logs.some((l) => l.msg === "could not send the compaction notice")).toBe(true);
+  });
+});
+
+describe("the bot's calls while Telegram cannot be reached", () => {
+  let h: Harness;
+  let telegram: FakeTelegram;
+  let proxy: TcpProxy;
+  beforeAll(async () => {
+    h = await startHarness();
+    telegram = await startFakeTelegram();
+    const { hostname, port } = new URL(telegram.apiRoot);
+    proxy = await startTcpProxy({ host: hostname, port: Number(port) });
+  });
+  afterAll(async () => {
+    await proxy.close();
+    await telegram.close();
+    await h.close();
+  });
+
+  it("are tried again, waits capped, until Telegram answers, and go through once", async () => {
+    const { bot } = botOnHarness(h, telegram, {
+      allowedUserIds: [USER],
+      settings: { model: CHAT_MODEL, maxEvents: 30, maxTokens: 0 },
+      apiRoot: `http://127.0.0.1:${proxy.port}`,
+      networkRetry: { baseMs: 20, maxMs: 40 },
+    });
+    const unreachable = () => h.logs.filter((l) => l.msg === "cannot reach Telegram; trying again");
+    proxy.cut();
+    const sending = bot.api.sendMessage(USER, "back online");
+    // auto-retry's own waits for these began at 3 s; capped at 40 ms here, several go by at once.
+    await expect.poll(() => unreachable().length, { timeout: 2_000 }).toBeGreaterThanOrEqual(3);
+    proxy.restore();
+    expect((await sending).text).toBe("back online");
+    expect(telegram.sent.filter((m) => m.plain_text === "back online")).toHaveLength(1);
   });
 });

@@ -2,7 +2,7 @@ import { Api } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDelivery } from "../../src/answer/delivery.js";
 import { grammyFetch } from "../../src/telegram/grammy-fetch.js";
-import { logNetworkFailures } from "../../src/telegram/network-failures.js";
+import { logNetworkFailures, retryNetworkFailures } from "../../src/telegram/network-failures.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { captureLogger } from "../helpers/logs.js";
 import { refusingPort } from "../helpers/refusing-port.js";
@@ -77,5 +77,43 @@ describe("Telegram network failures in the log", () => {
     expect(lines.find((l) => l.msg === UNREACHABLE)?.cause).toBe(
       "Request to 'getMe' timed out after 0.2 seconds",
     );
+  });
+});
+
+describe("Telegram calls that got no answer, tried again", () => {
+  let telegram: FakeTelegram;
+  beforeAll(async () => {
+    telegram = await startFakeTelegram();
+  });
+  afterAll(() => telegram.close());
+
+  /** An Api whose calls go to a port nobody listens on, tried again every few milliseconds. */
+  async function unreachableApi() {
+    const watched = watchedApi(`http://127.0.0.1:${await refusingPort()}`, telegram.token);
+    watched.api.config.use(retryNetworkFailures({ baseMs: 10, maxMs: 20 }));
+    return watched;
+  }
+
+  it("stop when their caller gives up, and are not sent later", async () => {
+    const { api, outcomes } = await unreachableApi();
+    const stop = new AbortController();
+    const sending = api.sendMessage(CHAT, "never", {}, stop.signal as never);
+    await expect.poll(() => outcomes.length).toBeGreaterThanOrEqual(2);
+    stop.abort();
+    await expect(sending).rejects.toThrow(/Network request for 'sendMessage' failed/);
+    const tries = outcomes.length;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(outcomes).toHaveLength(tries);
+  });
+
+  it("an answer Telegram gave, a refusal, is not tried again", async () => {
+    const { api } = watchedApi(telegram.apiRoot, telegram.token);
+    api.config.use(retryNetworkFailures({ baseMs: 10, maxMs: 20 }));
+    telegram.failNext("sendMessage", {
+      error_code: 400,
+      description: "Bad Request: chat not found",
+    });
+    await expect(api.sendMessage(CHAT, "once")).rejects.toThrow(/chat not found/);
+    expect(telegram.calls.filter((c) => c.body.text === "once")).toHaveLength(1);
   });
 });

@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { startPolling } from "../../src/telegram/polling.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { captureLogger } from "../helpers/logs.js";
+import { startTcpProxy } from "../helpers/tcp-proxy.js";
 
 const FAILED = "polling failed; retrying";
 
@@ -14,11 +15,11 @@ describe("startPolling", () => {
   });
   afterEach(() => telegram.close());
 
-  function poll(random: () => number) {
+  function poll(random: () => number, apiRoot = telegram.apiRoot) {
     const { logger, lines } = captureLogger();
     const ingested: Update[] = [];
     const polling = startPolling({
-      api: new Api(telegram.token, { apiRoot: telegram.apiRoot }),
+      api: new Api(telegram.token, { apiRoot }),
       ingest: async (update) => {
         ingested.push(update);
         return "stored";
@@ -71,5 +72,25 @@ describe("startPolling", () => {
     await vi.waitFor(() => expect(waits()).toEqual([30_000]));
     // Were the wait not cut short, this would outlast the test's timeout.
     await polling.stop();
+  });
+
+  it("keeps asking, at most 30 s apart, while Telegram cannot be reached, and takes the update once back", async () => {
+    const { hostname, port } = new URL(telegram.apiRoot);
+    const proxy = await startTcpProxy({ host: hostname, port: Number(port) });
+    proxy.cut();
+    const update = telegram.pushText({ userId: 7, text: "sent during the outage" });
+    const { polling, ingested, waits } = poll(() => 0.999, `http://127.0.0.1:${proxy.port}`);
+    try {
+      // Network failures reach the loop, whose waits double from 1 s up to its 30 s.
+      await vi.waitFor(() => expect(waits()).toHaveLength(2), { timeout: 5_000 });
+      expect(waits()).toEqual([999, 1_998]);
+      proxy.restore();
+      await vi.waitFor(() => expect(ingested.map((u) => u.update_id)).toEqual([update.update_id]), {
+        timeout: 10_000,
+      });
+    } finally {
+      await polling.stop();
+      await proxy.close();
+    }
   });
 });

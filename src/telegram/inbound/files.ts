@@ -1,7 +1,16 @@
 import { readFile, stat } from "node:fs/promises";
 import { isAbsolute } from "node:path";
 import { type Api, GrammyError } from "grammy";
+import { NO_REDIRECTS } from "../../http/no-redirects.js";
 import { byteSize } from "../../session/media-text.js";
+
+/**
+ * A download that receives nothing for this long is given up, for the inbox to retry: without it
+ * a stalled one held its chat for Node's five minutes of waiting for headers, and one that stalled
+ * in the middle held it for good. A deadline for the whole file would not do: from a local Bot API
+ * server (TELEGRAM_API_ROOT) it may be gigabytes.
+ */
+export const DOWNLOAD_STALL_MS = 30_000;
 
 /** Telegram's own limit on files bots may download from its cloud Bot API. */
 export const TELEGRAM_DOWNLOAD_LIMIT_BYTES = 20 * 1024 * 1024;
@@ -48,6 +57,8 @@ export function createFileDownloader(deps: {
   apiRoot: string;
   maxBytes: number;
   fetch?: typeof fetch;
+  /** In place of DOWNLOAD_STALL_MS (tests). */
+  stallMs?: number;
 }): DownloadFile {
   const fetchFile = deps.fetch ?? fetch;
   const { maxBytes } = deps;
@@ -60,27 +71,43 @@ export function createFileDownloader(deps: {
 
   async function readRemote(path: string): Promise<Buffer> {
     const url = `${deps.apiRoot}/file/bot${deps.api.token}/${path}`;
-    const response = await fetchFile(url);
-    if (response.status === 404 || response.status === 400) {
-      await response.body?.cancel();
-      throw new FileUnavailableError(`Telegram answered ${response.status} for the file`);
-    }
-    if (!response.ok || !response.body) {
-      await response.body?.cancel();
-      // The token is in the URL: the error names only the status.
-      throw new Error(`downloading a file from Telegram failed with HTTP ${response.status}`);
-    }
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    for await (const chunk of response.body) {
-      size += chunk.byteLength;
-      if (size > maxBytes) {
-        await response.body.cancel().catch(() => {});
-        throw new FileTooBigError(maxBytes, undefined);
+    const stallMs = deps.stallMs ?? DOWNLOAD_STALL_MS;
+    const stalled = new AbortController();
+    // The token is in the URL: the errors name neither.
+    const timer = setTimeout(
+      () =>
+        stalled.abort(
+          new Error(`downloading a file from Telegram stalled: nothing came for ${stallMs} ms`),
+        ),
+      stallMs,
+    );
+    try {
+      const response = await fetchFile(url, { signal: stalled.signal, ...NO_REDIRECTS });
+      if (response.status === 404 || response.status === 400) {
+        await response.body?.cancel();
+        throw new FileUnavailableError(`Telegram answered ${response.status} for the file`);
       }
-      chunks.push(chunk);
+      if (!response.ok || !response.body) {
+        await response.body?.cancel();
+        throw new Error(`downloading a file from Telegram failed with HTTP ${response.status}`);
+      }
+      const chunks: Uint8Array[] = [];
+      let size = 0;
+      for await (const chunk of response.body) {
+        timer.refresh();
+        size += chunk.byteLength;
+        if (size > maxBytes) {
+          await response.body.cancel().catch(() => {});
+          throw new FileTooBigError(maxBytes, undefined);
+        }
+        chunks.push(chunk);
+      }
+      return Buffer.concat(chunks, size);
+    } catch (error) {
+      throw stalled.signal.aborted ? stalled.signal.reason : error;
+    } finally {
+      clearTimeout(timer);
     }
-    return Buffer.concat(chunks, size);
   }
 
   return async (fileId, knownSize) => {
