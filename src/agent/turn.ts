@@ -71,6 +71,30 @@ import { sourcesBlock, sourcesOf } from "./sources.js";
 import { runInOrder } from "./tool-batch.js";
 import type { SentToolFile } from "./tool-files.js";
 
+/**
+ * `work`'s result, or undefined as soon as `stop` aborts. What `work` does goes on unwatched: an
+ * upload to the Files API, which the SDK cannot abort, is kept for the next turn to use.
+ */
+async function unlessStopped<T>(
+  work: Promise<T>,
+  stop: AbortSignal | undefined,
+): Promise<T | undefined> {
+  if (stop === undefined) return work;
+  // Its failure after the stop is nobody's: the next turn prepares its media again.
+  work.catch(() => {});
+  let onStop = () => {};
+  const stopped = new Promise<undefined>((resolve) => {
+    onStop = () => resolve(undefined);
+    if (stop.aborted) onStop();
+    else stop.addEventListener("abort", onStop, { once: true });
+  });
+  try {
+    return await Promise.race([work, stopped]);
+  } finally {
+    stop.removeEventListener("abort", onStop);
+  }
+}
+
 export interface Compactor {
   /**
    * Compacts the chat when its context is over budget, running `guard` before it writes; the
@@ -567,7 +591,9 @@ export function createAgent(deps: AgentDeps) {
       const used = toolCallsSinceUserMessage(context.events);
       const remaining = settings.maxToolCallsPerTurn - used;
       const offerTools = remaining > 0;
-      let media = await deps.media.forRequest(context);
+      const prepared = await unlessStopped(deps.media.forRequest(context), input.stop);
+      if (prepared === undefined) return endStopped("");
+      let media = prepared;
       const options = { sentAt, ...(offerTools ? {} : { note: toolBudgetInstruction(used) }) };
       // Every request of a conversation starts with the bytes of the one before it (Gemini's
       // implicit cache bills them at a fraction): the same instruction and tools every time,
