@@ -2,9 +2,12 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { endGroupWithLeader, signalGroup } from "../tools/process-group.js";
 
 // The server's stderr is its log: kept short for ours (it may be chatty, or hostile).
 const MAX_STDERR_LINE = 500;
+/** How long what a server started may hold its pipes once it has exited. */
+const PIPE_GRACE_MS = 500;
 
 /**
  * What a server inherits of Koroku's environment: the SDK's default set on POSIX, which is what
@@ -51,12 +54,16 @@ export class IsolatedStdioTransport implements Transport {
   start(): Promise<void> {
     const { command, args, env } = this.params;
     return new Promise((resolve, reject) => {
+      // detached: the server leads a process group, so that what it starts (the server a wrapper
+      // such as npx runs) is ended with it.
       const child = spawn(command, [...args], {
         env: serverEnvironment(env),
         stdio: ["pipe", "pipe", "pipe"],
         shell: false,
+        detached: true,
       });
       this.child = child;
+      endGroupWithLeader(child, PIPE_GRACE_MS);
       child.once("error", (error) => {
         reject(error);
         this.onerror?.(error);
@@ -109,8 +116,8 @@ export class IsolatedStdioTransport implements Transport {
     const closed = new Promise<void>((resolve) => child.once("close", () => resolve()));
     child.stdin?.end();
     // A server that ignores its stdin closing is ended; one that ignores that too, killed.
-    const term = setTimeout(() => child.kill("SIGTERM"), 2_000);
-    const kill = setTimeout(() => child.kill("SIGKILL"), 4_000);
+    const term = setTimeout(() => signalGroup(child, "SIGTERM"), 2_000);
+    const kill = setTimeout(() => signalGroup(child, "SIGKILL"), 4_000);
     await closed;
     clearTimeout(term);
     clearTimeout(kill);

@@ -1,7 +1,8 @@
-import { type ChildProcessByStdio, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import type { Readable } from "node:stream";
 import { z } from "zod";
 import type { Workspaces } from "../scope/workspaces.js";
+import { endGroupWithLeader, signalGroup } from "./process-group.js";
 import { defineTool } from "./registry.js";
 
 export const RUN_COMMAND_TIMEOUT_MS = 20_000;
@@ -53,15 +54,6 @@ function captureOutput(child: Record<StreamName, Readable>) {
   };
 }
 
-function killGroup(child: ChildProcessByStdio<null, Readable, Readable>): void {
-  if (child.pid === undefined) return;
-  try {
-    process.kill(-child.pid, "SIGKILL");
-  } catch {
-    // ESRCH: every process of the group has already exited.
-  }
-}
-
 function runShell(command: string, limits: RunLimits): Promise<CommandResult> {
   const { signal } = limits;
   if (signal?.aborted) return Promise.reject(new Error(COMMAND_STOPPED));
@@ -75,26 +67,18 @@ function runShell(command: string, limits: RunLimits): Promise<CommandResult> {
     });
     const textOf = captureOutput(child);
     let timedOut = false;
-    let grace: NodeJS.Timeout | undefined;
     const timer = setTimeout(() => {
       timedOut = true;
-      killGroup(child);
+      signalGroup(child, "SIGKILL");
     }, limits.timeoutMs);
-    const stop = () => killGroup(child);
+    const stop = () => signalGroup(child, "SIGKILL");
     signal?.addEventListener("abort", stop, { once: true });
     const settle = () => {
       clearTimeout(timer);
-      clearTimeout(grace);
       signal?.removeEventListener("abort", stop);
     };
-    child.on("exit", () => {
-      // Background jobs left behind would keep the pipes open past the shell's exit.
-      killGroup(child);
-      grace = setTimeout(() => {
-        child.stdout.destroy();
-        child.stderr.destroy();
-      }, PIPE_GRACE_MS);
-    });
+    // Background jobs left behind would keep the pipes open past the shell's exit.
+    endGroupWithLeader(child, PIPE_GRACE_MS);
     child.on("error", (error) => {
       settle();
       reject(error);

@@ -1,5 +1,10 @@
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { INHERITED_ENV, serverEnvironment } from "../../src/mcp/stdio-transport.js";
+import {
+  INHERITED_ENV,
+  IsolatedStdioTransport,
+  serverEnvironment,
+} from "../../src/mcp/stdio-transport.js";
 import { OWN_SECRETS_ENV } from "../helpers/own-secrets.js";
 
 describe("a stdio server's environment", () => {
@@ -30,5 +35,36 @@ describe("a stdio server's environment", () => {
       PATH: "/opt/server/bin",
       HOME: "/srv",
     });
+  });
+});
+
+describe("a stdio server's process", () => {
+  /** Whether the process runs: not gone, and not a zombie waiting for a parent to reap it. */
+  const alive = (pid: number) => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+    } catch {
+      return false;
+    }
+  };
+
+  it("is ended with what it started, even deaf to its stdin closing and to SIGTERM", async () => {
+    const started: number[] = [];
+    // As a wrapper may be: it ignores its stdin and SIGTERM, and a child of its holds the pipes.
+    const transport = new IsolatedStdioTransport({
+      command: "/bin/sh",
+      args: ["-c", "trap '' TERM; sleep 600 & echo $! >&2; while :; do sleep 1; done"],
+      env: {},
+      onStderr: (line) => started.push(Number(line)),
+    });
+    await transport.start();
+    await expect.poll(() => started.length).toBe(1);
+    const [child] = started as [number];
+    expect(alive(child)).toBe(true);
+    // Past the 2 s of grace and the SIGTERM, to the group's SIGKILL at 4 s.
+    const late = new Promise<"late">((resolve) => setTimeout(resolve, 10_000, "late").unref());
+    expect(await Promise.race([transport.close(), late])).toBeUndefined();
+    await expect.poll(() => alive(child)).toBe(false);
   });
 });
