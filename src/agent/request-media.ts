@@ -165,11 +165,25 @@ export function createMediaSource(deps: MediaSourceDeps): MediaSource {
     return ref;
   }
 
+  /**
+   * Uploads under way, by SHA-256: a turn that needs one joins it rather than upload the file again
+   * (a stopped turn leaves its upload running, for the next).
+   */
+  const underWay = new Map<string, Promise<GeminiFileRef | undefined>>();
+  function uploadOnce(part: MediaPart): Promise<GeminiFileRef | undefined> {
+    let pending = underWay.get(part.sha256);
+    if (!pending) {
+      pending = upload(part).finally(() => underWay.delete(part.sha256));
+      underWay.set(part.sha256, pending);
+    }
+    return pending;
+  }
+
   async function uploadAll(parts: readonly MediaPart[], into: Map<string, GeminiFileRef>) {
     for (let i = 0; i < parts.length; i += UPLOADS_AT_ONCE) {
       await Promise.all(
         parts.slice(i, i + UPLOADS_AT_ONCE).map(async (part) => {
-          const ref = await upload(part);
+          const ref = await uploadOnce(part);
           if (ref) into.set(part.sha256, ref);
         }),
       );

@@ -56,7 +56,7 @@ export type Carried<T> = { value: T; rows?: number };
 export type Carrier = {
   /**
    * Calls `method` as `api.raw[method](payload)` would, through every transformer installed on
-   * the Api (scrubbing, logs, metrics, auto-retry), and when Telegram accepts it runs `record` on
+   * the Api (scrubbing, logs, metrics, retries), and when Telegram accepts it runs `record` on
    * the courier's connection the moment the reply is read. Without a record, or with no thread
    * to send it on, it is an ordinary call of the Api.
    */
@@ -217,7 +217,7 @@ export function startCourier(deps: {
     async (method, payload) => {
       const url = urlOf(method);
       const request = await bodyOf(payload);
-      // The thread ended between two attempts (auto-retry): this one goes as grammY sends it.
+      // The thread ended between two attempts (a retry): this one goes as grammY sends it.
       if (!open()) return fetchHere(url, request, method) as never;
       const reply = await carried(method, url, request, {
         ...record,

@@ -361,8 +361,8 @@ export function createDelivery(deps: DeliveryDeps) {
     action: "typing" | "record_voice" | "upload_photo" = "typing",
   ): () => void {
     const extra = inThread(threadId);
-    // Ends the indicator's requests with the turn: while Telegram is unreachable, auto-retry
-    // would otherwise keep each one trying long after, and they would pile up.
+    // Ends the indicator's requests with the turn: while Telegram is unreachable, each would
+    // otherwise be tried again (retryNetworkFailures) long after, and they would pile up.
     const requests = new AbortController();
     const send = () => {
       api

@@ -64,6 +64,11 @@ export class IsolatedStdioTransport implements Transport {
       });
       this.child = child;
       endGroupWithLeader(child, PIPE_GRACE_MS);
+      // In a session of its own, the group outlives a Koroku that exits without closing it (a
+      // crash, a stop cut short), and no terminal's Ctrl-C reaches it: it goes with the process.
+      const orphaned = () => signalGroup(child, "SIGKILL");
+      process.once("exit", orphaned);
+      child.once("exit", () => process.off("exit", orphaned));
       child.once("error", (error) => {
         reject(error);
         this.onerror?.(error);

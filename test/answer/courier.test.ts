@@ -14,7 +14,7 @@ import { migrateToLatest } from "../../src/db/migrate.js";
 import { createScrubber } from "../../src/logger.js";
 import { createInbox, type Inbox, type Lease, LeaseLostError } from "../../src/queue/inbox.js";
 import { sha256Hex } from "../../src/session/attachments.js";
-import { networkCause } from "../../src/telegram/network-failures.js";
+import { networkCause, retryNetworkFailures } from "../../src/telegram/network-failures.js";
 import { scrubOutgoing } from "../../src/telegram/scrub-outgoing.js";
 import type { SentAs } from "../../src/tools/registry.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
@@ -70,8 +70,8 @@ describe.each(DATABASE_KINDS)("courier on %s", (kind) => {
   });
 
   /**
-   * A Bot API with the courier innermost and, around it, what createBot puts there (but for
-   * auto-retry when `retry` is false: it retries a network failure without end).
+   * A Bot API with the courier innermost and, around it, what createBot puts there (but for the
+   * retries when `retry` is false: a network failure is tried again without end).
    */
   const deliveryVia = ({
     through = courier,
@@ -81,7 +81,12 @@ describe.each(DATABASE_KINDS)("courier on %s", (kind) => {
   } = {}) => {
     const api = new Api(telegram.token, { apiRoot });
     api.config.use(scrubOutgoing(["secret-token"]));
-    if (retry) api.config.use(autoRetry({ maxDelaySeconds: 30, maxRetryAttempts: 3 }));
+    if (retry) {
+      api.config.use(retryNetworkFailures());
+      api.config.use(
+        autoRetry({ maxDelaySeconds: 30, maxRetryAttempts: 3, rethrowHttpErrors: true }),
+      );
+    }
     return createDelivery({ api, logger, courier: through, richMessages: rich });
   };
 

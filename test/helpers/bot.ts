@@ -21,7 +21,7 @@ export function botOnHarness(
   h: Harness,
   telegram: FakeTelegram,
   deps: Pick<BotDeps, "allowedUserIds" | "settings"> & Partial<BotDeps>,
-): { bot: TestBot } {
+): { bot: TestBot; pollingApi: Api } {
   const created = createBot({
     token: telegram.token,
     apiRoot: telegram.apiRoot,
@@ -49,6 +49,7 @@ export function botOnHarness(
       api: created.bot.api,
       run: (update, lease = heldLease(update)) => created.runUpdate(update, lease),
     },
+    pollingApi: created.pollingApi,
   };
 }
 

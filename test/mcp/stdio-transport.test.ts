@@ -1,10 +1,13 @@
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
 import {
   INHERITED_ENV,
   IsolatedStdioTransport,
   serverEnvironment,
 } from "../../src/mcp/stdio-transport.js";
+import { runModuleScript } from "../helpers/module-script.js";
 import { OWN_SECRETS_ENV } from "../helpers/own-secrets.js";
 
 describe("a stdio server's environment", () => {
@@ -38,6 +41,11 @@ describe("a stdio server's environment", () => {
   });
 });
 
+/** The transport as `npm test` builds it, for a process of its own. */
+const BUILT_TRANSPORT = join(import.meta.dirname, "../../dist/src/mcp/stdio-transport.js");
+/** A wrapper deaf to its stdin and to SIGTERM, whose child holds the pipes; the child's pid on stderr. */
+const DEAF_WRAPPER = "trap '' TERM; sleep 600 & echo $! >&2; while :; do sleep 1; done";
+
 describe("a stdio server's process", () => {
   /** Whether the process runs: not gone, and not a zombie waiting for a parent to reap it. */
   const alive = (pid: number) => {
@@ -51,10 +59,9 @@ describe("a stdio server's process", () => {
 
   it("is ended with what it started, even deaf to its stdin closing and to SIGTERM", async () => {
     const started: number[] = [];
-    // As a wrapper may be: it ignores its stdin and SIGTERM, and a child of its holds the pipes.
     const transport = new IsolatedStdioTransport({
       command: "/bin/sh",
-      args: ["-c", "trap '' TERM; sleep 600 & echo $! >&2; while :; do sleep 1; done"],
+      args: ["-c", DEAF_WRAPPER],
       env: {},
       onStderr: (line) => started.push(Number(line)),
     });
@@ -65,6 +72,27 @@ describe("a stdio server's process", () => {
     // Past the 2 s of grace and the SIGTERM, to the group's SIGKILL at 4 s.
     const late = new Promise<"late">((resolve) => setTimeout(resolve, 10_000, "late").unref());
     expect(await Promise.race([transport.close(), late])).toBeUndefined();
+    await expect.poll(() => alive(child)).toBe(false);
+  });
+
+  it("is ended with Koroku's process when that exits without closing it", async () => {
+    const script = `
+      import { IsolatedStdioTransport } from ${JSON.stringify(pathToFileURL(BUILT_TRANSPORT).href)};
+      const transport = new IsolatedStdioTransport({
+        command: "/bin/sh",
+        args: ["-c", ${JSON.stringify(DEAF_WRAPPER)}],
+        env: {},
+        onStderr: (line) => {
+          console.log(line);
+          process.exit(1);
+        },
+      });
+      await transport.start();
+    `;
+    const { code, stdout } = await runModuleScript(script);
+    expect(code).toBe(1);
+    const child = Number(stdout.trim());
+    expect(child).toBeGreaterThan(0);
     await expect.poll(() => alive(child)).toBe(false);
   });
 });

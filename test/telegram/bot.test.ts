@@ -6,7 +6,8 @@ import { text } from "../fakes/gemini.js";
 import { buildTextUpdate, type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { botOnHarness } from "../helpers/bot.js";
 import { CHAT_MODEL, type Harness, SUMMARY_MODEL, startHarness } from "../helpers/harness.js";
-import { startTcpProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
+import { refusingPort } from "../helpers/refusing-port.js";
+import { startTcpProxy } from "../helpers/tcp-proxy.js";
 
 const USER = 5150;
 const CHAT = String(USER);
@@ -157,33 +158,54 @@ describe("a turn whose compaction notice Telegram refuses", () => {
 describe("the bot's calls while Telegram cannot be reached", () => {
   let h: Harness;
   let telegram: FakeTelegram;
-  let proxy: TcpProxy;
   beforeAll(async () => {
     h = await startHarness();
     telegram = await startFakeTelegram();
-    const { hostname, port } = new URL(telegram.apiRoot);
-    proxy = await startTcpProxy({ host: hostname, port: Number(port) });
   });
   afterAll(async () => {
-    await proxy.close();
     await telegram.close();
     await h.close();
   });
 
-  it("are tried again, waits capped, until Telegram answers, and go through once", async () => {
-    const { bot } = botOnHarness(h, telegram, {
+  /** The bot on a port where nothing listens yet (connections refused: Telegram is away). */
+  async function botWhileAway() {
+    const port = await refusingPort();
+    const created = botOnHarness(h, telegram, {
       allowedUserIds: [USER],
       settings: { model: CHAT_MODEL, maxEvents: 30, maxTokens: 0 },
-      apiRoot: `http://127.0.0.1:${proxy.port}`,
+      apiRoot: `http://127.0.0.1:${port}`,
       networkRetry: { baseMs: 20, maxMs: 40 },
     });
-    const unreachable = () => h.logs.filter((l) => l.msg === "cannot reach Telegram; trying again");
-    proxy.cut();
+    const { hostname, port: fakePort } = new URL(telegram.apiRoot);
+    /** Telegram is back: the port now leads to the fake. */
+    const back = () => startTcpProxy({ host: hostname, port: Number(fakePort) }, { port });
+    return { ...created, back };
+  }
+  const unreachable = () => h.logs.filter((l) => l.msg === "cannot reach Telegram; trying again");
+
+  it("are tried again, waits capped, until Telegram answers, and go through once", async () => {
+    const { bot, back } = await botWhileAway();
+    const before = unreachable().length;
     const sending = bot.api.sendMessage(USER, "back online");
     // auto-retry's own waits for these began at 3 s; capped at 40 ms here, several go by at once.
-    await expect.poll(() => unreachable().length, { timeout: 2_000 }).toBeGreaterThanOrEqual(3);
-    proxy.restore();
-    expect((await sending).text).toBe("back online");
-    expect(telegram.sent.filter((m) => m.plain_text === "back online")).toHaveLength(1);
+    await expect
+      .poll(() => unreachable().length - before, { timeout: 2_000 })
+      .toBeGreaterThanOrEqual(3);
+    const proxy = await back();
+    try {
+      expect((await sending).text).toBe("back online");
+      expect(telegram.sent.filter((m) => m.plain_text === "back online")).toHaveLength(1);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it("but long polling's are not: each getUpdates is tried once, its loop waits and asks again", async () => {
+    const { pollingApi } = await botWhileAway();
+    const before = unreachable().length;
+    await expect(pollingApi.getUpdates({ timeout: 0 })).rejects.toThrow(
+      /Network request for 'getUpdates' failed/,
+    );
+    expect(unreachable().length - before).toBe(1);
   });
 });

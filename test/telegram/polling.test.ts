@@ -4,7 +4,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { startPolling } from "../../src/telegram/polling.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { captureLogger } from "../helpers/logs.js";
-import { startTcpProxy } from "../helpers/tcp-proxy.js";
+import { refusingPort } from "../helpers/refusing-port.js";
+import { startTcpProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
 
 const FAILED = "polling failed; retrying";
 
@@ -75,22 +76,22 @@ describe("startPolling", () => {
   });
 
   it("keeps asking, at most 30 s apart, while Telegram cannot be reached, and takes the update once back", async () => {
-    const { hostname, port } = new URL(telegram.apiRoot);
-    const proxy = await startTcpProxy({ host: hostname, port: Number(port) });
-    proxy.cut();
+    const port = await refusingPort();
     const update = telegram.pushText({ userId: 7, text: "sent during the outage" });
-    const { polling, ingested, waits } = poll(() => 0.999, `http://127.0.0.1:${proxy.port}`);
+    const { polling, ingested, waits } = poll(() => 0.999, `http://127.0.0.1:${port}`);
+    let proxy: TcpProxy | undefined;
     try {
       // Network failures reach the loop, whose waits double from 1 s up to its 30 s.
       await vi.waitFor(() => expect(waits()).toHaveLength(2), { timeout: 5_000 });
       expect(waits()).toEqual([999, 1_998]);
-      proxy.restore();
+      const { hostname, port: fakePort } = new URL(telegram.apiRoot);
+      proxy = await startTcpProxy({ host: hostname, port: Number(fakePort) }, { port });
       await vi.waitFor(() => expect(ingested.map((u) => u.update_id)).toEqual([update.update_id]), {
         timeout: 10_000,
       });
     } finally {
       await polling.stop();
-      await proxy.close();
+      await proxy?.close();
     }
   });
 });

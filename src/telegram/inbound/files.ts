@@ -56,11 +56,9 @@ export function createFileDownloader(deps: {
   api: Api;
   apiRoot: string;
   maxBytes: number;
-  fetch?: typeof fetch;
   /** In place of DOWNLOAD_STALL_MS (tests). */
   stallMs?: number;
 }): DownloadFile {
-  const fetchFile = deps.fetch ?? fetch;
   const { maxBytes } = deps;
 
   async function readLocal(path: string): Promise<Buffer> {
@@ -82,7 +80,7 @@ export function createFileDownloader(deps: {
       stallMs,
     );
     try {
-      const response = await fetchFile(url, { signal: stalled.signal, ...NO_REDIRECTS });
+      const response = await fetch(url, { signal: stalled.signal, ...NO_REDIRECTS });
       if (response.status === 404 || response.status === 400) {
         await response.body?.cancel();
         throw new FileUnavailableError(`Telegram answered ${response.status} for the file`);
@@ -104,7 +102,9 @@ export function createFileDownloader(deps: {
       }
       return Buffer.concat(chunks, size);
     } catch (error) {
-      throw stalled.signal.aborted ? stalled.signal.reason : error;
+      // fetch and the body's reads fail with an AbortError of their own: the stall says why.
+      const cut = stalled.signal.aborted && error instanceof Error && error.name === "AbortError";
+      throw cut ? stalled.signal.reason : error;
     } finally {
       clearTimeout(timer);
     }

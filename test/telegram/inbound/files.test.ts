@@ -17,7 +17,7 @@ const downloader = () =>
     api: new Api(telegram.token, { apiRoot: telegram.apiRoot }),
     apiRoot: telegram.apiRoot,
     maxBytes: 20 * 1024 * 1024,
-    stallMs: 200,
+    stallMs: 1_000,
   });
 
 describe("a file download", () => {
@@ -30,7 +30,7 @@ describe("a file download", () => {
     const failure = await download(file_id).catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(Error);
     expect((failure as Error).message).toBe(
-      "downloading a file from Telegram stalled: nothing came for 200 ms",
+      "downloading a file from Telegram stalled: nothing came for 1000 ms",
     );
     expect(String((failure as Error).stack)).not.toContain(telegram.token);
     telegram.stallNextDownload(0);
