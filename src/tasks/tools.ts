@@ -101,9 +101,12 @@ export function createTaskTools(deps: {
       return { firstMs: Math.max(whenMs, at), recurrence: undefined };
     }
     const recurrence: Recurrence = parseRepeat(repeatText, whenMs, timeZone);
-    // Recurrences run on the minute: "in 1 hour" (13:10:42) starts with the 13:10 run it names.
-    const fromMs = recurrence.kind === "cron" ? whenMs - (whenMs % 60_000) : whenMs;
-    const firstMs = firstOccurrence(recurrence, Math.max(fromMs, at), timeZone);
+    // Recurrences run on the minute: "in 1 hour" (13:10:42) starts with the 13:10 run it names,
+    // and "now" (13:10:42) with today's 13:10, not tomorrow's.
+    const minuteOf = (ms: number) => ms - (ms % 60_000);
+    const fromMs = recurrence.kind === "cron" ? minuteOf(whenMs) : whenMs;
+    const nowMs = recurrence.kind === "cron" ? minuteOf(at) : at;
+    const firstMs = firstOccurrence(recurrence, Math.max(fromMs, nowMs), timeZone);
     if (firstMs === undefined) fail(`"${repeatText}" never comes: no date matches it.`);
     if (shortestGapMs(recurrence, firstMs, timeZone) < limits.minIntervalMs) {
       fail(

@@ -142,6 +142,18 @@ describe.each(DATABASE_KINDS)("scheduled task tools on %s", (kind) => {
     });
   });
 
+  it("starts a daily task set for now with today's run, in the minute it was asked", async () => {
+    clock = START + 42_000;
+    const out = await output("schedule_task", {
+      when: "now",
+      repeat: "daily",
+      instruction: "Water the plants",
+    });
+    expect(out).toMatchObject({
+      scheduled: { next_run_local: "Wed 2 Dec 2026, 14:10 (Europe/Berlin)" },
+    });
+  });
+
   it("starts a cron task at its first match after now", async () => {
     const out = await output("schedule_task", {
       when: "now",
