@@ -11,14 +11,21 @@ import { geminiFailureText } from "./gemini-failure.js";
 export const LATE_AFTER_MS = 2 * 60_000;
 
 /**
+ * Telegram's refusals (400) that stay until someone in the chat changes something: the chat or
+ * topic gone or closed, the bot's right to write taken, the group become a supergroup.
+ */
+const NO_PLACE_TO_WRITE =
+  /chat not found|thread not found|TOPIC_CLOSED|TOPIC_DELETED|not enough rights to send|have no rights to send|CHAT_WRITE_FORBIDDEN|upgraded to a supergroup/i;
+
+/**
  * Telegram's answers that mean the bot cannot speak in the chat any more (blocked, kicked, the
- * chat or topic gone): retrying would fail the same way forever.
+ * chat or topic gone, its rights taken): retrying would fail the same way at every occurrence.
  */
 function chatGone(error: unknown): boolean {
   if (!(error instanceof GrammyError)) return false;
   return (
     error.error_code === 403 ||
-    (error.error_code === 400 && /chat not found|thread not found/i.test(error.description))
+    (error.error_code === 400 && NO_PLACE_TO_WRITE.test(error.description))
   );
 }
 

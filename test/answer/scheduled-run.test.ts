@@ -226,27 +226,33 @@ describe("running scheduled tasks", () => {
     expect(telegram.sent.map((m) => m.plain_text)).toEqual(["⏰ Call the bank"]);
   });
 
-  it("disables a task whose chat blocked the bot, with a log line, instead of retrying", async () => {
-    const conversation = String(4000 + chat);
-    const task = await tasks.add(
-      taskIn(conversation, {
-        recurrence: { kind: "cron", expression: "0 9 * * *" },
-        repeatText: "daily",
-      }),
-    );
-    telegram.failNext("sendMessage", {
-      error_code: 403,
-      description: "Forbidden: bot was blocked by the user",
-    });
-    await runDue();
-    expect(await tasks.get(task.id)).toMatchObject({
-      status: "disabled",
-      nextRunAt: undefined,
-    });
-    expect(h.logs.some((l) => l.msg?.toString().startsWith("disabled a scheduled task"))).toBe(
-      true,
-    );
-  });
+  it.each([
+    [403, "Forbidden: bot was blocked by the user"],
+    [400, "Bad Request: not enough rights to send text messages to the chat"],
+    [400, "Bad Request: TOPIC_CLOSED"],
+    [400, "Bad Request: group chat was upgraded to a supergroup chat"],
+  ])(
+    "disables a task Telegram refuses with %i %s, with a log line, instead of retrying",
+    async (code, description) => {
+      const conversation = String(4000 + chat);
+      const task = await tasks.add(
+        taskIn(conversation, {
+          recurrence: { kind: "cron", expression: "0 9 * * *" },
+          repeatText: "daily",
+        }),
+      );
+      telegram.failNext("sendMessage", { error_code: code, description });
+      const logged = h.logs.length;
+      await runDue();
+      expect(await tasks.get(task.id)).toMatchObject({
+        status: "disabled",
+        nextRunAt: undefined,
+      });
+      expect(h.logs.slice(logged).map((l) => l.msg)).toContain(
+        "disabled a scheduled task: its chat no longer accepts the bot's messages",
+      );
+    },
+  );
 
   it("delivers the stored answer once when the run dies between the model's answer and its delivery", async () => {
     const conversation = String(5000 + chat);
