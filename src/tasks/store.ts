@@ -218,7 +218,26 @@ export function createTaskStore(deps: {
       .updateTable("tasks")
       .set({ status, status_reason: reason, next_run_at: null })
       .where("conversation", "=", conversation)
-      .where("status", "=", "active")
+      .where((eb) =>
+        eb.or([
+          eb("status", "=", "active"),
+          // A one-shot task is done once its run is queued; until that run starts, it can still
+          // be called off (the run then skips it).
+          eb.and([
+            eb("status", "=", "done"),
+            eb.exists(
+              eb
+                .selectFrom("task_runs as run")
+                .innerJoin("inbox", (join) =>
+                  join.on(sql<boolean>`inbox.update_id = ${SCHEDULED_UPDATE_BASE} + run.id`),
+                )
+                .select("run.id")
+                .whereRef("run.task_id", "=", "tasks.id")
+                .where("inbox.status", "=", "pending"),
+            ),
+          ]),
+        ]),
+      )
       .$if(id !== undefined, (q) => q.where("id", "=", id as number))
       .returning(TASK_COLUMNS)
       .execute();

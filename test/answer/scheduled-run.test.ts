@@ -179,14 +179,15 @@ describe("running scheduled tasks", () => {
     expect(await tasks.queueDue(clock)).toHaveLength(0);
   });
 
-  it("skips a run whose task was cancelled after it was queued", async () => {
+  it.each([
+    [
+      "a daily task",
+      { recurrence: { kind: "cron", expression: "0 9 * * *" }, repeatText: "daily" },
+    ],
+    ["a one-shot task", {}],
+  ] as const)("skips a run of %s cancelled after it was queued", async (_, repeat) => {
     const conversation = String(3000 + chat);
-    const task = await tasks.add(
-      taskIn(conversation, {
-        recurrence: { kind: "cron", expression: "0 9 * * *" },
-        repeatText: "daily",
-      }),
-    );
+    const task = await tasks.add(taskIn(conversation, repeat));
     expect(await tasks.queueDue(clock)).toHaveLength(1);
     expect(await tasks.cancel(conversation, task.id)).toMatchObject({ status: "cancelled" });
     const item = await inbox.claim();
@@ -195,6 +196,15 @@ describe("running scheduled tasks", () => {
     await runner.run(item, inbox.leaseOf(item), run);
     await inbox.finish(item);
     expect(telegram.sent).toEqual([]);
+  });
+
+  it("cancels no one-shot task whose run has run", async () => {
+    const conversation = String(3500 + chat);
+    const task = await tasks.add(taskIn(conversation));
+    await runDue();
+    expect(telegram.sent.map((m) => m.plain_text)).toEqual(["⏰ Call the bank"]);
+    expect(await tasks.cancel(conversation, task.id)).toBeUndefined();
+    expect(await tasks.get(task.id)).toMatchObject({ status: "done" });
   });
 
   it("skips and disables a task whose creator is no longer allowed, saying so in the log", async () => {

@@ -197,6 +197,28 @@ describe.each(DATABASE_KINDS)("scheduled task tools on %s", (kind) => {
     await output("schedule_task", { when: "in 5 hours", instruction: "y" });
   });
 
+  it("cancels a one-shot task whose run is queued but has not started, and not once it has", async () => {
+    const inbox = inboxAtClock();
+    /** Schedules a one-shot task 5 minutes ahead, then lets those minutes pass and queues its run. */
+    const queuedOneShot = async (instruction: string) => {
+      const out = await output("schedule_task", { when: "in 5 minutes", instruction });
+      clock += 5 * 60_000;
+      expect(await tasks.queueDue(clock)).toHaveLength(1);
+      return (out.scheduled as { id: number }).id;
+    };
+    const started = await queuedOneShot("x");
+    const running = await inbox.claim();
+    expect(await error("cancel_task", { id: started })).toMatch(/no scheduled task/);
+    if (running) await inbox.finish(running);
+    const waiting = await queuedOneShot("y");
+    expect(await output("cancel_task", { id: waiting })).toEqual({
+      cancelled: { id: waiting, instruction: "y" },
+    });
+    // Its run is skipped when it comes (test/answer/scheduled-run.test.ts); no later test claims it.
+    const skipped = await inbox.claim();
+    if (skipped) await inbox.finish(skipped);
+  });
+
   it("holds the limit of active tasks against parallel calls", async () => {
     const outcomes = await Promise.all(
       Array.from({ length: 12 }, (_, i) =>
