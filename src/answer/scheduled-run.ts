@@ -12,10 +12,11 @@ export const LATE_AFTER_MS = 2 * 60_000;
 
 /**
  * Telegram's refusals (400) that stay until someone in the chat changes something: the chat or
- * topic gone or closed, the bot's right to write taken, the group become a supergroup.
+ * topic gone or closed, the bot's right to write text taken. A group become a supergroup is not
+ * one: the run is tried again, and finds the task moved to the new chat by then.
  */
 const NO_PLACE_TO_WRITE =
-  /chat not found|thread not found|TOPIC_CLOSED|TOPIC_DELETED|not enough rights to send|have no rights to send|CHAT_WRITE_FORBIDDEN|upgraded to a supergroup/i;
+  /chat not found|thread not found|TOPIC_CLOSED|TOPIC_DELETED|not enough rights to send text messages|have no rights to send a message|CHAT_WRITE_FORBIDDEN/i;
 
 /**
  * Telegram's answers that mean the bot cannot speak in the chat any more (blocked, kicked, the

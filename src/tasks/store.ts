@@ -221,8 +221,9 @@ export function createTaskStore(deps: {
       .where((eb) =>
         eb.or([
           eb("status", "=", "active"),
-          // A one-shot task is done once its run is queued; until that run starts, it can still
-          // be called off (the run then skips it).
+          // A one-shot task is done once its run is queued; until that run first starts, it can
+          // still be called off (the run then skips it). One put back after a start may have
+          // sent part of its answer already.
           eb.and([
             eb("status", "=", "done"),
             eb.exists(
@@ -233,7 +234,8 @@ export function createTaskStore(deps: {
                 )
                 .select("run.id")
                 .whereRef("run.task_id", "=", "tasks.id")
-                .where("inbox.status", "=", "pending"),
+                .where("inbox.status", "=", "pending")
+                .where("inbox.attempts", "=", 0),
             ),
           ]),
         ]),

@@ -240,7 +240,6 @@ describe("running scheduled tasks", () => {
     [403, "Forbidden: bot was blocked by the user"],
     [400, "Bad Request: not enough rights to send text messages to the chat"],
     [400, "Bad Request: TOPIC_CLOSED"],
-    [400, "Bad Request: group chat was upgraded to a supergroup chat"],
   ])(
     "disables a task Telegram refuses with %i %s, with a log line, instead of retrying",
     async (code, description) => {
