@@ -153,7 +153,13 @@ export function turnAnswerer(deps: TurnAnswererDeps) {
       );
       await lease.ensureHeld();
       const text = turn.failure.text ?? geminiFailureText;
-      await delivery.sendHtml(chatId, escapeHtml(text(error)), threadId);
+      try {
+        await delivery.sendHtml(chatId, escapeHtml(text(error)), threadId);
+      } catch (sendError) {
+        // The chat may be gone too: then the apology's failure is the one to handle.
+        if (await turn.handled?.(sendError)) return undefined;
+        throw sendError;
+      }
       return undefined;
     } finally {
       running.done();

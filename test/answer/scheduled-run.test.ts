@@ -285,6 +285,21 @@ describe("running scheduled tasks", () => {
     expect(telegram.sent.map((m) => m.plain_text)).toEqual(["Sunny all day."]);
   });
 
+  it("disables a task whose run Gemini refused when the apology finds the chat gone", async () => {
+    const conversation = String(6500 + chat);
+    const task = await tasks.add(
+      taskIn(conversation, { mode: "run", instruction: "Plan my week" }),
+    );
+    h.fake.script(status(400, "Request contains an invalid argument."));
+    telegram.failNext("sendMessage", {
+      error_code: 403,
+      description: "Forbidden: bot was blocked by the user",
+    });
+    await runDue();
+    expect(await tasks.get(task.id)).toMatchObject({ status: "disabled" });
+    expect(telegram.sent).toEqual([]);
+  });
+
   it("tells the topic when Gemini refuses a run, and when the inbox gives up on one", async () => {
     const conversation = `-100${6000 + chat}:9`;
     await tasks.add(taskIn(conversation, { mode: "run", instruction: "Plan my week" }));
