@@ -18,6 +18,7 @@ import {
   type RetryBudget,
 } from "../retry/backoff.js";
 import { createSharedLimit, type SharedLimit } from "../retry/shared-limit.js";
+import { unlessStopped } from "../retry/unless-stopped.js";
 import { toolsConfig } from "./builtin-tools.js";
 import {
   describeFailure,
@@ -26,7 +27,7 @@ import {
   GeminiRefusedError,
   GeminiUnavailableError,
 } from "./gemini-errors.js";
-import { GEMINI_API_URL, lazyGenAi } from "./genai-sdk.js";
+import { GEMINI_API_URL, lazyGenAi, requestSignal } from "./genai-sdk.js";
 import type { GenerateRequest, GenerateResult, ModelClient } from "./model-client.js";
 import { capResponseBytes, MAX_MODEL_RESPONSE_BYTES, tooLargeIn } from "./response-cap.js";
 import { StreamAssembly } from "./stream-assembly.js";
@@ -226,17 +227,13 @@ export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
     request: GenerateRequest,
     contents: Content[],
   ): Promise<GenerateResult> {
-    const controller = new AbortController();
-    const timeoutMs = deps.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    const timer = setTimeout(() => controller.abort(), timeoutMs);
-    const stop = () => controller.abort();
-    request.stop?.addEventListener("abort", stop);
+    const deadline = requestSignal(deps.timeoutMs ?? DEFAULT_TIMEOUT_MS, request.stop);
     const assembly = new StreamAssembly();
     try {
-      const params = paramsFor(request, contents, controller.signal);
+      const params = paramsFor(request, contents, deadline.signal);
       if (request.stream === undefined) return toResult(await ai.models.generateContent(params));
       for await (const chunk of await ai.models.generateContentStream(params)) {
-        timer.refresh();
+        deadline.refresh();
         // The chunk that finishes an answer without a function call is not drafted: that text
         // is sent as the answer's message, and an answer that came whole costs no draft at all.
         if (assembly.add(chunk) && !assembly.endsWithoutCall) {
@@ -258,24 +255,13 @@ export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
       if (request.stop?.aborted) return stoppedResult(assembly);
       throw assembly.received ? new MidStreamFailure(error) : error;
     } finally {
-      clearTimeout(timer);
-      request.stop?.removeEventListener("abort", stop);
+      deadline.dispose();
     }
   }
 
   /** A stop during the backoff ends it at once (the loop then returns the stopped answer). */
   async function sleepUnlessStopped(ms: number, stop: AbortSignal | undefined): Promise<void> {
-    if (stop === undefined) return sleep(ms);
-    let wake = () => {};
-    const stopped = new Promise<void>((resolve) => {
-      wake = resolve;
-    });
-    stop.addEventListener("abort", wake, { once: true });
-    try {
-      await Promise.race([sleep(ms), stopped]);
-    } finally {
-      stop.removeEventListener("abort", wake);
-    }
+    await unlessStopped(sleep(ms), stop);
   }
 
   /** What was written before the user stopped it: only the words they saw are kept. */

@@ -31,3 +31,27 @@ export function lazyGenAi(options: {
       apiError: ApiError,
     })));
 }
+
+/**
+ * The abort signal of one SDK request: it aborts `timeoutMs` from now (or from the last
+ * `refresh`), or when `stop` does. A controller of our own, disposed when the request ends, rather
+ * than AbortSignal.timeout or AbortSignal.any: the SDK leaves its listener on the signal it is
+ * given, which would keep the request in memory until the deadline, or as long as `stop` lives.
+ */
+export function requestSignal(timeoutMs: number, stop: AbortSignal | undefined) {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), timeoutMs);
+  const abort = () => controller.abort();
+  stop?.addEventListener("abort", abort);
+  return {
+    signal: controller.signal,
+    /** The deadline starts again (a stream whose chunks keep coming). */
+    refresh(): void {
+      timer.refresh();
+    },
+    dispose(): void {
+      clearTimeout(timer);
+      stop?.removeEventListener("abort", abort);
+    },
+  };
+}

@@ -2,6 +2,7 @@ import type { ApprovalGate, AskNow, CallDecision } from "../approvals/gate.js";
 import type { Approval } from "../approvals/store.js";
 import type { BuiltinTool, ThinkingLevel } from "../config.js";
 import type { Logger } from "../logger.js";
+import { unlessStopped } from "../retry/unless-stopped.js";
 import { type ChatType, chatTypeOfKey, type RecallScope, scopeOf } from "../scope/recall-scope.js";
 import type { NewAttachment, StoredAttachment } from "../session/attachments.js";
 import {
@@ -70,30 +71,6 @@ import { type MediaSource, retryingLostFiles } from "./request-media.js";
 import { sourcesBlock, sourcesOf } from "./sources.js";
 import { runInOrder } from "./tool-batch.js";
 import type { SentToolFile } from "./tool-files.js";
-
-/**
- * `work`'s result, or undefined as soon as `stop` aborts. What `work` does goes on unwatched: an
- * upload to the Files API, which the SDK cannot abort, is kept for the next turn to use.
- */
-async function unlessStopped<T>(
-  work: Promise<T>,
-  stop: AbortSignal | undefined,
-): Promise<T | undefined> {
-  if (stop === undefined) return work;
-  // Its failure after the stop is nobody's: the next turn prepares its media again.
-  work.catch(() => {});
-  let onStop = () => {};
-  const stopped = new Promise<undefined>((resolve) => {
-    onStop = () => resolve(undefined);
-    if (stop.aborted) onStop();
-    else stop.addEventListener("abort", onStop, { once: true });
-  });
-  try {
-    return await Promise.race([work, stopped]);
-  } finally {
-    stop.removeEventListener("abort", onStop);
-  }
-}
 
 export interface Compactor {
   /**
@@ -591,6 +568,7 @@ export function createAgent(deps: AgentDeps) {
       const used = toolCallsSinceUserMessage(context.events);
       const remaining = settings.maxToolCallsPerTurn - used;
       const offerTools = remaining > 0;
+      // An upload the stop leaves running (the SDK cannot abort one) is kept for the next turn.
       const prepared = await unlessStopped(deps.media.forRequest(context), input.stop);
       if (prepared === undefined) return endStopped("");
       let media = prepared;

@@ -1,5 +1,5 @@
 import { describeFailure } from "../agent/gemini-errors.js";
-import { GEMINI_API_URL, lazyGenAi } from "../agent/genai-sdk.js";
+import { GEMINI_API_URL, lazyGenAi, requestSignal } from "../agent/genai-sdk.js";
 import type { SharedLimit } from "../retry/shared-limit.js";
 
 /**
@@ -76,13 +76,7 @@ export function createGeminiEmbedder(deps: {
       if (signal?.aborted) throw stoppedBy(signal);
       throw new EmbeddingFailedError("the API key's quota is spent (429); waiting", 429);
     }
-    // A controller of our own, ended in `finally`, rather than AbortSignal.timeout or .any: the
-    // SDK leaves its listener on the signal it is given, which would keep the request alive until
-    // the deadline, or for as long as the caller's signal lives (the worker's: the process's).
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(), Math.max(0, deadline - Date.now()));
-    const stop = () => controller.abort();
-    signal?.addEventListener("abort", stop);
+    const request = requestSignal(Math.max(0, deadline - Date.now()), signal);
     let outcome: Parameters<typeof pass.done>[0] = { limited: false };
     try {
       if (signal?.aborted) throw stoppedBy(signal);
@@ -92,7 +86,7 @@ export function createGeminiEmbedder(deps: {
         config: {
           taskType: task,
           outputDimensionality: EMBEDDING_DIMENSIONS,
-          abortSignal: controller.signal,
+          abortSignal: request.signal,
         },
       });
       const vectors = (response.embeddings ?? []).map((e) => normalize(e.values ?? []));
@@ -118,8 +112,7 @@ export function createGeminiEmbedder(deps: {
       }
       throw new EmbeddingFailedError(failure.reason, failure.status);
     } finally {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", stop);
+      request.dispose();
       pass.done(outcome);
     }
   };
