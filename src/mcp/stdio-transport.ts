@@ -6,8 +6,6 @@ import { endGroupWithLeader, signalGroup } from "../tools/process-group.js";
 
 // The server's stderr is its log: kept short for ours (it may be chatty, or hostile).
 const MAX_STDERR_LINE = 500;
-/** How long what a server started may hold its pipes once it has exited. */
-const PIPE_GRACE_MS = 500;
 
 /**
  * What a server inherits of Koroku's environment: the SDK's default set on POSIX, which is what
@@ -63,7 +61,7 @@ export class IsolatedStdioTransport implements Transport {
         detached: true,
       });
       this.child = child;
-      endGroupWithLeader(child, PIPE_GRACE_MS);
+      endGroupWithLeader(child);
       // In a session of its own, the group outlives a Koroku that exits without closing it (a
       // crash, a stop cut short), and no terminal's Ctrl-C reaches it: it goes with the process.
       const orphaned = () => signalGroup(child, "SIGKILL");

@@ -14,11 +14,17 @@ export function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
 }
 
 /**
+ * How long output may still arrive once the group's leader has ended. A process that left its
+ * group (setsid) escapes the kill and could hold the pipes open, and whatever waits on them, for ever.
+ */
+const PIPE_GRACE_MS = 500;
+
+/**
  * Once the group's leader exits, kills what it left behind: a process that still holds the pipes
  * would keep `close` from ever coming. One that left the group and holds them too is cut off:
- * its pipes are closed here after `graceMs`.
+ * its pipes are closed here after PIPE_GRACE_MS.
  */
-export function endGroupWithLeader(child: ChildProcess, graceMs: number): void {
+export function endGroupWithLeader(child: ChildProcess): void {
   let grace: NodeJS.Timeout | undefined;
   child.once("exit", () => {
     signalGroup(child, "SIGKILL");
@@ -26,7 +32,7 @@ export function endGroupWithLeader(child: ChildProcess, graceMs: number): void {
       child.stdin?.destroy();
       child.stdout?.destroy();
       child.stderr?.destroy();
-    }, graceMs);
+    }, PIPE_GRACE_MS);
   });
   child.once("close", () => clearTimeout(grace));
 }

@@ -7,12 +7,6 @@ import { defineTool } from "./registry.js";
 
 export const RUN_COMMAND_TIMEOUT_MS = 20_000;
 export const RUN_COMMAND_MAX_OUTPUT_BYTES = 16 * 1024;
-/**
- * How long output may still arrive once the shell has ended. A process that left its group
- * (setsid) escapes the kill and could hold the pipes open, and with them the turn, for ever.
- */
-const PIPE_GRACE_MS = 500;
-
 export interface CommandResult {
   exitCode: number | null;
   stdout: string;
@@ -78,7 +72,7 @@ function runShell(command: string, limits: RunLimits): Promise<CommandResult> {
       signal?.removeEventListener("abort", stop);
     };
     // Background jobs left behind would keep the pipes open past the shell's exit.
-    endGroupWithLeader(child, PIPE_GRACE_MS);
+    endGroupWithLeader(child);
     child.on("error", (error) => {
       settle();
       reject(error);
