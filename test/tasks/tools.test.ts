@@ -129,30 +129,18 @@ describe.each(DATABASE_KINDS)("scheduled task tools on %s", (kind) => {
     });
   });
 
-  it("starts a daily task 'in 1 hour' with that hour's run, whatever the seconds", async () => {
-    clock = START + 42_000;
-    const out = await output("schedule_task", {
-      when: "in 1 hour",
-      repeat: "daily",
-      instruction: "x",
-    });
-    expect(out).toMatchObject({
-      scheduled: { next_run: "2026-12-02T15:10:00+01:00" },
-      run_after_that: "Thu 3 Dec 2026, 15:10 (Europe/Berlin)",
-    });
-  });
-
-  it("starts a daily task set for now with today's run, in the minute it was asked", async () => {
-    clock = START + 42_000;
-    const out = await output("schedule_task", {
-      when: "now",
-      repeat: "daily",
-      instruction: "Water the plants",
-    });
-    expect(out).toMatchObject({
-      scheduled: { next_run_local: "Wed 2 Dec 2026, 14:10 (Europe/Berlin)" },
-    });
-  });
+  // Asked at 14:10:42: "now" is today's 14:10 run, not tomorrow's.
+  it.each([
+    ["in 1 hour", "2026-12-02T15:10:00+01:00", "Thu 3 Dec 2026, 15:10 (Europe/Berlin)"],
+    ["now", "2026-12-02T14:10:00+01:00", "Thu 3 Dec 2026, 14:10 (Europe/Berlin)"],
+  ])(
+    "starts a daily task %j with its minute's run, whatever the seconds",
+    async (when, first, second) => {
+      clock = START + 42_000;
+      const out = await output("schedule_task", { when, repeat: "daily", instruction: "x" });
+      expect(out).toMatchObject({ scheduled: { next_run: first }, run_after_that: second });
+    },
+  );
 
   it("starts a cron task at its first match after now", async () => {
     const out = await output("schedule_task", {
