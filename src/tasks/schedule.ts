@@ -86,72 +86,118 @@ function timeOfDay(text: string): { hour: number; minute: number } | undefined {
   return { hour, minute };
 }
 
-/** The instant of a wall-clock time on a day of `zone` (a time a DST gap skips moves past it). */
-function atTime(day: DateTime, time: { hour: number; minute: number }): DateTime {
-  return day.set({ hour: time.hour, minute: time.minute, second: 0, millisecond: 0 });
+/** A wall-clock time of day, as asked ("09:00"), whatever instant it comes to on a given day. */
+export type WallTime = { hour: number; minute: number };
+
+/**
+ * The instant of a wall-clock time on a day of `zone`, as croner reads it, so that a one-time task
+ * and a recurring one agree: a time a spring-forward gap skips comes to the gap's end, and one a
+ * fall-back repeats to its first occurrence (luxon alone would give 03:30 and the second).
+ */
+function atTime(day: DateTime, time: WallTime): DateTime {
+  // An invalid day (past JavaScript's last date) stays invalid, for parseWhen to refuse.
+  if (!day.isValid) return day;
+  const next = new Cron(`${time.minute} ${time.hour} ${day.day} ${day.month} *`, {
+    mode: "5-part",
+    paused: true,
+    timezone: day.zone.name,
+  }).nextRun(day.startOf("day").minus(1).toJSDate());
+  const exact = day.set({ hour: time.hour, minute: time.minute, second: 0, millisecond: 0 });
+  return next ? DateTime.fromJSDate(next, { zone: day.zone }) : exact;
 }
 
-function relative(text: string, now: DateTime): DateTime | undefined {
+/** A parsed `when`: its instant, and the time of day a recurrence from it keeps. */
+export type When = { ms: number; wall: WallTime };
+
+type Parsed = { at: DateTime; wall: WallTime };
+
+const wallOf = (at: DateTime): WallTime => ({ hour: at.hour, minute: at.minute });
+
+/** `day` at the wall time `wall` with `day`'s seconds, or at the gap's end when a gap skips it. */
+function keepingWall(day: DateTime, wall: WallTime): DateTime {
+  return day.hour === wall.hour && day.minute === wall.minute ? day : atTime(day, wall);
+}
+
+function relative(text: string, now: DateTime): Parsed | undefined {
   const body = /^in\s+(.+)$/i.exec(text)?.[1];
   if (body === undefined) return undefined;
   const pieces = body.split(/\s*(?:,|\band\b)\s*|\s+(?=\d)/i).filter(Boolean);
   if (pieces.length === 0) return undefined;
-  let result = now;
+  let days = 0;
+  let ms = 0;
   for (const piece of pieces) {
     const match = /^(\d+|an?|one)\s*([a-z]+)$/i.exec(piece.trim());
     if (!match) return undefined;
     const count = /^\d+$/.test(match[1] as string) ? Number(match[1]) : 1;
     const unit = UNIT_MS[(match[2] as string).toLowerCase()];
     if (!unit) return undefined;
-    // Days move the calendar (9:00 stays 9:00 across a DST change); minutes and hours elapse.
-    result = result.plus("days" in unit ? { days: unit.days * count } : unit.ms * count);
+    if ("days" in unit) days += unit.days * count;
+    else ms += unit.ms * count;
   }
-  return result;
+  // Days move the calendar (9:00 stays 9:00 across a DST change), then minutes and hours elapse.
+  const onDay = keepingWall(now.plus({ days }), wallOf(now));
+  return ms === 0
+    ? { at: onDay, wall: wallOf(now) }
+    : { at: onDay.plus(ms), wall: wallOf(onDay.plus(ms)) };
 }
 
-function onDay(text: string, now: DateTime): DateTime | undefined {
+function onDay(text: string, now: DateTime): Parsed | undefined {
   const match = /^(today|tomorrow|[a-z]+\.?)(?:\s+(?:at\s+)?(.+))?$/i.exec(text);
   if (!match) {
     const time = timeOfDay(text);
     if (!time) return undefined;
     const today = atTime(now, time);
-    return today > now ? today : atTime(now.plus({ days: 1 }), time);
+    return { at: today > now ? today : atTime(now.plus({ days: 1 }), time), wall: time };
   }
   const time = match[2] === undefined ? undefined : timeOfDay(match[2]);
   if (!time) return undefined;
   const word = (match[1] as string).toLowerCase();
-  if (word === "today") return atTime(now, time);
-  if (word === "tomorrow") return atTime(now.plus({ days: 1 }), time);
+  if (word === "today") return { at: atTime(now, time), wall: time };
+  if (word === "tomorrow") return { at: atTime(now.plus({ days: 1 }), time), wall: time };
   const weekday = weekdayNumber(word);
   if (weekday === undefined) return undefined;
   // luxon counts Monday 1 … Sunday 7; cron Sunday 0.
   const ahead = ((weekday === 0 ? 7 : weekday) - now.weekday + 7) % 7;
   const candidate = atTime(now.plus({ days: ahead }), time);
-  return candidate > now ? candidate : atTime(now.plus({ days: ahead + 7 }), time);
+  return {
+    at: candidate > now ? candidate : atTime(now.plus({ days: ahead + 7 }), time),
+    wall: time,
+  };
 }
 
-function iso(text: string, zone: string): DateTime | undefined {
-  if (!/^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}/.test(text)) return undefined;
+const ISO = /^\d{4}-\d{2}-\d{2}[T ](\d{2}):(\d{2})/;
+const ISO_OFFSET = /(?:z|[+-]\d{2}(?::?\d{2})?)$/i;
+
+function iso(text: string, zone: string): Parsed | undefined {
+  const fields = ISO.exec(text);
+  if (!fields) return undefined;
   const parsed = DateTime.fromISO(text.replace(" ", "T"), { zone, setZone: false });
-  return parsed.isValid ? parsed : undefined;
+  if (!parsed.isValid) return undefined;
+  // With an offset the instant is exact; without, the text is a wall time of the zone.
+  if (ISO_OFFSET.test(text)) return { at: parsed, wall: wallOf(parsed) };
+  const wall = { hour: Number(fields[1]), minute: Number(fields[2]) };
+  return { at: keepingWall(parsed, wall), wall };
 }
 
 /**
- * When a task should first run, from what the model wrote; throws a ScheduleError that names the
- * accepted forms. The result may be in the past (an ISO time or "today 8:00"): the caller decides.
+ * When a task should first run, from what the model wrote, and the time of day it names; throws a
+ * ScheduleError that names the accepted forms. The instant may be in the past (an ISO time or
+ * "today 8:00"): the caller decides.
  */
-export function parseWhen(text: string, nowMs: number, zone: string): number {
+export function parseWhen(text: string, nowMs: number, zone: string): When {
   const trimmed = text.trim().replace(/\s+/g, " ");
   const now = DateTime.fromMillis(nowMs, { zone });
   const lower = trimmed.toLowerCase().replace(/^at /, "");
   const result =
-    lower === "now" ? now : (iso(trimmed, zone) ?? relative(lower, now) ?? onDay(lower, now));
+    lower === "now"
+      ? { at: now, wall: wallOf(now) }
+      : (iso(trimmed, zone) ?? relative(lower, now) ?? onDay(lower, now));
   if (!result) {
     throw new ScheduleError(`Cannot read the time "${text}". Accepted forms: ${WHEN_FORMS}.`);
   }
   // luxon makes an invalid DateTime of a date past the year 275760 (JavaScript's last).
-  if (!result.isValid) throw new ScheduleError(tooFarText(text));
-  return result.toMillis();
+  if (!result.at.isValid) throw new ScheduleError(tooFarText(text));
+  return { ms: result.at.toMillis(), wall: result.wall };
 }
 
 function cronOf(expression: string): Cron {
@@ -166,13 +212,20 @@ function dayList(text: string): number[] | undefined {
 }
 
 /**
- * The recurrence `repeat` names, for a task whose first run is `firstMs`: its time of day (and
- * weekday, for "weekly") come from that run. Throws a ScheduleError naming the accepted forms.
+ * The recurrence `repeat` names, for a task whose first run is `firstMs`: its weekday (for
+ * "weekly") comes from that run, and its time of day from `wall`, by default that run's. (A
+ * first run a DST gap moved, 02:30 run at 03:00, still repeats at 02:30.) Throws a ScheduleError
+ * naming the accepted forms.
  */
-export function parseRepeat(text: string, firstMs: number, zone: string): Recurrence {
+export function parseRepeat(
+  text: string,
+  firstMs: number,
+  zone: string,
+  wall: WallTime = wallOf(DateTime.fromMillis(firstMs, { zone })),
+): Recurrence {
   const lower = text.trim().toLowerCase().replace(/\s+/g, " ");
   const first = DateTime.fromMillis(firstMs, { zone });
-  const at = `${first.minute} ${first.hour}`;
+  const at = `${wall.minute} ${wall.hour}`;
   const cron = (days: string): Recurrence => ({ kind: "cron", expression: `${at} * * ${days}` });
   if (lower === "daily" || lower === "every day") return cron("*");
   if (lower === "weekdays" || lower === "every weekday" || lower === "on weekdays")

@@ -17,6 +17,7 @@ import {
   shortestGapMs,
   tooFarText,
   WHEN_FORMS,
+  type When,
 } from "./schedule.js";
 import type { Task, TaskStore } from "./store.js";
 
@@ -75,9 +76,9 @@ export function createTaskTools(deps: {
   /** The first run, checked against the limits; throws errors the model can relay. */
   function plan(whenText: string, repeatText: string | undefined, scheduledRun: boolean) {
     const at = deps.now();
-    const whenMs = parseWhen(whenText, at, timeZone);
-    if (whenMs > horizonMs(at, timeZone)) fail(tooFarText(whenText));
-    const { firstMs, recurrence } = firstRun(at, whenMs, repeatText);
+    const when = parseWhen(whenText, at, timeZone);
+    if (when.ms > horizonMs(at, timeZone)) fail(tooFarText(whenText));
+    const { firstMs, recurrence } = firstRun(at, when, repeatText);
     const soonest = at + limits.minIntervalMs;
     if (scheduledRun && firstMs < soonest) {
       fail(
@@ -89,9 +90,10 @@ export function createTaskTools(deps: {
 
   function firstRun(
     at: number,
-    whenMs: number,
+    when: When,
     repeatText: string | undefined,
   ): { firstMs: number; recurrence: Recurrence | undefined } {
+    const whenMs = when.ms;
     if (repeatText === undefined) {
       if (whenMs < at - PAST_GRACE_MS) {
         fail(
@@ -100,7 +102,7 @@ export function createTaskTools(deps: {
       }
       return { firstMs: Math.max(whenMs, at), recurrence: undefined };
     }
-    const recurrence: Recurrence = parseRepeat(repeatText, whenMs, timeZone);
+    const recurrence: Recurrence = parseRepeat(repeatText, whenMs, timeZone, when.wall);
     // Recurrences run on the minute: "in 1 hour" (13:10:42) starts with the 13:10 run it names,
     // and "now" (13:10:42) with today's 13:10, not tomorrow's.
     const minuteOf = (ms: number) => ms - (ms % 60_000);

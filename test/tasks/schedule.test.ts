@@ -52,28 +52,53 @@ describe("parseWhen", () => {
     ["2026-12-24T18:00Z", "2026-12-24T18:00:00.000Z"],
     ["2026-12-24T18:00:00+03:00", "2026-12-24T15:00:00.000Z"],
   ])("reads %j in Berlin", (text, expected) => {
-    expect(new Date(parseWhen(text, NOW, BERLIN)).toISOString()).toBe(expected);
+    expect(new Date(parseWhen(text, NOW, BERLIN).ms).toISOString()).toBe(expected);
   });
 
   it("keeps the wall-clock time of 'in N days' across a DST change, and moves 'in N hours'", () => {
     // Saturday 28 March 2026, 09:00 CET; the clocks go forward on Sunday.
     const saturday = at("2026-03-28T08:00:00Z");
-    expect(isoInZone(parseWhen("in 1 day", saturday, BERLIN), BERLIN)).toBe(
+    expect(isoInZone(parseWhen("in 1 day", saturday, BERLIN).ms, BERLIN)).toBe(
       "2026-03-29T09:00:00+02:00",
     );
-    expect(isoInZone(parseWhen("in 24 hours", saturday, BERLIN), BERLIN)).toBe(
+    expect(isoInZone(parseWhen("in 24 hours", saturday, BERLIN).ms, BERLIN)).toBe(
       "2026-03-29T10:00:00+02:00",
     );
-    expect(isoInZone(parseWhen("tomorrow 9:00", saturday, BERLIN), BERLIN)).toBe(
+    expect(isoInZone(parseWhen("tomorrow 9:00", saturday, BERLIN).ms, BERLIN)).toBe(
       "2026-03-29T09:00:00+02:00",
     );
   });
 
-  it("moves a local time that a spring-forward gap skips to after the gap", () => {
-    const saturday = at("2026-03-28T08:00:00Z");
-    expect(isoInZone(parseWhen("tomorrow 2:30", saturday, BERLIN), BERLIN)).toBe(
-      "2026-03-29T03:30:00+02:00",
+  it("moves a local time that a spring-forward gap skips to the gap's end, keeping the time asked", () => {
+    // Saturday 28 March 2026, 02:30 CET; on Sunday the clocks go from 02:00 to 03:00.
+    const saturday = at("2026-03-28T01:30:00Z");
+    for (const text of ["tomorrow 2:30", "2026-03-29T02:30", "in 1 day", "sunday 2:30am"]) {
+      const when = parseWhen(text, saturday, BERLIN);
+      expect({ text, at: isoInZone(when.ms, BERLIN), wall: when.wall }).toEqual({
+        text,
+        at: "2026-03-29T03:00:00+02:00",
+        wall: { hour: 2, minute: 30 },
+      });
+    }
+    // Elapsed time is exact: 24 hours from 02:30 CET is 03:30 CEST.
+    expect(parseWhen("in 24 hours", saturday, BERLIN)).toEqual({
+      ms: at("2026-03-29T01:30:00Z"),
+      wall: { hour: 3, minute: 30 },
+    });
+  });
+
+  it("takes the first of the two 02:30s of the fall-back night", () => {
+    const saturday = at("2026-10-24T12:00:00Z");
+    expect(isoInZone(parseWhen("tomorrow 2:30", saturday, BERLIN).ms, BERLIN)).toBe(
+      "2026-10-25T02:30:00+02:00",
     );
+  });
+
+  it("gives the time of day an offset names as the zone's", () => {
+    expect(parseWhen("2026-12-24T18:00:00+03:00", NOW, BERLIN).wall).toEqual({
+      hour: 16,
+      minute: 0,
+    });
   });
 
   it.each([
@@ -122,6 +147,18 @@ describe("recurrences", () => {
     expect(runs(cron, at("2026-03-28T12:00:00Z"), BERLIN, 2)).toEqual([
       "2026-03-29T01:00:00.000Z",
       "2026-03-30T00:30:00.000Z",
+    ]);
+  });
+
+  it("repeats the time of day asked when a spring-forward gap moved the first run", () => {
+    const saturday = at("2026-03-28T08:00:00Z");
+    const when = parseWhen("tomorrow 2:30", saturday, BERLIN);
+    const daily = parseRepeat("daily", when.ms, BERLIN, when.wall);
+    expect(daily).toEqual({ kind: "cron", expression: "30 2 * * *" });
+    expect(runs(daily, when.ms, BERLIN, 3).map((r) => isoInZone(at(r), BERLIN))).toEqual([
+      "2026-03-29T03:00:00+02:00",
+      "2026-03-30T02:30:00+02:00",
+      "2026-03-31T02:30:00+02:00",
     ]);
   });
 

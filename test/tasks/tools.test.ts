@@ -129,18 +129,27 @@ describe.each(DATABASE_KINDS)("scheduled task tools on %s", (kind) => {
     });
   });
 
-  // Asked at 14:10:42: "now" is today's 14:10 run, not tomorrow's.
+  // Asked at 14:10:42: "now" is today's 14:10 run, not tomorrow's. A 02:30 set for the
+  // spring-forward night runs when the gap ends (03:00), and at 02:30 after it.
   it.each([
-    ["in 1 hour", "2026-12-02T15:10:00+01:00", "Thu 3 Dec 2026, 15:10 (Europe/Berlin)"],
-    ["now", "2026-12-02T14:10:00+01:00", "Thu 3 Dec 2026, 14:10 (Europe/Berlin)"],
-  ])(
-    "starts a daily task %j with its minute's run, whatever the seconds",
-    async (when, first, second) => {
-      clock = START + 42_000;
-      const out = await output("schedule_task", { when, repeat: "daily", instruction: "x" });
-      expect(out).toMatchObject({ scheduled: { next_run: first }, run_after_that: second });
-    },
-  );
+    [
+      "in 1 hour",
+      START + 42_000,
+      "2026-12-02T15:10:00+01:00",
+      "Thu 3 Dec 2026, 15:10 (Europe/Berlin)",
+    ],
+    ["now", START + 42_000, "2026-12-02T14:10:00+01:00", "Thu 3 Dec 2026, 14:10 (Europe/Berlin)"],
+    [
+      "tomorrow 2:30",
+      Date.parse("2026-03-28T08:00:00Z"),
+      "2026-03-29T03:00:00+02:00",
+      "Mon 30 Mar 2026, 02:30 (Europe/Berlin)",
+    ],
+  ])("starts a daily task %j with the run it names", async (when, at, first, second) => {
+    clock = at;
+    const out = await output("schedule_task", { when, repeat: "daily", instruction: "x" });
+    expect(out).toMatchObject({ scheduled: { next_run: first }, run_after_that: second });
+  });
 
   it("starts a cron task at its first match after now", async () => {
     const out = await output("schedule_task", {
