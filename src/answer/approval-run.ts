@@ -4,6 +4,7 @@ import type { Continuation } from "../approvals/continuation.js";
 import type { Approval } from "../approvals/store.js";
 import type { InboxItem, Lease } from "../queue/inbox.js";
 import { parseConversationKey } from "../scope/conversation-key.js";
+import type { SessionEvent } from "../session/events.js";
 import type { ChatContext, SessionStore } from "../session/store.js";
 import { type TurnAnswererDeps, turnAnswerer } from "./answer-turn.js";
 import { sendApprovalRequests, showEnding } from "./approval-requests.js";
@@ -17,7 +18,7 @@ export function createContinuationRunner(
   deps: Omit<TurnAnswererDeps, "sendRequests"> & {
     approvals: Approvals;
     api: Pick<Api, "sendMessage" | "editMessageText">;
-    /** Whether the message whose turn paused was spoken: `/voice auto` then speaks the rest. */
+    /** The message whose turn paused: if spoken, `/voice auto` speaks the rest. */
     store: Pick<SessionStore, "loadContext">;
   },
 ) {
@@ -34,6 +35,7 @@ export function createContinuationRunner(
     if (approval.status === "expired" || approval.status === "cancelled") {
       await showEnding(deps.api, approval, approvals.timeoutMs);
     }
+    const asked = askedBefore(await deps.store.loadContext(conversation), approval.eventId);
     await answerTurn({
       lease,
       updateId: item.updateId,
@@ -44,8 +46,10 @@ export function createContinuationRunner(
       // A draft's id must be positive, and the same for every attempt of this run.
       draftId: -item.updateId,
       askedBy: approval.askedBy,
-      input: { text: "", resume: true },
-      userSpoke: spokeBefore(await deps.store.loadContext(conversation), approval.eventId),
+      // A scheduled task's run stays one after its pause: its tools keep their limits.
+      input: { text: "", resume: true, ...(asked?.origin ? { origin: asked.origin } : {}) },
+      userSpoke:
+        asked?.parts.some((part) => part.kind === "media" && part.media === "voice") ?? false,
       failure: { log: "turn after an approval failed: Gemini" },
     });
   }
@@ -53,15 +57,12 @@ export function createContinuationRunner(
   return { run, sendRequests };
 }
 
-/** Whether the user's message before `eventId` (not a tool's answer) was a voice note. */
-function spokeBefore(context: ChatContext, eventId: number): boolean {
-  const asked = context.events.findLast(
+/** The message before `eventId` that the turn answers (not a tool's answer). */
+function askedBefore(context: ChatContext, eventId: number): SessionEvent | undefined {
+  return context.events.findLast(
     ({ id, event }) =>
       id < eventId &&
       event.role === "user" &&
       event.parts.some((part) => part.kind !== "function_response"),
-  );
-  return (
-    asked?.event.parts.some((part) => part.kind === "media" && part.media === "voice") ?? false
-  );
+  )?.event;
 }

@@ -179,6 +179,38 @@ describe.each(DATABASE_KINDS)("scheduled tasks kept within bounds on %s", (kind)
     expect(w.gemini.requests).toHaveLength(4);
   });
 
+  it("a scheduled run that goes on after an approval is still a scheduled run: no chain", {
+    timeout: 60_000,
+  }, async () => {
+    w = await startWorld({ kind, env: { ...env, ENABLE_SHELL_TOOL: "true" } });
+    const again = { when: "now", instruction: "Do it again", mode: "run" };
+    w.gemini.script(
+      call("schedule_task", again),
+      text("Scheduled."),
+      // The run asks for a command, which waits for the user's Allow once.
+      call("run_command", { command: "echo checked" }),
+      call("schedule_task", again),
+      text("Done."),
+    );
+    await w.say("do it again and again");
+    const prompt = await eventually(() =>
+      w.telegram.sent.find((m) => m.plain_text.startsWith("🔐 Koroku wants to run run_command")),
+    );
+    const once = (prompt.message.reply_markup?.inline_keyboard.flat() ?? [])
+      .map((b) => ("callback_data" in b ? String(b.callback_data) : ""))
+      .find((data) => data.endsWith(":once")) as string;
+    const press = w.telegram.pressButton(ALLOWED_USER, prompt.message_id, once, ALLOWED_USER);
+    expect((await w.post({ ...press, update_id: w.nextUpdateId() })).status).toBe(200);
+    await eventually(() => plainTexts(w).includes("Done."));
+    expect(lastResponses()).toEqual([
+      expect.stringContaining(
+        "A task set up during a scheduled run cannot be due within 15 minutes",
+      ),
+    ]);
+    await eventually(async () => (await unfinished()) === 0);
+    expect(await tasks()).toEqual([{ status: "done", status_reason: null, next_run_at: null }]);
+  });
+
   it("30 parallel calls leave 20 active tasks, and times past 10 years are refused in words", {
     timeout: 60_000,
   }, async () => {
