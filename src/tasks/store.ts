@@ -283,7 +283,8 @@ export function createTaskStore(deps: {
    * it queues and skips those another is queueing. A conversation queues at most `runsPerHour`
    * runs in any hour: its other due tasks stay due, and run late once the hour has room (replicas
    * queueing the same conversation at the same moment may pass the limit by a batch between them).
-   * Returns the conversation of each run it queued.
+   * A conversation with a tool call waiting for the user's answer queues nothing until it is
+   * answered or expires. Returns the conversation of each run it queued.
    */
   async function queueDue(at: number, limit = 100): Promise<string[]> {
     const since = new Date(at - HOUR_MS).toISOString();
@@ -307,6 +308,17 @@ export function createTaskStore(deps: {
           recentRuns
             .select("owner.conversation")
             .having((eb) => eb.fn.countAll(), ">=", runsPerHour),
+        )
+        // A conversation where a tool call waits for the user's answer keeps its tasks due until
+        // that is answered or expires: a run now would set the waiting calls aside unanswered.
+        .where(
+          "conversation",
+          "not in",
+          trx
+            .selectFrom("tool_approvals")
+            .select("tool_approvals.conversation")
+            .where("tool_approvals.status", "=", "pending")
+            .where("tool_approvals.expires_at", ">", at),
         )
         .orderBy("next_run_at")
         .limit(limit)

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { createApprovalStore } from "../../src/approvals/store.js";
 import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
 import { migrateToLatest } from "../../src/db/migrate.js";
 import { createScrubber } from "../../src/logger.js";
@@ -387,6 +388,41 @@ describe.each(DATABASE_KINDS)("scheduled task tools on %s", (kind) => {
       due_at: Date.parse("2026-12-02T14:00:00Z"),
     });
     if (item) await inbox.finish(item);
+  });
+
+  it("keeps a conversation's tasks due while a tool call there waits for the user's answer", async () => {
+    await output("schedule_task", { when: "in 1 hour", instruction: "x", mode: "remind" });
+    const approvals = createApprovalStore(handle.db, () => clock);
+    const ask = (eventId: number) =>
+      approvals.request([
+        {
+          conversation: ctx.chatId,
+          chatId: -100,
+          threadId: 7,
+          scope: "local",
+          eventId,
+          callIndex: 0,
+          tool: "run_command",
+          args: {},
+          askedBy: 1,
+          expiresAt: START + 3 * HOUR,
+        },
+      ]);
+    await ask(1);
+    clock = START + 2 * HOUR;
+    expect(await tasks.queueDue(clock)).toEqual([]);
+    expect(await tasks.listActive(ctx.chatId)).toHaveLength(1);
+    // Answered: the run goes.
+    const [waiting] = await approvals.ofEvent(ctx.chatId, 1);
+    await approvals.decide(waiting?.id ?? 0, "allowed", 1);
+    expect(await tasks.queueDue(clock)).toEqual([ctx.chatId]);
+    // Another task, held by a request nobody answered until it ran out.
+    await output("schedule_task", { when: "in 1 minute", instruction: "y", mode: "remind" });
+    await ask(2);
+    clock = START + 3 * HOUR;
+    expect(await tasks.queueDue(clock)).toEqual([ctx.chatId]);
+    const inbox = inboxAtClock();
+    for (let item = await inbox.claim(); item; item = await inbox.claim()) await inbox.finish(item);
   });
 
   it("ends a one-shot task once its run is queued", async () => {
