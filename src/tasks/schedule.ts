@@ -90,20 +90,36 @@ function timeOfDay(text: string): { hour: number; minute: number } | undefined {
 export type WallTime = { hour: number; minute: number };
 
 /**
- * The instant of a wall-clock time on a day of `zone`, as croner reads it, so that a one-time task
- * and a recurring one agree: a time a spring-forward gap skips comes to the gap's end, and one a
- * fall-back repeats to its first occurrence (luxon alone would give 03:30 and the second).
+ * A date of the calendar, as midnight UTC: adding days to it never meets a DST change, which in
+ * some zones moves a local time, or midnight itself, onto another day.
  */
-function atTime(day: DateTime, time: WallTime): DateTime {
-  // An invalid day (past JavaScript's last date) stays invalid, for parseWhen to refuse.
-  if (!day.isValid) return day;
-  const next = new Cron(`${time.minute} ${time.hour} ${day.day} ${day.month} *`, {
+const dateOf = (at: DateTime): DateTime => DateTime.utc(at.year, at.month, at.day);
+
+/** Where a date can begin and end in any zone (UTC+14 to UTC-12), and a gap's hour after that. */
+const EARLIEST_START_HOURS = 14;
+const LATEST_END_HOURS = 24 + 12 + 2;
+
+/**
+ * The instant of a wall-clock time on a date in `zone`, as croner reads it, so that a one-time
+ * task and a recurring one agree: a time a spring-forward gap skips comes to the gap's end, and
+ * one a fall-back repeats to its first occurrence (luxon alone would give 03:30 and the second).
+ * Where croner finds no such time that day (a gap that ends at midnight), luxon's reading stands:
+ * after the gap.
+ */
+function atTime(date: DateTime, time: WallTime, zone: string): DateTime {
+  // An invalid date (past JavaScript's last) stays invalid, for parseWhen to refuse.
+  if (!date.isValid) return date;
+  const from = date.minus({ hours: EARLIEST_START_HOURS });
+  const next = new Cron(`${time.minute} ${time.hour} ${date.day} ${date.month} *`, {
     mode: "5-part",
     paused: true,
-    timezone: day.zone.name,
-  }).nextRun(day.startOf("day").minus(1).toJSDate());
-  const exact = day.set({ hour: time.hour, minute: time.minute, second: 0, millisecond: 0 });
-  return next ? DateTime.fromJSDate(next, { zone: day.zone }) : exact;
+    timezone: zone,
+  }).nextRun(from.minus(1).toJSDate());
+  if (next && next.getTime() < date.plus({ hours: LATEST_END_HOURS }).toMillis()) {
+    return DateTime.fromJSDate(next, { zone });
+  }
+  const { year, month, day } = date;
+  return DateTime.fromObject({ year, month, day, ...time }, { zone });
 }
 
 /** A parsed `when`: its instant, and the time of day a recurrence from it keeps. */
@@ -112,11 +128,6 @@ export type When = { ms: number; wall: WallTime };
 type Parsed = { at: DateTime; wall: WallTime };
 
 const wallOf = (at: DateTime): WallTime => ({ hour: at.hour, minute: at.minute });
-
-/** `day` at the wall time `wall` with `day`'s seconds, or at the gap's end when a gap skips it. */
-function keepingWall(day: DateTime, wall: WallTime): DateTime {
-  return day.hour === wall.hour && day.minute === wall.minute ? day : atTime(day, wall);
-}
 
 function relative(text: string, now: DateTime): Parsed | undefined {
   const body = /^in\s+(.+)$/i.exec(text)?.[1];
@@ -135,48 +146,57 @@ function relative(text: string, now: DateTime): Parsed | undefined {
     else ms += unit.ms * count;
   }
   // Days move the calendar (9:00 stays 9:00 across a DST change), then minutes and hours elapse.
-  const onDay = keepingWall(now.plus({ days }), wallOf(now));
+  const sameTime =
+    days === 0
+      ? now
+      : atTime(dateOf(now).plus({ days }), wallOf(now), now.zone.name).plus({
+          seconds: now.second,
+          milliseconds: now.millisecond,
+        });
   return ms === 0
-    ? { at: onDay, wall: wallOf(now) }
-    : { at: onDay.plus(ms), wall: wallOf(onDay.plus(ms)) };
+    ? { at: sameTime, wall: wallOf(now) }
+    : { at: sameTime.plus(ms), wall: wallOf(sameTime.plus(ms)) };
 }
 
 function onDay(text: string, now: DateTime): Parsed | undefined {
+  const zone = now.zone.name;
+  const today = dateOf(now);
+  const on = (days: number, time: WallTime) => atTime(today.plus({ days }), time, zone);
   const match = /^(today|tomorrow|[a-z]+\.?)(?:\s+(?:at\s+)?(.+))?$/i.exec(text);
   if (!match) {
     const time = timeOfDay(text);
     if (!time) return undefined;
-    const today = atTime(now, time);
-    return { at: today > now ? today : atTime(now.plus({ days: 1 }), time), wall: time };
+    const later = on(0, time);
+    return { at: later > now ? later : on(1, time), wall: time };
   }
   const time = match[2] === undefined ? undefined : timeOfDay(match[2]);
   if (!time) return undefined;
   const word = (match[1] as string).toLowerCase();
-  if (word === "today") return { at: atTime(now, time), wall: time };
-  if (word === "tomorrow") return { at: atTime(now.plus({ days: 1 }), time), wall: time };
+  if (word === "today") return { at: on(0, time), wall: time };
+  if (word === "tomorrow") return { at: on(1, time), wall: time };
   const weekday = weekdayNumber(word);
   if (weekday === undefined) return undefined;
   // luxon counts Monday 1 … Sunday 7; cron Sunday 0.
   const ahead = ((weekday === 0 ? 7 : weekday) - now.weekday + 7) % 7;
-  const candidate = atTime(now.plus({ days: ahead }), time);
-  return {
-    at: candidate > now ? candidate : atTime(now.plus({ days: ahead + 7 }), time),
-    wall: time,
-  };
+  const candidate = on(ahead, time);
+  return { at: candidate > now ? candidate : on(ahead + 7, time), wall: time };
 }
 
-const ISO = /^\d{4}-\d{2}-\d{2}[T ](\d{2}):(\d{2})/;
+const ISO = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})/;
 const ISO_OFFSET = /(?:z|[+-]\d{2}(?::?\d{2})?)$/i;
 
 function iso(text: string, zone: string): Parsed | undefined {
-  const fields = ISO.exec(text);
+  const fields = ISO.exec(text)?.slice(1).map(Number);
   if (!fields) return undefined;
   const parsed = DateTime.fromISO(text.replace(" ", "T"), { zone, setZone: false });
   if (!parsed.isValid) return undefined;
-  // With an offset the instant is exact; without, the text is a wall time of the zone.
-  if (ISO_OFFSET.test(text)) return { at: parsed, wall: wallOf(parsed) };
-  const wall = { hour: Number(fields[1]), minute: Number(fields[2]) };
-  return { at: keepingWall(parsed, wall), wall };
+  const [year, month, day, hour, minute] = fields as [number, number, number, number, number];
+  // With an offset the instant is exact, as is "24:00" (the next day's midnight); otherwise the
+  // text is a wall time of the zone.
+  if (ISO_OFFSET.test(text) || hour === 24) return { at: parsed, wall: wallOf(parsed) };
+  const wall = { hour, minute };
+  const at = atTime(DateTime.utc(year, month, day), wall, zone);
+  return { at: at.plus({ seconds: parsed.second, milliseconds: parsed.millisecond }), wall };
 }
 
 /**

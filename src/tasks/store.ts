@@ -30,6 +30,8 @@ export type NewTask = Omit<Task, "id" | "status" | "runs" | "nextRunAt" | "creat
 /** How many runs one conversation may have queued in any hour (see docs/scheduled-tasks.md). */
 export const DEFAULT_RUNS_PER_HOUR = 20;
 const HOUR_MS = 3_600_000;
+/** How long past its expiry a tool call still waiting holds its conversation's tasks. */
+const EXPIRY_SWEEP_GRACE_MS = 60_000;
 
 /** Names the advisory locks that serialise task creation per conversation on PostgreSQL. */
 const TASKS_LOCK_CLASS = 0x6b6f7461;
@@ -311,6 +313,8 @@ export function createTaskStore(deps: {
         )
         // A conversation where a tool call waits for the user's answer keeps its tasks due until
         // that is answered or expires: a run now would set the waiting calls aside unanswered.
+        // Past its expiry a request waits for the sweep that ends it (and queues the turn that
+        // goes on), within seconds; the grace only bounds the wait should no sweep come.
         .where(
           "conversation",
           "not in",
@@ -318,7 +322,7 @@ export function createTaskStore(deps: {
             .selectFrom("tool_approvals")
             .select("tool_approvals.conversation")
             .where("tool_approvals.status", "=", "pending")
-            .where("tool_approvals.expires_at", ">", at),
+            .where("tool_approvals.expires_at", ">", at - EXPIRY_SWEEP_GRACE_MS),
         )
         .orderBy("next_run_at")
         .limit(limit)

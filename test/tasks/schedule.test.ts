@@ -14,6 +14,10 @@ import {
 
 const BERLIN = "Europe/Berlin";
 const NEW_YORK = "America/New_York";
+const HAVANA = "America/Havana";
+const NUUK = "America/Nuuk";
+const SANTIAGO = "America/Santiago";
+const LORD_HOWE = "Australia/Lord_Howe";
 // Wednesday 2 December 2026, 14:10 in Berlin (UTC+1).
 const NOW = Date.parse("2026-12-02T13:10:00Z");
 const at = (iso: string) => Date.parse(iso);
@@ -87,11 +91,31 @@ describe("parseWhen", () => {
     });
   });
 
-  it("takes the first of the two 02:30s of the fall-back night", () => {
-    const saturday = at("2026-10-24T12:00:00Z");
-    expect(isoInZone(parseWhen("tomorrow 2:30", saturday, BERLIN).ms, BERLIN)).toBe(
-      "2026-10-25T02:30:00+02:00",
-    );
+  // The first of a fall-back night's two times, and the day asked where a gap is at midnight.
+  it.each([
+    // Berlin repeats 02:00-03:00 on 25 October; Havana repeats its midnight hour on 1 November.
+    [BERLIN, "2026-10-24T12:00:00Z", "tomorrow 2:30", "2026-10-25T02:30:00+02:00"],
+    [BERLIN, "2026-10-24T12:00:00Z", "2026-10-25T02:30:15", "2026-10-25T02:30:15+02:00"],
+    [HAVANA, "2026-10-31T16:00:00Z", "tomorrow 0:30", "2026-11-01T00:30:00-04:00"],
+    [HAVANA, "2026-10-31T16:00:00Z", "sunday 0:30", "2026-11-01T00:30:00-04:00"],
+    [HAVANA, "2026-10-31T16:00:00Z", "2026-11-01T00:30", "2026-11-01T00:30:00-04:00"],
+    // Nuuk's clocks go from 23:00 to midnight on 28 March: 23:30 that night comes after the gap.
+    [NUUK, "2026-03-27T12:00:00Z", "tomorrow 23:30", "2026-03-29T00:30:00-01:00"],
+    [NUUK, "2026-03-28T01:30:00Z", "in 1 day", "2026-03-29T00:30:00-01:00"],
+    [NUUK, "2026-03-27T12:00:00Z", "2026-03-28T23:30", "2026-03-29T00:30:00-01:00"],
+    // Santiago's go from midnight to 01:00 on 6 September; Lord Howe's from 02:00 to 02:30.
+    [SANTIAGO, "2026-09-05T15:00:00Z", "tomorrow 0:30", "2026-09-06T01:00:00-03:00"],
+    [LORD_HOWE, "2026-10-03T01:00:00Z", "tomorrow 2:15", "2026-10-04T02:30:00+11:00"],
+    ["Pacific/Kiritimati", "2026-12-02T13:10:00Z", "tomorrow 0:00", "2026-12-04T00:00:00+14:00"],
+  ])("reads a time around a DST change in %s at %s: %j", (zone, now, text, expected) => {
+    expect(isoInZone(parseWhen(text, at(now), zone).ms, zone)).toBe(expected);
+  });
+
+  it("reads 24:00 as the next day's midnight", () => {
+    expect(parseWhen("2026-12-24T24:00", NOW, BERLIN)).toEqual({
+      ms: at("2026-12-24T23:00:00Z"),
+      wall: { hour: 0, minute: 0 },
+    });
   });
 
   it("gives the time of day an offset names as the zone's", () => {

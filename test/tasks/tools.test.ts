@@ -416,10 +416,13 @@ describe.each(DATABASE_KINDS)("scheduled task tools on %s", (kind) => {
     const [waiting] = await approvals.ofEvent(ctx.chatId, 1);
     await approvals.decide(waiting?.id ?? 0, "allowed", 1);
     expect(await tasks.queueDue(clock)).toEqual([ctx.chatId]);
-    // Another task, held by a request nobody answered until it ran out.
+    // Another task, held by a request nobody answered until it ran out: held until the sweep
+    // ends the request (which queues the turn that goes on), not queued ahead of it.
     await output("schedule_task", { when: "in 1 minute", instruction: "y", mode: "remind" });
     await ask(2);
-    clock = START + 3 * HOUR;
+    clock = START + 3 * HOUR + 1_000;
+    expect(await tasks.queueDue(clock)).toEqual([]);
+    expect(await approvals.expireDue(clock)).toHaveLength(1);
     expect(await tasks.queueDue(clock)).toEqual([ctx.chatId]);
     const inbox = inboxAtClock();
     for (let item = await inbox.claim(); item; item = await inbox.claim()) await inbox.finish(item);
