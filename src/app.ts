@@ -71,11 +71,13 @@ export async function createApp(
     openExplained(config.database, () =>
       openDatabase(config.database, { logger, onQueryError: () => metrics.databaseError() }),
     );
-  await migrateToLatest(handle.db, logger).catch(async (error: unknown) => {
-    // A database opened here is closed again; one given is its owner's.
-    if (!overrides.database) await handle.close().catch(() => {});
-    throw explainDatabaseFailure(error, config.database);
-  });
+  await handle
+    .unbounded(() => migrateToLatest(handle.db, logger))
+    .catch(async (error: unknown) => {
+      // A database opened here is closed again; one given is its owner's.
+      if (!overrides.database) await handle.close().catch(() => {});
+      throw explainDatabaseFailure(error, config.database);
+    });
   await sortWorkspaceAtStart({
     workspaceDir: config.workspaceDir,
     db: handle.db,

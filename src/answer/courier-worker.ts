@@ -1,4 +1,5 @@
 import { type MessagePort, parentPort, workerData } from "node:worker_threads";
+import { KEEPALIVE_DELAY_MS, QUERY_TIMEOUT_MS } from "../db/postgres-pool.js";
 import { NO_REDIRECTS } from "../http/no-redirects.js";
 
 /**
@@ -91,6 +92,10 @@ async function openStore(target: CourierWorkerData["database"]): Promise<Store> 
     min: KEPT_OPEN,
     idleTimeoutMillis: 60_000,
     connectionTimeoutMillis: 5_000,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
+    // pool.query closes a connection whose statement failed, a timed-out one with the rest.
+    query_timeout: QUERY_TIMEOUT_MS,
   });
   // A connection that fails is dropped by the pool; the next record opens another.
   pool.on("error", () => {});

@@ -28,6 +28,7 @@ import {
   startCheckpointer,
 } from "./checkpointer.js";
 import { makeFolders } from "./make-folders.js";
+import { KEEPALIVE_DELAY_MS, QUERY_TIMEOUT_MS, timedPool } from "./postgres-pool.js";
 import type { Database } from "./schema.js";
 
 export type DatabaseKind = DatabaseTarget["kind"];
@@ -35,6 +36,11 @@ export type DatabaseKind = DatabaseTarget["kind"];
 export type DatabaseHandle = {
   db: Kysely<Database>;
   kind: DatabaseKind;
+  /**
+   * Runs `work` with no time limit on its statements (migrations); the service's own statements
+   * on PostgreSQL give up after QUERY_TIMEOUT_MS (src/db/postgres-pool.ts).
+   */
+  unbounded<T>(work: () => Promise<T>): Promise<T>;
   close(): Promise<void>;
 };
 
@@ -373,6 +379,8 @@ export type OpenOptions = {
   logger?: Logger;
   /** Told of every query that fails (metrics); the caller still gets the error. */
   onQueryError?: (error: unknown) => void;
+  /** PostgreSQL: how long a statement may go unanswered (default QUERY_TIMEOUT_MS). */
+  queryTimeoutMs?: number;
 };
 
 /** Kysely's query log, used only to hear of failed queries. */
@@ -400,6 +408,8 @@ export function openDatabase(target: DatabaseTarget, options: OpenOptions = {}):
     max: options.poolSize ?? 10,
     types: pgTypes(pg),
     connectionTimeoutMillis: 5_000,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
   });
   // An idle client that loses its server (PostgreSQL restart) emits 'error'; without a listener
   // that would crash the process. The pool drops the client and the next query reconnects.
@@ -409,21 +419,24 @@ export function openDatabase(target: DatabaseTarget, options: OpenOptions = {}):
   pool.on("connect", (client) => {
     client.on("error", () => {});
   });
+  const timed = timedPool(pool, options.queryTimeoutMs ?? QUERY_TIMEOUT_MS);
   const db = new Kysely<Database>({
-    dialect: new PostgresDialect({ pool }),
+    dialect: new PostgresDialect({ pool: timed }),
     log: errorLog(options.onQueryError),
   });
-  return handle(db, "postgres");
+  return handle(db, "postgres", undefined, timed.unbounded);
 }
 
 function handle(
   db: Kysely<Database>,
   kind: DatabaseKind,
   checkpointer?: Checkpointer,
+  unbounded: DatabaseHandle["unbounded"] = (work) => work(),
 ): DatabaseHandle {
   return {
     db,
     kind,
+    unbounded,
     async close() {
       await checkpointer?.stop();
       await db.destroy();

@@ -2,6 +2,7 @@ import type Pg from "pg";
 import type { Logger } from "../logger.js";
 import { createBackoff } from "../retry/backoff.js";
 import { loadPg } from "./connect.js";
+import { KEEPALIVE_DELAY_MS, QUERY_TIMEOUT_MS } from "./postgres-pool.js";
 
 const RECONNECT_BACKOFF = { baseMs: 1_000, maxMs: 30_000 };
 
@@ -40,6 +41,10 @@ export function listenPostgres(deps: {
     const connection = new pg.Client({
       connectionString: deps.connectionString,
       connectionTimeoutMillis: 5_000,
+      // This connection only waits: keepalive finds a server gone without a word.
+      keepAlive: true,
+      keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
+      query_timeout: QUERY_TIMEOUT_MS,
     });
     client = connection;
     connection.on("error", (error) => lost(connection, error));

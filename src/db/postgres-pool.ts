@@ -1,0 +1,67 @@
+import type { PostgresPool, PostgresPoolClient } from "kysely";
+import type Pg from "pg";
+
+/**
+ * How long a statement may go unanswered before its connection is given up. A connection whose
+ * server vanished without closing it (a failover to another host, a network cut) would otherwise
+ * wait for the operating system to give up retransmitting, about 15 minutes on Linux, and hold
+ * the dispatcher's claims or a lease's renewal all that time. Koroku's statements take
+ * milliseconds; loading a scope's vectors for recall, the longest, seconds.
+ */
+export const QUERY_TIMEOUT_MS = 60_000;
+
+/**
+ * TCP keepalive after this long without traffic, so that an idle connection (the LISTEN one
+ * above all, which only ever waits) finds out that its server has gone.
+ */
+export const KEEPALIVE_DELAY_MS = 10_000;
+
+/** pg's error for a statement past its `query_timeout`. */
+const READ_TIMEOUT = "Query read timeout";
+
+export const isQueryTimeout = (error: unknown): boolean =>
+  error instanceof Error && error.message === READ_TIMEOUT;
+
+export type TimedPool = PostgresPool & {
+  /** Runs `work` with no time limit on its statements (migrations). */
+  unbounded<T>(work: () => Promise<T>): Promise<T>;
+};
+
+/**
+ * Kysely's view of a pg pool whose statements time out: one that does is failed, and its
+ * connection closed rather than handed to the next statement, which would queue behind the
+ * unanswered one.
+ */
+export function timedPool(pool: Pg.Pool, timeoutMs: number): TimedPool {
+  let bounded = true;
+  return {
+    options: pool.options,
+    end: () => pool.end(),
+    async connect(): Promise<PostgresPoolClient> {
+      const client = await pool.connect();
+      let broken = false;
+      // Kysely's other form, a cursor, is for streamed rows, which Koroku never asks for.
+      const query = (async (sql: string, parameters?: readonly unknown[]) => {
+        try {
+          return await client.query({
+            text: sql,
+            values: parameters === undefined ? undefined : [...parameters],
+            ...(bounded && timeoutMs > 0 ? { query_timeout: timeoutMs } : {}),
+          });
+        } catch (error) {
+          if (isQueryTimeout(error)) broken = true;
+          throw error;
+        }
+      }) as unknown as PostgresPoolClient["query"];
+      return { query, release: () => client.release(broken) };
+    },
+    async unbounded(work) {
+      bounded = false;
+      try {
+        return await work();
+      } finally {
+        bounded = true;
+      }
+    },
+  };
+}

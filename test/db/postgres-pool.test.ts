@@ -1,0 +1,88 @@
+import { once } from "node:events";
+import net from "node:net";
+import { sql } from "kysely";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { parseDatabaseUrl } from "../../src/config.js";
+import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
+import { createTestDatabase, type TestDatabase } from "../helpers/databases.js";
+
+/**
+ * A TCP proxy to PostgreSQL whose `cut()` makes the connections open at that moment go silent
+ * both ways, without closing them: what a client sees of a server that vanished in a failover.
+ * Connections opened afterwards pass as before.
+ */
+async function silencingProxy(to: URL) {
+  const silenced = new WeakSet<net.Socket>();
+  const open = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(to.port || 5432), to.hostname);
+    open.add(client);
+    client.on("data", (data) => silenced.has(client) || upstream.write(data));
+    upstream.on("data", (data) => silenced.has(client) || client.write(data));
+    const close = () => {
+      open.delete(client);
+      client.destroy();
+      upstream.destroy();
+    };
+    for (const socket of [client, upstream]) socket.on("close", close).on("error", close);
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    cut: () => {
+      for (const socket of open) silenced.add(socket);
+    },
+    async close() {
+      for (const socket of open) socket.destroy();
+      server.close();
+      await once(server, "close");
+    },
+  };
+}
+
+describe("PostgreSQL statements that get no answer", () => {
+  let testDb: TestDatabase;
+  let proxy: Awaited<ReturnType<typeof silencingProxy>>;
+  let handle: DatabaseHandle | undefined;
+
+  beforeAll(async () => {
+    testDb = await createTestDatabase("postgres");
+    const target = testDb.target as { connectionString: string };
+    proxy = await silencingProxy(new URL(target.connectionString));
+  });
+  afterEach(async () => {
+    await handle?.close();
+    handle = undefined;
+  });
+  afterAll(async () => {
+    await proxy.close();
+    await testDb.dispose();
+  });
+
+  /** The test database through the proxy, on one connection: a stuck one would be reused. */
+  const openThroughProxy = (queryTimeoutMs: number) => {
+    const url = new URL((testDb.target as { connectionString: string }).connectionString);
+    url.host = `127.0.0.1:${proxy.port}`;
+    handle = openDatabase(parseDatabaseUrl(url.href), { poolSize: 1, queryTimeoutMs });
+    return handle;
+  };
+  const value = async (db: DatabaseHandle, n: number) =>
+    (await sql<{ n: number }>`select ${n}::int as n`.execute(db.db)).rows[0]?.n;
+
+  it("fail after the timeout, and their connection is closed, not handed to the next", async () => {
+    const db = openThroughProxy(300);
+    expect(await value(db, 1)).toBe(1);
+    proxy.cut();
+    await expect(value(db, 2)).rejects.toThrow("Query read timeout");
+    expect(await value(db, 3)).toBe(3);
+  });
+
+  it("may take as long as they need inside unbounded (migrations)", async () => {
+    const db = openThroughProxy(300);
+    const sleep = () => sql`select pg_sleep(0.6)`.execute(db.db);
+    await expect(sleep()).rejects.toThrow("Query read timeout");
+    await expect(db.unbounded(sleep)).resolves.toBeDefined();
+    expect(await value(db, 4)).toBe(4);
+  });
+});
