@@ -78,12 +78,15 @@ export async function createApp(
       if (!overrides.database) await handle.close().catch(() => {});
       throw explainDatabaseFailure(error, config.database);
     });
-  await sortWorkspaceAtStart({
-    workspaceDir: config.workspaceDir,
-    db: handle.db,
-    kind: handle.kind,
-    logger,
-  });
+  // Another replica sorting the workspace holds the lock for as long as its files take.
+  await handle.unbounded(() =>
+    sortWorkspaceAtStart({
+      workspaceDir: config.workspaceDir,
+      db: handle.db,
+      kind: handle.kind,
+      logger,
+    }),
+  );
   const workspaces = createWorkspaces(config.workspaceDir);
   const store = createSessionStore({ db: handle.db, logger });
   const profiles = createProfiles({ db: handle.db });
