@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import type { PostgresPool, PostgresPoolClient } from "kysely";
 import type Pg from "pg";
 
@@ -19,49 +20,57 @@ export const KEEPALIVE_DELAY_MS = 10_000;
 /** pg's error for a statement past its `query_timeout`. */
 const READ_TIMEOUT = "Query read timeout";
 
+/** A statement sent on a connection given up after a timeout (a transaction's ROLLBACK). */
+export const CONNECTION_GIVEN_UP =
+  "the connection was given up: a statement on it got no answer in time";
+
 export const isQueryTimeout = (error: unknown): boolean =>
   error instanceof Error && error.message === READ_TIMEOUT;
 
 export type TimedPool = PostgresPool & {
-  /** Runs `work` with no time limit on its statements (migrations). */
+  /** Runs `work` with no time limit on the statements it starts (migrations). */
   unbounded<T>(work: () => Promise<T>): Promise<T>;
 };
 
 /**
- * Kysely's view of a pg pool whose statements time out: one that does is failed, and its
- * connection closed rather than handed to the next statement, which would queue behind the
- * unanswered one.
+ * Kysely's view of a pg pool whose statements time out: one that does is failed, and so is every
+ * later one on its connection (a transaction's ROLLBACK, which would wait out a second timeout
+ * behind the unanswered statement), and the connection is closed rather than handed on.
  */
 export function timedPool(pool: Pg.Pool, timeoutMs: number): TimedPool {
-  let bounded = true;
+  const unlimited = new AsyncLocalStorage<true>();
+  // One view per connection, as Kysely keeps its own state per client object.
+  const views = new WeakMap<Pg.PoolClient, PostgresPoolClient>();
+  const viewOf = (client: Pg.PoolClient): PostgresPoolClient => {
+    let broken = false;
+    // Kysely's other form, a cursor, is for streamed rows, which Koroku never asks for.
+    const query = (async (sql: string, parameters?: readonly unknown[]) => {
+      if (broken) throw new Error(CONNECTION_GIVEN_UP);
+      try {
+        return await client.query({
+          text: sql,
+          values: parameters === undefined ? undefined : [...parameters],
+          ...(unlimited.getStore() || timeoutMs <= 0 ? {} : { query_timeout: timeoutMs }),
+        });
+      } catch (error) {
+        if (isQueryTimeout(error)) broken = true;
+        throw error;
+      }
+    }) as unknown as PostgresPoolClient["query"];
+    return { query, release: () => client.release(broken) };
+  };
   return {
     options: pool.options,
     end: () => pool.end(),
-    async connect(): Promise<PostgresPoolClient> {
+    async connect() {
       const client = await pool.connect();
-      let broken = false;
-      // Kysely's other form, a cursor, is for streamed rows, which Koroku never asks for.
-      const query = (async (sql: string, parameters?: readonly unknown[]) => {
-        try {
-          return await client.query({
-            text: sql,
-            values: parameters === undefined ? undefined : [...parameters],
-            ...(bounded && timeoutMs > 0 ? { query_timeout: timeoutMs } : {}),
-          });
-        } catch (error) {
-          if (isQueryTimeout(error)) broken = true;
-          throw error;
-        }
-      }) as unknown as PostgresPoolClient["query"];
-      return { query, release: () => client.release(broken) };
-    },
-    async unbounded(work) {
-      bounded = false;
-      try {
-        return await work();
-      } finally {
-        bounded = true;
+      let view = views.get(client);
+      if (view === undefined) {
+        view = viewOf(client);
+        views.set(client, view);
       }
+      return view;
     },
+    unbounded: (work) => unlimited.run(true, work),
   };
 }

@@ -6,6 +6,8 @@ import { recallFilter, type SearchOptions } from "./keyword-search.js";
 
 /** What the exact search keeps of the scopes' vectors in memory, at most. */
 export const DEFAULT_VECTOR_CACHE_BYTES = 256 * 1024 * 1024;
+/** Vectors read from the database in one statement when a scope's are loaded. */
+const LOAD_PAGE_ROWS = 10_000;
 
 export type VectorEngine = "pgvector" | "exact";
 
@@ -157,8 +159,11 @@ export function createVectorSearch(deps: {
   db: Kysely<Database>;
   engine?: VectorEngine;
   cacheBytes?: number;
+  /** Rows a statement reads when a scope's vectors are loaded (default LOAD_PAGE_ROWS). */
+  loadPageRows?: number;
 }) {
   const { db } = deps;
+  const pageRows = deps.loadPageRows ?? LOAD_PAGE_ROWS;
   const engine: VectorEngine = deps.engine ?? "exact";
   const cacheBytes = deps.cacheBytes ?? DEFAULT_VECTOR_CACHE_BYTES;
   const cache = new Map<string, ScopeVectors>();
@@ -177,31 +182,36 @@ export function createVectorSearch(deps: {
 
   async function loaded(scope: string): Promise<ScopeVectors | undefined> {
     let entry = cache.get(scope);
-    const rows = await db
-      .selectFrom("embeddings as e")
-      .innerJoin("messages as m", "m.id", "e.message_id")
-      .select(["e.id", "e.message_id", "e.embedding", "m.chat_id", "m.created_at"])
-      .where("e.scope", "=", scope)
-      .where("e.id", ">", entry?.lastId ?? 0)
-      .orderBy("e.id")
-      .execute();
-    if (!entry && rows.length === 0) return undefined;
-    for (const row of rows) {
-      const values = vectorOf(row.embedding);
-      entry ??= emptyEntry(values.length);
-      entry.lastId = Number(row.id);
-      if (values.length !== entry.dims) continue;
-      if ((entry.count + 1) * entry.dims > entry.data.length) grow(entry);
-      const at = entry.count++;
-      entry.data.set(values, at * entry.dims);
-      entry.messageIds[at] = Number(row.message_id);
-      entry.createdAt[at] = Date.parse(row.created_at);
-      let conversation = entry.conversations.get(row.chat_id);
-      if (conversation === undefined) {
-        conversation = entry.conversations.size;
-        entry.conversations.set(row.chat_id, conversation);
+    // In pages: a large scope read in one statement could outlast PostgreSQL's statement limit
+    // (src/db/postgres-pool.ts) on a slow link, and would hold every row's text at once.
+    for (let full = true; full; ) {
+      const rows = await db
+        .selectFrom("embeddings as e")
+        .innerJoin("messages as m", "m.id", "e.message_id")
+        .select(["e.id", "e.message_id", "e.embedding", "m.chat_id", "m.created_at"])
+        .where("e.scope", "=", scope)
+        .where("e.id", ">", entry?.lastId ?? 0)
+        .orderBy("e.id")
+        .limit(pageRows)
+        .execute();
+      full = rows.length === pageRows;
+      for (const row of rows) {
+        const values = vectorOf(row.embedding);
+        entry ??= emptyEntry(values.length);
+        entry.lastId = Number(row.id);
+        if (values.length !== entry.dims) continue;
+        if ((entry.count + 1) * entry.dims > entry.data.length) grow(entry);
+        const at = entry.count++;
+        entry.data.set(values, at * entry.dims);
+        entry.messageIds[at] = Number(row.message_id);
+        entry.createdAt[at] = Date.parse(row.created_at);
+        let conversation = entry.conversations.get(row.chat_id);
+        if (conversation === undefined) {
+          conversation = entry.conversations.size;
+          entry.conversations.set(row.chat_id, conversation);
+        }
+        entry.conversation[at] = conversation;
       }
-      entry.conversation[at] = conversation;
     }
     if (!entry) return undefined;
     // Most recently used last; the others go while the whole is over the bound.

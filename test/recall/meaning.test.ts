@@ -131,7 +131,11 @@ describe.each(DATABASE_KINDS)("recall by meaning on %s", (kind) => {
       const recall = createRecall({
         db,
         loadContext: store.loadContext,
-        meaning: { embed: fakeEmbed, vectors: createVectorSearch({ db, engine }) },
+        // Read in pages of 100: the fact is in the third.
+        meaning: {
+          embed: fakeEmbed,
+          vectors: createVectorSearch({ db, engine, loadPageRows: 100 }),
+        },
       });
       const found = async (chatId: string, dates: { since?: string; until?: string } = {}) =>
         (await recall.search(asking(chatId), QUESTION, { limit: 5, ...dates })).map(
