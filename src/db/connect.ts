@@ -410,6 +410,7 @@ export function openDatabase(target: DatabaseTarget, options: OpenOptions = {}):
     connectionTimeoutMillis: 5_000,
     keepAlive: true,
     keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
+    query_timeout: options.queryTimeoutMs ?? QUERY_TIMEOUT_MS,
   });
   // An idle client that loses its server (PostgreSQL restart) emits 'error'; without a listener
   // that would crash the process. The pool drops the client and the next query reconnects.
@@ -419,7 +420,7 @@ export function openDatabase(target: DatabaseTarget, options: OpenOptions = {}):
   pool.on("connect", (client) => {
     client.on("error", () => {});
   });
-  const timed = timedPool(pool, options.queryTimeoutMs ?? QUERY_TIMEOUT_MS);
+  const timed = timedPool(pool);
   const db = new Kysely<Database>({
     dialect: new PostgresDialect({ pool: timed }),
     log: errorLog(options.onQueryError),

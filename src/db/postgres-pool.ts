@@ -24,7 +24,7 @@ const READ_TIMEOUT = "Query read timeout";
 export const CONNECTION_GIVEN_UP =
   "the connection was given up: a statement on it got no answer in time";
 
-export const isQueryTimeout = (error: unknown): boolean =>
+const isQueryTimeout = (error: unknown): boolean =>
   error instanceof Error && error.message === READ_TIMEOUT;
 
 export type TimedPool = PostgresPool & {
@@ -32,30 +32,39 @@ export type TimedPool = PostgresPool & {
   unbounded<T>(work: () => Promise<T>): Promise<T>;
 };
 
+/** The longest timer Node keeps: a statement in `unbounded` waits as long as it takes. */
+const NO_LIMIT_MS = 2 ** 31 - 1;
+
+/** pg reads a query's own `query_timeout` before its pool's (its types leave it out). */
+const withoutLimit = (
+  text: string,
+  values: unknown[],
+): Pg.QueryConfig & { query_timeout: number } => ({ text, values, query_timeout: NO_LIMIT_MS });
+
 /**
- * Kysely's view of a pg pool whose statements time out: one that does is failed, and so is every
- * later one on its connection (a transaction's ROLLBACK, which would wait out a second timeout
- * behind the unanswered statement), and the connection is closed rather than handed on.
+ * Kysely's view of a pg pool whose clients time statements out (the pool's `query_timeout`): a
+ * statement that times out is failed, and so is every later one on its connection (a
+ * transaction's ROLLBACK, which would wait out a second timeout behind the unanswered statement),
+ * and the connection is closed rather than handed on.
  */
-export function timedPool(pool: Pg.Pool, timeoutMs: number): TimedPool {
+export function timedPool(pool: Pg.Pool): TimedPool {
   const unlimited = new AsyncLocalStorage<true>();
   // One view per connection, as Kysely keeps its own state per client object.
   const views = new WeakMap<Pg.PoolClient, PostgresPoolClient>();
   const viewOf = (client: Pg.PoolClient): PostgresPoolClient => {
     let broken = false;
+    const markBroken = (error: unknown) => {
+      if (isQueryTimeout(error)) broken = true;
+    };
     // Kysely's other form, a cursor, is for streamed rows, which Koroku never asks for.
-    const query = (async (sql: string, parameters?: readonly unknown[]) => {
-      if (broken) throw new Error(CONNECTION_GIVEN_UP);
-      try {
-        return await client.query({
-          text: sql,
-          values: parameters === undefined ? undefined : [...parameters],
-          ...(unlimited.getStore() || timeoutMs <= 0 ? {} : { query_timeout: timeoutMs }),
-        });
-      } catch (error) {
-        if (isQueryTimeout(error)) broken = true;
-        throw error;
-      }
+    const query = ((sql: string, parameters: unknown[]) => {
+      if (broken) return Promise.reject(new Error(CONNECTION_GIVEN_UP));
+      const result: Promise<Pg.QueryResult> = unlimited.getStore()
+        ? client.query(withoutLimit(sql, parameters))
+        : client.query(sql, parameters);
+      // Noted beside the caller's own handling, which gets `result` itself.
+      result.catch(markBroken);
+      return result;
     }) as unknown as PostgresPoolClient["query"];
     return { query, release: () => client.release(broken) };
   };
