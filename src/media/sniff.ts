@@ -15,12 +15,45 @@ const startsWith = (bytes: Buffer, signature: readonly number[], at = 0) =>
 const ascii = (bytes: Buffer, from: number, to: number) =>
   bytes.subarray(Math.max(0, from), to).toString("latin1");
 
+const isRestart = (marker: number) => marker >= 0xd0 && marker <= 0xd7;
+
+/**
+ * Whether a JPEG's segments lead to its end-of-image marker before the bytes run out. Walking
+ * them skips what segments hold (an EXIF thumbnail has an end marker of its own) and stops at
+ * the image's end, whatever follows it: a Motion Photo's video, a camera's trailer.
+ */
+function jpegComplete(bytes: Buffer): boolean {
+  let at = 2;
+  while (at + 1 < bytes.length) {
+    if (bytes[at] !== 0xff) return false;
+    const marker = bytes[at + 1] as number;
+    if (marker === 0xd9) return true;
+    // Fill bytes before a marker, and markers without a length.
+    if (marker === 0xff) at += 1;
+    else if (isRestart(marker) || marker === 0x01) at += 2;
+    else if (at + 3 >= bytes.length) return false;
+    else {
+      at += 2 + bytes.readUInt16BE(at + 2);
+      if (marker === 0xda) {
+        // A scan's coded data runs to the next marker: not a stuffed 0xff00, not a restart.
+        for (at = bytes.indexOf(0xff, at); at >= 0; at = bytes.indexOf(0xff, at + 1)) {
+          const next = bytes[at + 1];
+          if (next !== undefined && next !== 0 && !isRestart(next)) break;
+        }
+        if (at < 0) return false;
+      }
+    }
+  }
+  return false;
+}
+
 /** The image or PDF type the bytes are, whole, or undefined when they are none (or damaged). */
 function imageOrPdf(bytes: Buffer): string | undefined {
   const end = bytes.length;
   if (startsWith(bytes, [0xff, 0xd8, 0xff])) {
-    // A JPEG ends with its EOI marker; trailing padding after it is common.
-    return ascii(bytes, end - 64, end).includes("\xff\xd9") ? "image/jpeg" : undefined;
+    // A JPEG ends with its EOI marker, with padding after it at most, or its segments say where.
+    const whole = ascii(bytes, end - 64, end).includes("\xff\xd9") || jpegComplete(bytes);
+    return whole ? "image/jpeg" : undefined;
   }
   if (startsWith(bytes, [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) {
     return ascii(bytes, end - 32, end).includes("IEND") ? "image/png" : undefined;

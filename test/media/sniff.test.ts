@@ -6,7 +6,52 @@ import { isoMedia, mp3Audio, oggAudio, wavAudio, webmVideo } from "../helpers/me
 const NOISE = Buffer.from(Array.from({ length: 4_096 }, (_, i) => (i * 7_919 + 13) % 251));
 const ZIP = Buffer.from("PK\x03\x04\x14\0\0\0\x08\0rest of an archive", "latin1");
 
+/** A segment: its marker, then its length (which counts itself) and what it holds. */
+const segment = (marker: number, body: number[]) => [
+  0xff,
+  marker,
+  (body.length + 2) >> 8,
+  (body.length + 2) & 0xff,
+  ...body,
+];
+
+/**
+ * A JPEG as its segments lay it out: an EXIF block holding a thumbnail (a JPEG of its own, with
+ * its own end marker), tables, then a scan whose coded data holds a stuffed 0xff00 and a restart
+ * marker, then the end.
+ */
+const structuredJpeg = () => {
+  const thumbnail = [0xff, 0xd8, 0xff, 0xd9];
+  return Buffer.from([
+    0xff,
+    0xd8,
+    ...segment(0xe1, [...Buffer.from("Exif\0\0"), ...thumbnail]),
+    ...segment(
+      0xdb,
+      Array.from({ length: 65 }, (_, i) => i),
+    ),
+    ...segment(0xc0, [8, 0, 16, 0, 16, 1, 1, 0x11, 0]),
+    ...segment(0xda, [1, 1, 0, 0, 0x3f, 0]),
+    ...[0x12, 0xff, 0x00, 0x34, 0xff, 0xd0, 0x56, 0x78],
+    0xff,
+    0xd9,
+  ]);
+};
+
 describe("sniff", () => {
+  it("takes a JPEG whose end is followed by more, as a Motion Photo's video, and no cut-off one", () => {
+    const video = Buffer.concat([isoMedia("mp42"), NOISE]);
+    const motionPhoto = Buffer.concat([structuredJpeg(), video]);
+    expect(sniff(motionPhoto, "image/jpeg")).toEqual({ ok: true, mimeType: "image/jpeg" });
+    // Cut inside the scan: the thumbnail's end marker must not pass for the image's.
+    const cut = structuredJpeg().subarray(0, -4);
+    expect(sniff(cut, "image/jpeg")).toEqual({ ok: false, problem: "damaged" });
+    expect(sniff(Buffer.concat([cut, NOISE]), "image/jpeg")).toEqual({
+      ok: false,
+      problem: "damaged",
+    });
+  });
+
   it("takes audio and video in the containers Gemini reads, as claimed when the container allows it", () => {
     expect(sniff(oggAudio(), "audio/ogg")).toEqual({ ok: true, mimeType: "audio/ogg" });
     expect(sniff(isoMedia("M4A "), "audio/m4a")).toEqual({ ok: true, mimeType: "audio/m4a" });
