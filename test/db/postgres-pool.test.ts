@@ -1,5 +1,3 @@
-import { once } from "node:events";
-import net from "node:net";
 import { type Kysely, sql } from "kysely";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { parseDatabaseUrl } from "../../src/config.js";
@@ -7,54 +5,21 @@ import { type DatabaseHandle, openDatabase } from "../../src/db/connect.js";
 import { CONNECTION_GIVEN_UP } from "../../src/db/postgres-pool.js";
 import type { Database } from "../../src/db/schema.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/databases.js";
-
-/**
- * A TCP proxy to PostgreSQL whose `cut()` makes the connections open at that moment go silent
- * both ways, without closing them: what a client sees of a server that vanished in a failover.
- * Connections opened afterwards pass as before.
- */
-async function silencingProxy(to: URL) {
-  const silenced = new WeakSet<net.Socket>();
-  const open = new Set<net.Socket>();
-  const server = net.createServer((client) => {
-    const upstream = net.connect(Number(to.port || 5432), to.hostname);
-    open.add(client);
-    client.on("data", (data) => silenced.has(client) || upstream.write(data));
-    upstream.on("data", (data) => silenced.has(client) || client.write(data));
-    const close = () => {
-      open.delete(client);
-      client.destroy();
-      upstream.destroy();
-    };
-    for (const socket of [client, upstream]) socket.on("close", close).on("error", close);
-  });
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  return {
-    port: (server.address() as net.AddressInfo).port,
-    cut: () => {
-      for (const socket of open) silenced.add(socket);
-    },
-    async close() {
-      for (const socket of open) socket.destroy();
-      server.close();
-      await once(server, "close");
-    },
-  };
-}
+import { startTcpProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
 
 const TIMEOUT_MS = 1_000;
 const SLEEP_S = 1.5;
 
 describe("PostgreSQL statements that get no answer", () => {
   let testDb: TestDatabase;
-  let proxy: Awaited<ReturnType<typeof silencingProxy>>;
+  let proxy: TcpProxy;
   let handle: DatabaseHandle | undefined;
 
   beforeAll(async () => {
     testDb = await createTestDatabase("postgres");
     const target = testDb.target as { connectionString: string };
-    proxy = await silencingProxy(new URL(target.connectionString));
+    const server = new URL(target.connectionString);
+    proxy = await startTcpProxy({ host: server.hostname, port: Number(server.port || 5432) });
   });
   afterEach(async () => {
     await handle?.close();
@@ -79,7 +44,7 @@ describe("PostgreSQL statements that get no answer", () => {
   it("fail after the timeout, and their connection is closed, not handed to the next", async () => {
     const db = openThroughProxy();
     expect(await value(db.db, 1)).toBe(1);
-    proxy.cut();
+    proxy.silence();
     await expect(value(db.db, 2)).rejects.toThrow("Query read timeout");
     expect(await value(db.db, 3)).toBe(3);
   });
@@ -88,7 +53,7 @@ describe("PostgreSQL statements that get no answer", () => {
     const db = openThroughProxy();
     const cutMidway = db.db.transaction().execute(async (trx) => {
       expect(await value(trx, 1)).toBe(1);
-      proxy.cut();
+      proxy.silence();
       return value(trx, 2);
     });
     // Kysely throws the ROLLBACK's error: refused at once, where it would time out in its turn.

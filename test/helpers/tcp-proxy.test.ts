@@ -66,6 +66,19 @@ describe("tcp proxy", () => {
     expect(await ping()).toBe("ping");
   });
 
+  it("silences open connections both ways without closing them; new ones go through", async () => {
+    const socket = await open();
+    const heard: string[] = [];
+    socket.on("data", (data) => heard.push(data.toString("utf8")));
+    proxy.silence();
+    socket.write("anyone there?");
+    // A round trip on a new connection, after what the silenced one sent.
+    expect(await ping()).toBe("ping");
+    expect(heard).toEqual([]);
+    expect(socket.destroyed).toBe(false);
+    socket.destroy();
+  });
+
   it("cuts when an open connection sends, without forwarding what it sent", async () => {
     const socket = await open();
     const cut = proxy.cutOnNextSend();

@@ -16,6 +16,11 @@ export type TcpProxy = {
    * connection): the bytes are not forwarded, then everything is cut as by cut(). Resolves then.
    */
   cutOnNextSend(): Promise<void>;
+  /**
+   * Makes every connection open now go silent both ways without closing it (a server gone in a
+   * failover): what either side sends goes nowhere. New connections go through.
+   */
+  silence(): void;
   restore(): void;
   close(): Promise<void>;
 };
@@ -27,6 +32,7 @@ export async function startTcpProxy(
   options: { port?: number } = {},
 ): Promise<TcpProxy> {
   const pairs = new Set<Pair>();
+  const silenced = new WeakSet<Pair>();
   let refusing = false;
   let armed: { existing: ReadonlySet<Pair>; fired(): void } | undefined;
 
@@ -48,6 +54,7 @@ export async function startTcpProxy(
       socket.on("close", closeBoth);
     }
     client.on("data", (chunk: Buffer) => {
+      if (silenced.has(pair)) return;
       if (armed?.existing.has(pair)) {
         const { fired } = armed;
         armed = undefined;
@@ -93,6 +100,14 @@ export async function startTcpProxy(
       return new Promise((resolve) => {
         armed = { existing: new Set(pairs), fired: resolve };
       });
+    },
+    silence() {
+      for (const pair of pairs) {
+        silenced.add(pair);
+        pair.upstream.unpipe(pair.client);
+        // Read on into nothing, so the server's words never reach the client.
+        pair.upstream.resume();
+      }
     },
     restore() {
       refusing = false;
