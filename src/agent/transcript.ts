@@ -22,8 +22,11 @@ export function transcriptOf(events: readonly StoredSession[]): string {
   for (const { event } of sendableEvents(events)) {
     const speaker = event.role === "user" ? "User" : "Koroku";
     const text = textOf(event.parts);
-    // Media as words (what it was, its name, what was said in it), so the summary can tell of it.
-    const media = event.parts.flatMap((p) => (p.kind === "media" ? [mediaNote(p).text] : []));
+    // Media as words (what it was, its name, what was said in it), so the summary can tell of it;
+    // not a picture made while thinking, nor the voice note of an answer whose words are here.
+    const media = event.parts.flatMap((p) =>
+      p.kind === "media" && !p.thought && !p.spoken ? [mediaNote(p).text] : [],
+    );
     if (media.length > 0) lines.push(`${speaker} sent ${media.join(" ")}`);
     if (text.trim()) lines.push(`${speaker}: ${text}`);
     for (const part of event.parts) {

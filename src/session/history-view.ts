@@ -3,6 +3,7 @@ import {
   type EventPart,
   type ExecutableCodePart,
   isRealUserMessage,
+  type MediaPart,
   type ServerToolCallPart,
   serverToolName,
   textOf,
@@ -91,8 +92,10 @@ export function historyLines(events: readonly StoredEvent[]): HistoryLine[] {
           ? "task"
           : "user";
     let text = textOf(event.parts).trim();
-    for (const part of event.parts) {
-      if (part.kind !== "media") continue;
+    // Pictures the model made while thinking are never shown; the voice notes Koroku spoke of
+    // its answer follow the answer's text, each with its own words.
+    const media = event.parts.filter((p): p is MediaPart => p.kind === "media" && !p.thought);
+    for (const part of media.filter((p) => !p.spoken)) {
       // The words of a message with media are its caption, shown once, with the first file.
       lines.push({ kind, text: mediaLine(part, text || undefined) });
       text = "";
@@ -102,6 +105,7 @@ export function historyLines(events: readonly StoredEvent[]): HistoryLine[] {
       // An answer stopped before its first word is stored as the mark itself.
       lines.push(mark === undefined || mark === text ? { kind, text } : { kind, text, mark });
     }
+    for (const part of media.filter((p) => p.spoken)) lines.push({ kind, text: mediaLine(part) });
     for (const part of event.parts) {
       const server = serverToolLine(event.parts, part);
       if (server) lines.push(server);
