@@ -13,7 +13,8 @@ export const CONSOLIDATION_INSTRUCTION = [
 /**
  * Compaction's part in the profile: after a summary is written, the summary model rewrites the
  * scope's profile from it (only when the scope has one: an empty profile costs no call). A failed
- * or empty answer leaves the profile as it was.
+ * or empty answer leaves the profile as it was, and so does a profile that changed while the
+ * model wrote (a fact forgotten or remembered meanwhile).
  */
 export function createConsolidation(deps: {
   profiles: Profiles;
@@ -53,7 +54,14 @@ export function createConsolidation(deps: {
         .join("")
         .split("\n")
         .map((line) => line.replace(/^\s*(?:[-*•]|\d+[.)])\s*/, ""));
-      const after = await deps.profiles.replace(scope, lines);
+      const after = await deps.profiles.replace(scope, lines, entries);
+      if (!after) {
+        deps.logger.info(
+          { scope },
+          "the profile changed while it was consolidated; it stays as it is, for the next compaction",
+        );
+        return;
+      }
       deps.logger.info(
         { scope, entries_before: entries.length, entries_after: after.length },
         "consolidated the profile after a compaction",

@@ -125,10 +125,16 @@ export function createProfiles(deps: { db: Kysely<Database>; now?: () => Date })
     },
 
     /**
-     * Puts `facts` in place of the whole profile (a consolidation), cut to the budget. The old
-     * entries stay when nothing usable is given.
+     * Puts `facts` in place of the profile as it was read (`read`, a consolidation's), cut to the
+     * budget. The old entries stay when nothing usable is given, and undefined says that nothing
+     * was replaced because the profile changed since it was read (a fact forgotten or remembered
+     * while the summary model wrote): its list would bring the one back, or drop the other.
      */
-    async replace(scope: string, facts: readonly string[]): Promise<ProfileEntry[]> {
+    async replace(
+      scope: string,
+      facts: readonly string[],
+      read: readonly ProfileEntry[],
+    ): Promise<ProfileEntry[] | undefined> {
       const kept: string[] = [];
       let chars = 0;
       for (const fact of facts.map(normalizeFact)) {
@@ -142,16 +148,20 @@ export function createProfiles(deps: { db: Kysely<Database>; now?: () => Date })
         kept.push(fact);
         chars += fact.length;
       }
-      if (kept.length === 0) return list(scope);
       const createdAt = now().toISOString();
-      await db.transaction().execute(async (trx) => {
+      return db.transaction().execute(async (trx) => {
+        const current = await list(scope, trx);
+        const unchanged =
+          current.length === read.length && current.every((e, i) => e.id === read[i]?.id);
+        if (!unchanged) return undefined;
+        if (kept.length === 0) return current;
         await trx.deleteFrom("profile_entries").where("scope", "=", scope).execute();
         await trx
           .insertInto("profile_entries")
           .values(kept.map((fact) => ({ scope, fact, created_at: createdAt })))
           .execute();
+        return list(scope, trx);
       });
-      return list(scope);
     },
   };
 }

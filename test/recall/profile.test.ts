@@ -46,14 +46,32 @@ describe.each(DATABASE_KINDS)("profiles on %s", (kind) => {
 
   it("replaces the profile with a consolidation cut to the budget, never with nothing", async () => {
     await profiles.remember("private-9302", "old fact");
-    expect((await profiles.replace("private-9302", ["", "  "])).map((e) => e.fact)).toEqual([
+    const read = await profiles.list("private-9302");
+    expect((await profiles.replace("private-9302", ["", "  "], read))?.map((e) => e.fact)).toEqual([
       "old fact",
     ]);
     const many = Array.from({ length: 60 }, (_, i) => `new fact ${i}`);
-    const after = await profiles.replace("private-9302", ["new fact 0", ...many]);
+    const after = await profiles.replace("private-9302", ["new fact 0", ...many], read);
     expect(after).toHaveLength(PROFILE_BUDGET.entries);
-    expect(after[0]?.fact).toBe("new fact 0");
-    expect(after[1]?.fact).toBe("new fact 1");
+    expect(after?.[0]?.fact).toBe("new fact 0");
+    expect(after?.[1]?.fact).toBe("new fact 1");
+  });
+
+  it("replaces nothing when the profile changed since the consolidation read it", async () => {
+    const scope = "private-9303";
+    await profiles.remember(scope, "daughter Mia, born 2019");
+    await profiles.remember(scope, "prefers metric units");
+    const read = await profiles.list(scope);
+    // Forgotten while the summary model wrote, which still lists it.
+    await profiles.forget(scope, "Mia");
+    const written = ["daughter Mia, born 2019", "prefers metric units"];
+    expect(await profiles.replace(scope, written, read)).toBeUndefined();
+    expect((await profiles.list(scope)).map((e) => e.fact)).toEqual(["prefers metric units"]);
+    // Remembered meanwhile: not dropped by a list that never saw it.
+    const again = await profiles.list(scope);
+    await profiles.remember(scope, "lives in Lyon");
+    expect(await profiles.replace(scope, ["prefers metric units"], again)).toBeUndefined();
+    expect((await profiles.list(scope)).map((e) => e.fact)).toContain("lives in Lyon");
   });
 });
 
