@@ -1,5 +1,6 @@
 import type { Message } from "grammy/types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PROFILE_BUDGET } from "../../src/recall/profile.js";
 import { scopeOfKey } from "../../src/scope/recall-scope.js";
 import { appendMemory, readMemory } from "../../src/session/memory-files.js";
 import { call, type RecordedRequest, text } from "../fakes/gemini.js";
@@ -202,5 +203,37 @@ describe.each(DATABASE_KINDS)("the profile, /memory and /forget on %s", (kind) =
     ]);
     const consolidation = h.fake.requests.filter((r) => r.model === SUMMARY_MODEL).at(-1);
     expect(JSON.stringify(consolidation?.body.contents)).toContain("lives in Lyon, France");
+  });
+
+  it("/memory shows a full profile in as many messages as it takes, and its buttons still work", async () => {
+    const scope = `private-${USER}`;
+    for (const entry of await h.app.profiles.list(scope))
+      await h.app.profiles.remove(scope, entry.id);
+    // The whole budget: 40 facts of 100 characters.
+    for (let i = 0; i < PROFILE_BUDGET.entries; i++) {
+      const fact = `fact ${String(i).padStart(2, "0")} ${"x".repeat(92)}`;
+      expect((await h.app.profiles.remember(scope, fact)).status).toBe("added");
+    }
+    const before = telegram.sent.length;
+    await say("/memory", { threadId: 4 });
+    const pieces = telegram.sent.slice(before);
+    expect(pieces.length).toBeGreaterThan(1);
+    expect(pieces.map((m) => m.plain_text).join("\n")).toContain(`40. fact 39 ${"x".repeat(92)}`);
+    expect(pieces.map((m) => m.body.message_thread_id)).toEqual(pieces.map(() => 4));
+    expect(pieces.map((m) => m.message.reply_markup?.inline_keyboard.length ?? 0)).toEqual([
+      ...pieces.slice(1).map(() => 0),
+      PROFILE_BUDGET.entries,
+    ]);
+    const [first] = await h.app.profiles.list(scope);
+    await bot.run(press(pieces.at(-1)?.message as Message, `memory:del:${first?.id}`));
+    expect(lastCall("answerCallbackQuery")?.body).toMatchObject({
+      text: expect.stringMatching(/^Forgotten: fact 00/),
+    });
+    // Still too long for one message: shown again below, with one button fewer.
+    expect(telegram.sent.at(-1)?.message.reply_markup?.inline_keyboard).toHaveLength(
+      PROFILE_BUDGET.entries - 1,
+    );
+    for (const entry of await h.app.profiles.list(scope))
+      await h.app.profiles.remove(scope, entry.id);
   });
 });

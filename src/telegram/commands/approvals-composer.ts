@@ -10,6 +10,7 @@ import { escapeHtml } from "../../render/markdown-html.js";
 import { scopeName, scopeOf } from "../../scope/recall-scope.js";
 import type { MayStop } from "../stop-permission.js";
 import type { TurnContext } from "../turn-context.js";
+import { sendListing } from "./listing.js";
 
 const ANSWER_DATA = /^approval:(\d+):(once|always|deny)$/;
 const REVOKE_DATA = /^tools:revoke:(\d+)$/;
@@ -89,17 +90,16 @@ export function approvalsComposer(deps: ApprovalsComposerDeps): Composer<TurnCon
       grantsReport(grants, HTML),
     ];
     await ctx.lease.ensureHeld();
-    await ctx.api.sendMessage(ctx.chat.id, parts.join("\n\n"), {
-      parse_mode: "HTML",
-      ...(grants.length > 0
-        ? {
-            reply_markup: InlineKeyboard.from(
-              grants.map((g) => [InlineKeyboard.text(`Revoke ${g.tool}`, `tools:revoke:${g.id}`)]),
-            ),
-          }
-        : {}),
-      ...(ctx.thread === undefined ? {} : { message_thread_id: ctx.thread }),
-    });
+    await sendListing(
+      ctx.api,
+      { chatId: ctx.chat.id, threadId: ctx.thread },
+      parts.join("\n\n"),
+      grants.length > 0
+        ? InlineKeyboard.from(
+            grants.map((g) => [InlineKeyboard.text(`Revoke ${g.tool}`, `tools:revoke:${g.id}`)]),
+          )
+        : undefined,
+    );
   });
 
   composer.callbackQuery(REVOKE_DATA, async (ctx) => {

@@ -6,6 +6,7 @@ import { PROFILE_BUDGET, type ProfileEntry, type Profiles } from "../../recall/p
 import { escapeHtml } from "../../render/markdown-html.js";
 import { truncate } from "../../session/event-text.js";
 import type { TurnContext } from "../turn-context.js";
+import { editListing, sendListing } from "./listing.js";
 
 const DELETE_DATA = /^memory:del:(\d+)$/;
 const CONFIRM_DATA = /^forget:yes:(\d+)$/;
@@ -84,15 +85,7 @@ export function memoryComposer(deps: MemoryCommandDeps): Composer<TurnContext> {
     ctx: TurnContext & { chat: { id: number } },
     html: string,
     keyboard?: InlineKeyboard,
-  ) => {
-    const threadId = ctx.thread;
-    return ctx.api.sendMessage(ctx.chat.id, html, {
-      parse_mode: "HTML",
-      link_preview_options: { is_disabled: true },
-      ...(keyboard ? { reply_markup: keyboard } : {}),
-      ...(threadId === undefined ? {} : { message_thread_id: threadId }),
-    });
-  };
+  ) => sendListing(ctx.api, { chatId: ctx.chat.id, threadId: ctx.thread }, html, keyboard);
 
   composer.command("memory", async (ctx) => {
     const view = profileView(await profiles.list(scopeKeyOf(ctx.conversation)));
@@ -111,10 +104,14 @@ export function memoryComposer(deps: MemoryCommandDeps): Composer<TurnContext> {
     // Unchanged, the list would be refused as "message is not modified".
     if (!gone) return;
     const view = profileView(await profiles.list(scope));
-    await ctx.editMessageText(view.html, {
-      parse_mode: "HTML",
-      ...(view.keyboard ? { reply_markup: view.keyboard } : {}),
-    });
+    const { message } = ctx.callbackQuery;
+    if (!message) return;
+    await editListing(
+      ctx.api,
+      { chatId: message.chat.id, threadId: ctx.thread, messageId: message.message_id },
+      view.html,
+      view.keyboard,
+    );
   });
 
   composer.command("forget", async (ctx) => {

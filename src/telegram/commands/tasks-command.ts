@@ -5,6 +5,7 @@ import { truncate } from "../../session/event-text.js";
 import { describeRecurrence, formatInZone } from "../../tasks/schedule.js";
 import type { Task, TaskStore } from "../../tasks/store.js";
 import type { TurnContext } from "../turn-context.js";
+import { sendListing } from "./listing.js";
 
 const CANCEL_DATA = /^tasks:cancel:(\d+)$/;
 const MAX_INSTRUCTION_CHARS = 120;
@@ -71,15 +72,11 @@ export function tasksComposer(deps: TasksCommandDeps): Composer<TurnContext> {
       list.map((task) => [InlineKeyboard.text(`Cancel #${task.id}`, `tasks:cancel:${task.id}`)]),
     );
     await ctx.lease.ensureHeld();
-    await ctx.api.sendMessage(
-      ctx.chat.id,
+    await sendListing(
+      ctx.api,
+      { chatId: ctx.chat.id, threadId },
       [`<b>Scheduled tasks</b> (${list.length})`, ...list.map(taskLineHtml)].join("\n"),
-      {
-        parse_mode: "HTML",
-        reply_markup: keyboard,
-        link_preview_options: { is_disabled: true },
-        ...(threadId === undefined ? {} : { message_thread_id: threadId }),
-      },
+      keyboard,
     );
   });
 

@@ -121,6 +121,28 @@ describe("/tasks", () => {
     expect(telegram.sent.at(-1)?.plain_text).toBe("Usage: /tasks, or /tasks cancel <id>.");
   });
 
+  it("lists as many tasks as a conversation may have in as many messages as they take", async () => {
+    const long = Array.from({ length: 20 }, (_, i) =>
+      task(`${String(i).padStart(2, "0")} ${"check the weather and the tides ".repeat(6)}`, {
+        conversation: `${GROUP}:8`,
+        threadId: 8,
+        repeatText: "weekdays",
+        recurrence: { kind: "cron", expression: "30 7 * * 1-5" },
+      }),
+    );
+    for (const t of long) await h.app.tasks.add(t);
+    const before = telegram.sent.length;
+    await say("/tasks", 8);
+    const pieces = telegram.sent.slice(before);
+    expect(pieces.length).toBeGreaterThan(1);
+    expect(pieces.every((m) => m.plain_text.length <= 4096)).toBe(true);
+    expect(pieces.map((m) => m.plain_text).join("\n")).toMatch(/#\d+ 19 check the weather/);
+    expect(pieces.map((m) => m.message.reply_markup?.inline_keyboard.length ?? 0)).toEqual([
+      ...pieces.slice(1).map(() => 0),
+      20,
+    ]);
+  });
+
   it("says when there is nothing scheduled", async () => {
     await say("/tasks", 99);
     expect(telegram.sent.at(-1)?.plain_text).toMatch(/^No scheduled tasks in this conversation/);
