@@ -1,26 +1,16 @@
-import { autoRetry } from "@grammyjs/auto-retry";
-import {
-  Api,
-  type ApiClientOptions,
-  Bot,
-  BotError,
-  Context,
-  HttpError,
-  type Transformer,
-} from "grammy";
+import { Bot, BotError, Context } from "grammy";
 import type { Update, UserFromGetMe } from "grammy/types";
 import type { AgentHooks } from "../agent/hooks.js";
 import type { Agent } from "../agent/turn.js";
 import { sendApprovalRequests } from "../answer/approval-requests.js";
-import { type Courier, noCourier } from "../answer/courier.js";
+import { noCourier } from "../answer/courier.js";
 import { createDelivery } from "../answer/delivery.js";
 import { createLivePacer } from "../answer/live-pacer.js";
 import type { ConversationVoice } from "../answer/voice-delivery.js";
+import { type BotApiDeps, botApiClients } from "../bot-api/clients.js";
 import type { StreamingMode } from "../config.js";
-import type { Logger } from "../logger.js";
 import type { Lease } from "../queue/inbox.js";
 import { createRunningAnswers, type RunningAnswers } from "../queue/running-answers.js";
-import type { BackoffPolicy } from "../retry/backoff.js";
 import type { CompactionLimits } from "../session/compaction-plan.js";
 import type { PendingTopicNames } from "../session/pending-topic-names.js";
 import type { SessionStore } from "../session/store.js";
@@ -34,18 +24,13 @@ import { tasksComposer } from "./commands/tasks-command.js";
 import { usageComposer } from "./commands/usage-command.js";
 import { voiceComposer } from "./commands/voice-command.js";
 import { conversationComposer } from "./conversation.js";
-import { grammyFetch } from "./grammy-fetch.js";
 import { chatMigrationComposer, type MoveConversation } from "./inbound/chat-migration.js";
 import { createFileDownloader } from "./inbound/files.js";
 import type { ConversationMedia } from "./inbound/message-input.js";
-import { logNetworkFailures, retryNetworkFailures } from "./network-failures.js";
-import { scrubOutgoing } from "./scrub-outgoing.js";
 import { createStopPermission } from "./stop-permission.js";
 import { type TurnContext, turnContext } from "./turn-context.js";
 
-export type BotDeps = {
-  token: string;
-  apiRoot: string;
+export type BotDeps = BotApiDeps & {
   allowedUserIds: readonly number[];
   agent: Agent;
   hooks: AgentHooks;
@@ -54,10 +39,7 @@ export type BotDeps = {
   moveConversation: MoveConversation;
   tasks: TaskStore;
   compact: CommandDeps["compact"];
-  logger: Logger;
   settings: CompactionLimits & { model: string };
-  /** Taken out of everything sent to Telegram (see scrub-outgoing.ts). */
-  secrets?: readonly string[];
   /** Where files users send go, and how large they may be (see ConversationMedia). */
   media: Omit<ConversationMedia, "download">;
   /** Answers as rich messages (RICH_MESSAGES); otherwise HTML messages. */
@@ -68,28 +50,15 @@ export type BotDeps = {
   usage: UsageStore;
   /** The profiles and forgetting, for /memory and /forget. */
   memory: Pick<MemoryCommandDeps, "profiles" | "forgetting">;
-  /** Told of every failed attempt of an API call: Telegram's error code, or "network". */
-  onApiError?: (method: string, code: string) => void;
-  /** Waits between attempts of a call that got no answer (NETWORK_RETRY; tests shorten them). */
-  networkRetry?: BackoffPolicy;
   /** How answers show while they are written. */
   streaming?: StreamingMode;
   /** Shared with the ingest, which stops them. */
   answers?: RunningAnswers;
-  /**
-   * Sends the messages and files of answers and records them, and the live view's calls, off the
-   * main thread (courier.ts).
-   */
-  courier?: Courier;
   /** Spoken replies and /voice; without them, answers are text only and /voice says so. */
   voice?: ConversationVoice;
   /** Tool approvals' buttons and /tools (who may answer is asked of Telegram). */
   approvals?: Omit<ApprovalsComposerDeps, "mayAnswer">;
 };
-
-// 429s wait Telegram's retry_after, but not for long: a stalled send holds up its chat's inbox.
-const MAX_RETRY_DELAY_SECONDS = 30;
-const MAX_RETRY_ATTEMPTS = 3;
 
 /**
  * The grammY bot: commands, then conversation. It runs updates the inbox hands it with their
@@ -97,57 +66,17 @@ const MAX_RETRY_ATTEMPTS = 3;
  * the inbox).
  */
 export function createBot(deps: BotDeps) {
-  const client: ApiClientOptions = {
-    apiRoot: deps.apiRoot,
-    fetch: grammyFetch,
-  };
-  const bot = new Bot<TurnContext>(deps.token, { client, botInfo: deps.botInfo });
-  const courier = deps.courier ?? noCourier;
-  // First, so that it takes the place of the request itself under every other transformer.
-  bot.api.config.use(courier.live);
-  bot.api.config.use(scrubOutgoing(deps.secrets ?? []));
-  // Drafts while an answer is written go without auto-retry: one retried after a wait would be
-  // stale, and the next one replaces it anyway.
-  const liveApi = new Api(deps.token, client);
+  const apis = botApiClients(deps);
+  const bot = new Bot<TurnContext>(deps.token, { client: apis.client, botInfo: deps.botInfo });
+  apis.configure(bot.api);
+  const { live: liveApi, polling: pollingApi } = apis;
   // One budget for the live updates of every answer this process writes.
   const livePacer = createLivePacer();
-  liveApi.config.use(courier.live);
-  liveApi.config.use(scrubOutgoing(deps.secrets ?? []));
-  liveApi.config.use(logNetworkFailures(deps.logger, deps.apiRoot));
-  bot.api.config.use(logNetworkFailures(deps.logger, deps.apiRoot));
-  // Before auto-retry, like the log, so that every failed attempt is counted.
-  const onApiError = deps.onApiError;
-  const countErrors: Transformer | undefined = onApiError
-    ? async (prev, method, payload, signal) => {
-        try {
-          const result = await prev(method, payload, signal);
-          if (!result.ok) onApiError(method, String(result.error_code));
-          return result;
-        } catch (error) {
-          if (error instanceof HttpError && !signal?.aborted) onApiError(method, "network");
-          throw error;
-        }
-      }
-    : undefined;
-  if (countErrors) bot.api.config.use(countErrors);
-  bot.api.config.use(retryNetworkFailures(deps.networkRetry));
-  // Flood waits and Telegram's 5xx; a call that got no answer is retryNetworkFailures' to try again.
-  bot.api.config.use(
-    autoRetry({
-      maxDelaySeconds: MAX_RETRY_DELAY_SECONDS,
-      maxRetryAttempts: MAX_RETRY_ATTEMPTS,
-      rethrowHttpErrors: true,
-    }),
-  );
-  // Long polling tries each getUpdates once: its loop waits (at most 30 s) and asks again.
-  const pollingApi = new Api(deps.token, client);
-  pollingApi.config.use(logNetworkFailures(deps.logger, deps.apiRoot));
-  if (countErrors) pollingApi.config.use(countErrors);
   const delivery = createDelivery({
     api: bot.api,
     logger: deps.logger,
     richMessages: deps.richMessages,
-    courier,
+    courier: deps.courier ?? noCourier,
   });
   const allowed = new Set(deps.allowedUserIds);
 

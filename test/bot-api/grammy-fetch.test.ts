@@ -1,7 +1,7 @@
 import { createServer } from "node:http";
 import { Api, HttpError } from "grammy";
 import { afterEach, describe, expect, it } from "vitest";
-import { grammyFetch } from "../../src/telegram/grammy-fetch.js";
+import { grammyFetch } from "../../src/bot-api/grammy-fetch.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 
 let fake: FakeTelegram;

@@ -1,8 +1,8 @@
 import { Api } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDelivery } from "../../src/answer/delivery.js";
-import { grammyFetch } from "../../src/telegram/grammy-fetch.js";
-import { logNetworkFailures, retryNetworkFailures } from "../../src/telegram/network-failures.js";
+import { grammyFetch } from "../../src/bot-api/grammy-fetch.js";
+import { logNetworkFailures, retryNetworkFailures } from "../../src/bot-api/network-failures.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { captureLogger } from "../helpers/logs.js";
 import { refusingPort } from "../helpers/refusing-port.js";
