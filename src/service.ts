@@ -198,6 +198,7 @@ export async function startService(
             workspaceFiles: await app.workspaces.move(scopeOfKey(from), scopeOfKey(to)),
             profileEntries: await app.profiles.moveScope(scopeKeyOf(from), scopeKeyOf(to)),
             voiceSettings: await app.voice.settings.move(from, to),
+            usageRows: await app.usage.move(from, to),
             toolGrants: await app.approvals.store.moveGrants(
               scopeName(scopeOfKey(from)),
               scopeName(scopeOfKey(to)),

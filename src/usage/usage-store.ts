@@ -34,6 +34,16 @@ export function createUsageStore(db: Kysely<Database>) {
       });
     },
 
+    /** Gives one conversation's tokens to another (a group that became a supergroup). */
+    async move(from: string, to: string): Promise<number> {
+      const moved = await db
+        .updateTable("model_usage")
+        .set({ chat_id: to })
+        .where("chat_id", "=", from)
+        .executeTakeFirst();
+      return Number(moved.numUpdatedRows);
+    },
+
     /** A conversation's tokens since `since`, per model. */
     async since(chatId: string, since: Date): Promise<UsageByModel> {
       const rows = await db

@@ -370,5 +370,15 @@ describe("conversations end to end: groups, strangers and service messages", () 
     expect(contextOf(request)).toContain("swordfish");
     expect(sentTo(OLD_GROUP)).toHaveLength(1);
     expect(sentTo(NEW_SUPERGROUP)).toHaveLength(1);
+    // The old group's tokens went with it: /usage counts both answers.
+    await post({ chat: supergroup(NEW_SUPERGROUP), from: ann, ...commandText("/usage") });
+    const usage = await eventually(() =>
+      sentTo(NEW_SUPERGROUP).find((m) => m.plain_text.includes("Today")),
+    );
+    const moved = w.service.logs.find(
+      (l) => l.msg === "a group became a supergroup; its conversation moved",
+    );
+    expect(moved?.usageRows).toBe(1);
+    expect(usage.plain_text).not.toMatch(/Today: 0 prompt/);
   });
 });

@@ -8,5 +8,6 @@ export const moveNothing: MoveConversation = async () => ({
   workspaceFiles: 0,
   profileEntries: 0,
   voiceSettings: 0,
+  usageRows: 0,
   toolGrants: 0,
 });

@@ -12,6 +12,7 @@ export type MoveConversation = (
   workspaceFiles: number;
   profileEntries: number;
   voiceSettings: number;
+  usageRows: number;
   toolGrants: number;
 }>;
 
