@@ -60,6 +60,13 @@ export type BotDeps = BotApiDeps & {
   approvals?: Omit<ApprovalsComposerDeps, "mayAnswer">;
 };
 
+/** Ends a conversation's waiting tool calls, and has the dispatcher run what that queued. */
+const cancelApprovalsOf =
+  ({ approvals, onQueued }: NonNullable<BotDeps["approvals"]>) =>
+  async (conversation: string) => {
+    if ((await approvals.cancel(conversation)).length > 0) onQueued(conversation);
+  };
+
 /**
  * The grammY bot: commands, then conversation. It runs updates the inbox hands it with their
  * lease (`run`); it never fetches updates itself (src/telegram/polling.ts and the webhook feed
@@ -97,6 +104,7 @@ export function createBot(deps: BotDeps) {
       pendingTopicNames: deps.pendingTopicNames,
       tasks: deps.tasks,
       logger: deps.logger,
+      ...(deps.approvals ? { cancelApprovals: cancelApprovalsOf(deps.approvals) } : {}),
     }),
   );
   commandsAndButtons.use(tasksComposer({ tasks: deps.tasks, delivery }));

@@ -20,7 +20,7 @@ import { mcpConfigFile } from "../helpers/tool-policies.js";
 
 const FAKE_SERVER = fileURLToPath(new URL("../fakes/mcp-server.ts", import.meta.url));
 // One private chat per test: approvals and grants are per conversation and scope.
-const USERS = Array.from({ length: 21 }, (_, i) => 700_001 + i);
+const USERS = Array.from({ length: 22 }, (_, i) => 700_001 + i);
 const GROUP = -4_000_777;
 const OTHER_GROUP = -4_000_779;
 const GRANTS_GROUP = -4_000_781;
@@ -320,6 +320,25 @@ describe.each(DATABASE_KINDS)("tool approvals through the running service on %s"
     await eventually(() => textsTo(w, chat).includes("(stopped)"));
     await eventually(() => current(w, chat, prompt.message_id)?.plain_text.includes("Stopped"));
     expect(w.gemini.requests.length).toBe(before);
+  });
+
+  it("/clear ends a call that waits: its request says so and loses its buttons", async () => {
+    const chat = USERS[21] as number;
+    const { prompt } = await askIn(w, { chatId: chat, userId: chat });
+    const before = w.gemini.requests.length;
+    await w.say("/clear", { chatId: chat, userId: chat });
+    await eventually(() => textsTo(w, chat).some((t) => t.startsWith("🧹 Cleared")));
+    await eventually(() => current(w, chat, prompt.message_id)?.plain_text.includes("Stopped"));
+    expect(current(w, chat, prompt.message_id)?.message.reply_markup).toBeUndefined();
+    expect(w.gemini.requests.length).toBe(before);
+    // The conversation goes on afresh: nothing of the ended turn is said after the /clear.
+    w.gemini.script(text("fresh start"));
+    await w.say("hello again", { chatId: chat, userId: chat });
+    await eventually(() => textsTo(w, chat).includes("fresh start"));
+    expect(textsTo(w, chat).slice(1)).toEqual([
+      expect.stringMatching(/^🧹 Cleared/),
+      "fresh start",
+    ]);
   });
 
   for (const [name, threadId] of [

@@ -82,6 +82,8 @@ export type CommandDeps = {
   pendingTopicNames: PendingTopicNames;
   /** A cleared conversation's scheduled tasks end with it. */
   tasks: Pick<TaskStore, "disableConversation">;
+  /** So do its tool calls waiting for an answer (none without approvals). */
+  cancelApprovals?(conversation: string): Promise<void>;
   logger: Logger;
 };
 
@@ -100,9 +102,14 @@ export function commandsComposer(deps: CommandDeps): Composer<TurnContext> {
   const reply = (ctx: TurnContext, html: string) =>
     delivery.sendHtml(ctx.chat?.id as number, html, ctx.thread);
 
-  /** Wipes a conversation, and disables its scheduled tasks: they would run in an empty one. */
+  /**
+   * Wipes a conversation, disables its scheduled tasks (they would run in an empty one) and ends
+   * its tool calls waiting for an answer.
+   */
   async function clear(ctx: TurnContext): Promise<string> {
     const { conversation } = ctx;
+    // Their buttons would answer calls whose turn is gone.
+    await deps.cancelApprovals?.(conversation);
     const removed = await store.clear(conversation);
     const disabled = await deps.tasks.disableConversation(conversation, "conversation cleared");
     if (disabled > 0) {
