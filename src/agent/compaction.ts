@@ -3,6 +3,7 @@ import { type CompactionLimits, isOverBudget, planCompaction } from "../session/
 import { textOf } from "../session/events.js";
 import { appendMemory } from "../session/memory-files.js";
 import { type ChatContext, contextSize, type SessionStore } from "../session/store.js";
+import { GeminiError } from "./gemini-errors.js";
 import type { AgentHooks } from "./hooks.js";
 import type { ModelClient } from "./model-client.js";
 import { SUMMARY_INSTRUCTION, SUMMARY_REQUEST, summaryFraming } from "./prompts.js";
@@ -20,6 +21,7 @@ export function compactionNotice(summarizedEvents: number): string {
 export type CompactionOutcome =
   | { status: "compacted"; summarizedEvents: number; context: ChatContext }
   | { status: "nothing-to-compact"; context: ChatContext }
+  /** `reason` is fit for the chat: it says what failed, without the call's internals. */
   | { status: "failed"; reason: string; context: ChatContext }
   /** The user stopped the answer during the summary call: nothing was stored. */
   | { status: "stopped"; context: ChatContext };
@@ -102,7 +104,12 @@ export function createCompactor(deps: CompactorDeps): Compactor & {
       log.warn({ err: error }, "compaction failed: the summary call did not succeed");
       return {
         status: "failed",
-        reason: error instanceof Error ? error.message : String(error),
+        // What the chat may read: Gemini's words without the call's internals, and nothing of
+        // another failure's (the log has it).
+        reason:
+          error instanceof GeminiError
+            ? error.userMessage.replace(/\.$/, "")
+            : "something went wrong on my side",
         context,
       };
     }

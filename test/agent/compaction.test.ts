@@ -123,6 +123,16 @@ describe("compaction through the agent", () => {
     expect(h.logs.some((l) => l.msg.includes("compaction failed"))).toBe(true);
   });
 
+  it("says why a compaction failed in words fit for the chat, without the call's internals", async () => {
+    h = await startHarness();
+    await talk("c1", ["q1", "q2"]);
+    h.fake.scriptFor(SUMMARY_MODEL, status(400, "API key not valid. Please pass a valid API key."));
+    expect(await h.app.compactor.compact("c1")).toMatchObject({
+      status: "failed",
+      reason: "Gemini refused the request: API key not valid. Please pass a valid API key",
+    });
+  });
+
   it("tries a failing summary once per turn, not before every model call", async () => {
     h = await startHarness({ env: { COMPACTION_MAX_EVENTS: "4" } });
     h.fake.scriptFor(SUMMARY_MODEL, status(400, "no"), status(400, "no"), text("summary"));
