@@ -1,13 +1,17 @@
 import type { MediaPart } from "../session/events.js";
 import type { ChatContext } from "../session/store.js";
 
-/** The pictures of a conversation's context, oldest first: photos sent and pictures drawn. */
+/**
+ * The pictures of a conversation's context, oldest first: photos sent, images sent as files (a
+ * screenshot kept as a PNG: their bytes were checked to be the image type they carry), and
+ * pictures drawn.
+ */
 export function picturesOf(context: ChatContext): MediaPart[] {
   return context.events.flatMap(({ event }) =>
     event.parts.filter(
       (part): part is MediaPart =>
         part.kind === "media" &&
-        part.media === "photo" &&
+        (part.media === "photo" || part.media === "document") &&
         !part.thought &&
         part.mimeType.startsWith("image/"),
     ),
