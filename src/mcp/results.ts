@@ -1,4 +1,5 @@
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { sniff } from "../media/sniff.js";
 import type { NewAttachment } from "../session/attachments.js";
 import type { MediaKind } from "../session/events.js";
 
@@ -29,14 +30,17 @@ export function convertResult(result: CallToolResult, maxChars: number): Convert
   const lines: string[] = [];
   const files: ResultFile[] = [];
   const addFile = (base64: string, mimeType: string, label: string) => {
-    const media = mediaKindOf(mimeType);
     const bytes = Buffer.from(base64, "base64");
-    if (!media || files.length >= MAX_FILES || bytes.byteLength > MAX_FILE_BYTES) {
+    // By what the bytes are: Gemini refuses a request with an image it cannot read (an SVG, a
+    // GIF) or one whose type lies, and the whole turn with it.
+    const sniffed = sniff(bytes, mimeType);
+    const media = sniffed.ok ? mediaKindOf(sniffed.mimeType) : undefined;
+    if (!sniffed.ok || !media || files.length >= MAX_FILES || bytes.byteLength > MAX_FILE_BYTES) {
       lines.push(`[${label}: ${mimeType}, ${bytes.byteLength} bytes, not shown]`);
       return;
     }
-    files.push({ bytes, mimeType, media });
-    lines.push(`[${label}: ${mimeType}, attached as file ${files.length}]`);
+    files.push({ bytes, mimeType: sniffed.mimeType, media });
+    lines.push(`[${label}: ${sniffed.mimeType}, attached as file ${files.length}]`);
   };
   for (const block of result.content ?? []) {
     switch (block.type) {
