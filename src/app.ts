@@ -58,7 +58,10 @@ export async function createApp(
     database?: DatabaseHandle;
     gemini?: Pick<GeminiClientDeps, "retry" | "sleep" | "timeoutMs">;
     /** The Files API's timing: tests poll a processing video without waiting seconds. */
-    geminiFiles?: Pick<GeminiFilesDeps, "retry" | "sleep" | "pollMs" | "timeoutMs">;
+    geminiFiles?: Pick<
+      GeminiFilesDeps,
+      "retry" | "sleep" | "pollMs" | "timeoutMs" | "maxProcessingMs"
+    >;
     /** Wraps the Gemini client, e.g. to time model calls apart from everything else. */
     wrapModel?: (model: ModelClient) => ModelClient;
     /** Wraps the Files API client, e.g. to time uploads apart from everything else. */

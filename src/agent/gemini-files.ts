@@ -19,11 +19,23 @@ export class GeminiFileRefusedError extends Error {
   }
 }
 
+/**
+ * A file Gemini had not finished processing in time (a long video): like a refused one, it is
+ * described in words, but only for a while, then uploaded again.
+ */
+export class GeminiFileNotReadyError extends GeminiFileRefusedError {
+  constructor(reason: string) {
+    super(reason);
+    this.name = "GeminiFileNotReadyError";
+  }
+}
+
 export interface GeminiFiles {
   /**
    * Uploads the bytes through the Files API (the resumable protocol, 8 MB a request) and waits
-   * until Gemini has processed them (videos take a while). Throws GeminiFileRefusedError, or
-   * GeminiUnavailableError when Gemini could not be reached within the retries.
+   * until Gemini has processed them (videos take a while). Throws GeminiFileRefusedError
+   * (GeminiFileNotReadyError when processing takes too long), or GeminiUnavailableError when
+   * Gemini could not be reached within the retries.
    */
   upload(bytes: Buffer, mimeType: string, displayName: string): Promise<UploadedFile>;
 }
@@ -124,9 +136,8 @@ export function createGeminiFiles(deps: GeminiFilesDeps): GeminiFiles {
     const started = Date.now();
     while (file.state === "PROCESSING") {
       if (Date.now() - started > maxProcessingMs) {
-        throw new GeminiUnavailableError(
-          `Gemini was still processing ${file.name} after ${maxProcessingMs / 1000} s`,
-          1,
+        throw new GeminiFileNotReadyError(
+          `Gemini was still processing it after ${Math.round(maxProcessingMs / 1000)} s`,
         );
       }
       await sleep(pollMs);

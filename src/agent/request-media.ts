@@ -6,7 +6,11 @@ import { mediaNote } from "../session/media-text.js";
 import { sendableEvents } from "../session/refusals.js";
 import type { ChatContext } from "../session/store.js";
 import { GeminiRefusedError } from "./gemini-errors.js";
-import { GeminiFileRefusedError, type GeminiFiles } from "./gemini-files.js";
+import {
+  GeminiFileNotReadyError,
+  GeminiFileRefusedError,
+  type GeminiFiles,
+} from "./gemini-files.js";
 
 /**
  * A media part is sent inline (its bytes in the request) when it is at most this large: a photo
@@ -28,6 +32,10 @@ export const REUPLOAD_MARGIN_MS = 60 * 60 * 1000;
 
 /** How many files a request uploads at once (after 48 hours, all of a context's files expire). */
 const UPLOADS_AT_ONCE = 4;
+/** How long Gemini keeps an uploaded file (its Files API deletes it after 48 hours). */
+const FILE_LIFE_MS = 48 * 60 * 60 * 1000;
+/** When a file Gemini had not finished processing is uploaded again. */
+const NOT_READY_RETRY_MS = 60 * 60 * 1000;
 
 export type ReadAttachments = (hashes: readonly string[]) => Promise<Map<string, Buffer>>;
 
@@ -135,8 +143,10 @@ const mediaPartsOf = (context: ChatContext): MediaPart[] =>
 
 export function createMediaSource(deps: MediaSourceDeps): MediaSource {
   const now = deps.now ?? Date.now;
+  // An uploaded file must outlive the turn; a failed upload's time is when to try again.
   const usable = (ref: GeminiFileRef | undefined) =>
-    ref !== undefined && Date.parse(ref.expiresAt) - REUPLOAD_MARGIN_MS > now();
+    ref !== undefined &&
+    Date.parse(ref.expiresAt) - (ref.kind === "uploaded" ? REUPLOAD_MARGIN_MS : 0) > now();
 
   /** Uploads one attachment (or records why Gemini will not take it); undefined if its bytes are gone. */
   async function upload(part: MediaPart): Promise<GeminiFileRef | undefined> {
@@ -157,8 +167,11 @@ export function createMediaSource(deps: MediaSourceDeps): MediaSource {
         { sha256: part.sha256, mime_type: mimeType, reason: error.reason },
         "Gemini refused a file; it is described in words",
       );
-      // Asked again only once Gemini would have deleted it anyway.
-      const expiresAt = new Date(now() + 48 * 60 * 60 * 1000).toISOString();
+      // Asked again only once Gemini would have deleted it anyway, or, for a file still being
+      // processed, once it may be done.
+      const retryInMs =
+        error instanceof GeminiFileNotReadyError ? NOT_READY_RETRY_MS : FILE_LIFE_MS;
+      const expiresAt = new Date(now() + retryInMs).toISOString();
       ref = { kind: "failed", mimeType, reason: error.reason, expiresAt };
     }
     await deps.store.save(part.sha256, ref);

@@ -177,6 +177,26 @@ describe.each(DATABASE_KINDS)("media in turns on %s", (kind) => {
     // Not uploaded again on the next turn: Gemini would fail it the same way.
     expect(h.fake.files.uploaded).toHaveLength(2);
   });
+  it("answers about a video Gemini takes too long to process, and does not upload it every turn", async () => {
+    h = await startHarness({
+      kind,
+      gemini: { files: { processingGets: 1e6 } },
+      maxProcessingMs: 50,
+    });
+    const stored = await putAttachment(h.app.database.db, "v4", {
+      bytes: Buffer.alloc(INLINE_PART_MAX_BYTES + 1, 4),
+      mimeType: "video/mp4",
+    });
+    const video: MediaPart = { kind: "media", media: "video", ...stored, duration: 3 };
+    h.fake.script(text("I cannot watch it yet"), text("still not"));
+    expect((await h.app.agent.runTurn("v4", { text: "watch", media: [video] })).text).toBe(
+      "I cannot watch it yet",
+    );
+    expect((await h.app.agent.runTurn("v4", { text: "and now?" })).text).toBe("still not");
+    expect(mediaOf(h.fake.requests[1])).toEqual(["words [video 0:03, video/mp4, 1.0 MB]"]);
+    expect(h.fake.files.uploaded).toHaveLength(1);
+  });
+
   it("ends a turn stopped while Gemini processes its video at once; the next turn uses the upload", async () => {
     h = await startHarness({ kind, gemini: { files: { processingGets: 1_000 } } });
     const stored = await putAttachment(h.app.database.db, "v3", {

@@ -35,6 +35,8 @@ export async function startHarness(
     wrapModel?: (model: ModelClient) => ModelClient;
     /** Logs somewhere else than `logs`, which then stays empty. */
     logger?: Logger;
+    /** How long Gemini may process an uploaded file (GeminiFilesDeps.maxProcessingMs). */
+    maxProcessingMs?: number;
   } = {},
 ): Promise<Harness> {
   const fake = await startFakeGemini(options.gemini);
@@ -67,7 +69,13 @@ export async function startHarness(
   const boot = async () => {
     const app = await createApp(config, logger, {
       gemini: fastRetry,
-      geminiFiles: { ...fastRetry, pollMs: 1 },
+      geminiFiles: {
+        ...fastRetry,
+        pollMs: 1,
+        ...(options.maxProcessingMs === undefined
+          ? {}
+          : { maxProcessingMs: options.maxProcessingMs }),
+      },
       ...(options.wrapModel ? { wrapModel: options.wrapModel } : {}),
     });
     apps.push(app);
