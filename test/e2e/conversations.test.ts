@@ -156,6 +156,18 @@ describe("conversations end to end: topics are conversations of their own", () =
     expect(w.telegram.topicsOf(u).get(threadId)).toBe("plan a trip to Kyoto in spring");
   });
 
+  it("/new in a forum asks for a first message that mentions the bot, and names the topic after it", async () => {
+    await w.say(`/new@${w.telegram.bot.username}`, { chatId: FORUM, forum: true });
+    const greeting = await waitForText(FORUM, (t) => t.includes("fresh conversation starts here"));
+    expect(greeting.plain_text).toContain(
+      `Your first message to me (mention @${w.telegram.bot.username})`,
+    );
+    const threadId = greeting.body.message_thread_id as number;
+    await w.say(`${MENTION} plan the offsite`, { chatId: FORUM, threadId });
+    await waitForText(FORUM, (t) => t.includes("plan the offsite"));
+    expect(w.telegram.topicsOf(FORUM).get(threadId)).toBe("plan the offsite");
+  });
+
   it("/new starts a fresh context where the bot may not open topics, or there are none", async () => {
     for (const chatId of [FORUM_WITHOUT_RIGHTS, GROUP]) {
       const forum = chatId === FORUM_WITHOUT_RIGHTS;

@@ -143,9 +143,14 @@ export function commandsComposer(deps: CommandDeps): Composer<TurnContext> {
       return;
     }
     await deps.pendingTopicNames.remember(conversationKey({ chatId: ctx.chat.id, threadId }));
+    // In a group the bot hears only what is addressed to it, so the first message must be.
+    const first =
+      ctx.chat.type === "private"
+        ? "Your first message"
+        : `Your first message to me (mention @${escapeHtml(ctx.me.username)})`;
     await delivery.sendHtml(
       ctx.chat.id,
-      "🆕 A fresh conversation starts here. Your first message gives this topic its name.",
+      `🆕 A fresh conversation starts here. ${first} gives this topic its name.`,
       threadId,
     );
     await reply(
