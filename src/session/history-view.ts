@@ -1,3 +1,4 @@
+import { FRESH_START_NOTE } from "../recall/fresh-start.js";
 import { truncate } from "./event-text.js";
 import {
   type EventPart,
@@ -13,9 +14,14 @@ import type { StoredEvent } from "./store.js";
 
 export type HistoryLine =
   | { kind: "user" | "task" | "summary"; text: string }
+  /** Where /new started a fresh context in the same conversation. */
+  | { kind: "fresh" }
   /** `mark`: the answer was stopped by the user, or its stream was cut ("(stopped)", "(cut off)"). */
   | { kind: "assistant"; text: string; mark?: string }
   | { kind: "tool"; ok: boolean; name: string; args: string };
+
+/** How /history shows where /new started afresh. */
+export const FRESH_START_LINE = "A fresh conversation started here (/new)";
 
 const MAX_ARGS_CHARS = 200;
 const DEFAULT_HISTORY_TURNS = 10;
@@ -80,7 +86,9 @@ export function historyLines(events: readonly StoredEvent[]): HistoryLine[] {
   const lines: HistoryLine[] = [];
   for (const stored of events) {
     if (stored.kind === "compaction") {
-      lines.push({ kind: "summary", text: textOf(stored.event.summary) });
+      const text = textOf(stored.event.summary);
+      // /new's note is for the model, not a summary of anything.
+      lines.push(text === FRESH_START_NOTE ? { kind: "fresh" } : { kind: "summary", text });
       continue;
     }
     const { event } = stored;
@@ -139,6 +147,8 @@ export function historyLineText(line: HistoryLine): string {
       return `Koroku: ${line.text}${line.mark ? ` ${line.mark}` : ""}`;
     case "summary":
       return `[Summary of earlier conversation] ${line.text}`;
+    case "fresh":
+      return `[${FRESH_START_LINE}]`;
     case "tool":
       return `${line.ok ? "✓" : "✗"} ${line.name} ${line.args}`;
   }

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { historyLines } from "../../src/session/history-view.js";
+import { FRESH_START_NOTE } from "../../src/recall/fresh-start.js";
+import { historyLines, historyLineText } from "../../src/session/history-view.js";
+import type { StoredCompaction } from "../../src/session/store.js";
 import { eventOf, mediaPart, storedSession } from "../helpers/events.js";
 
 describe("historyLines", () => {
@@ -28,6 +30,25 @@ describe("historyLines", () => {
     expect(historyLines([storedSession(answer, 1)])).toEqual([
       { kind: "assistant", text: "Here is my final answer." },
     ]);
+  });
+
+  it("shows where /new started afresh as that, not as a summary", () => {
+    const fresh: StoredCompaction = {
+      id: 3,
+      kind: "compaction",
+      event: {
+        v: 1,
+        event_type: "compaction",
+        summary: [{ kind: "text", text: FRESH_START_NOTE }],
+        summarized_events: 2,
+      },
+      createdAt: "2026-12-05T10:00:00.000Z",
+      coversFromId: 1,
+      coversToId: 2,
+      estimatedTokens: 0,
+    };
+    expect(historyLines([fresh])).toEqual([{ kind: "fresh" }]);
+    expect(historyLineText({ kind: "fresh" })).toBe("[A fresh conversation started here (/new)]");
   });
 
   it("shows a user's photo with its caption", () => {

@@ -90,7 +90,7 @@ describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
       .execute();
     expect(stored).toHaveLength(1);
     const lines = historyLines(await w.h.app.store.lastTurns(String(USER), 2));
-    expect(lines.map((l) => ("text" in l ? l.text : l.name))).toEqual([
+    expect(lines.map((l) => ("text" in l ? l.text : "name" in l ? l.name : l.kind))).toEqual([
       "📷 photo «what is it?»",
       "a red square",
       "📷 photo",

@@ -8,6 +8,7 @@ import { conversationKey } from "../../scope/conversation-key.js";
 import type { CompactionLimits } from "../../session/compaction-plan.js";
 import { truncate } from "../../session/event-text.js";
 import {
+  FRESH_START_LINE,
   HISTORY_TURNS_RULE,
   type HistoryLine,
   historyLines,
@@ -46,6 +47,8 @@ function historyLineHtml(line: HistoryLine): string {
       return `<b>Koroku:</b> ${escapeHtml(clip(line.text))}${line.mark ? ` <i>${line.mark}</i>` : ""}`;
     case "summary":
       return `🧠 <i>Summary of earlier conversation:</i> ${escapeHtml(clip(line.text))}`;
+    case "fresh":
+      return `🆕 <i>${FRESH_START_LINE}</i>`;
     case "tool":
       return `${line.ok ? "✓" : "✗"} <code>${escapeHtml(line.name)}</code> <code>${escapeHtml(line.args)}</code>`;
   }
