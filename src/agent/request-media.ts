@@ -165,7 +165,9 @@ export function createMediaSource(deps: MediaSourceDeps): MediaSource {
       if (!(error instanceof GeminiFileRefusedError)) throw error;
       deps.logger.warn(
         { sha256: part.sha256, mime_type: mimeType, reason: error.reason },
-        "Gemini refused a file; it is described in words",
+        error instanceof GeminiFileNotReadyError
+          ? "Gemini has not processed a file in time; it is described in words for now"
+          : "Gemini refused a file; it is described in words",
       );
       // Asked again only once Gemini would have deleted it anyway, or, for a file still being
       // processed, once it may be done.

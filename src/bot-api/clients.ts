@@ -29,9 +29,10 @@ export type BotApiDeps = {
  * How the process calls the Bot API: one client (grammY's fetch, Node's), and what each kind of
  * call passes on its way, in order. The bot's own calls (answers, commands' replies) go by the
  * courier, with secrets scrubbed, every failure logged and counted, and retries of network
- * failures and of flood waits and 5xx; the live view's drafts and edits the same without retries
- * (one retried after a wait would be stale, and the next one replaces it anyway); long polling's
- * getUpdates once each, its loop asking again.
+ * failures and of flood waits and 5xx; the live view's drafts and edits by the courier too,
+ * scrubbed and their failures logged, never retried (one retried after a wait would be stale,
+ * and the next one replaces it anyway); long polling's getUpdates once each, failures logged
+ * and counted, its loop asking again.
  */
 export function botApiClients(deps: BotApiDeps) {
   const client: ApiClientOptions = { apiRoot: deps.apiRoot, fetch: grammyFetch };

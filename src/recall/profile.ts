@@ -38,6 +38,9 @@ const totalChars = (entries: readonly { fact: string }[]) =>
 
 export type Profiles = ReturnType<typeof createProfiles>;
 
+/** Rolls a consolidation's replacement back: the profile changed since it was read. */
+class ProfileChangedError extends Error {}
+
 /** The profile of each recall scope (by its scopeName()), in table `profile_entries`. */
 export function createProfiles(deps: { db: Kysely<Database>; now?: () => Date }) {
   const { db } = deps;
@@ -54,23 +57,32 @@ export function createProfiles(deps: { db: Kysely<Database>; now?: () => Date })
   const list = async (scope: string, trx: Kysely<Database> = db): Promise<ProfileEntry[]> =>
     (await entriesOf.run({ scope }, trx)).rows.map(toEntry);
 
+  /** Deletes the scope's entries of these ids; returns how many went. */
+  async function deleteEntries(
+    trx: Kysely<Database>,
+    scope: string,
+    ids: readonly number[],
+  ): Promise<number> {
+    if (ids.length === 0) return 0;
+    const deleted = await trx
+      .deleteFrom("profile_entries")
+      .where("scope", "=", scope)
+      .where("id", "in", ids)
+      .executeTakeFirst();
+    return Number(deleted.numDeletedRows);
+  }
+
   async function removeWhere(
     scope: string,
     match: (entry: ProfileEntry) => boolean,
   ): Promise<ProfileEntry[]> {
     return db.transaction().execute(async (trx) => {
       const gone = (await list(scope, trx)).filter(match);
-      if (gone.length > 0) {
-        await trx
-          .deleteFrom("profile_entries")
-          .where("scope", "=", scope)
-          .where(
-            "id",
-            "in",
-            gone.map((e) => e.id),
-          )
-          .execute();
-      }
+      await deleteEntries(
+        trx,
+        scope,
+        gone.map((e) => e.id),
+      );
       return gone;
     });
   }
@@ -148,20 +160,31 @@ export function createProfiles(deps: { db: Kysely<Database>; now?: () => Date })
         kept.push(fact);
         chars += fact.length;
       }
+      if (kept.length === 0) return list(scope);
       const createdAt = now().toISOString();
-      return db.transaction().execute(async (trx) => {
-        const current = await list(scope, trx);
-        const unchanged =
-          current.length === read.length && current.every((e, i) => e.id === read[i]?.id);
-        if (!unchanged) return undefined;
-        if (kept.length === 0) return current;
-        await trx.deleteFrom("profile_entries").where("scope", "=", scope).execute();
-        await trx
-          .insertInto("profile_entries")
-          .values(kept.map((fact) => ({ scope, fact, created_at: createdAt })))
-          .execute();
-        return list(scope, trx);
-      });
+      try {
+        return await db.transaction().execute(async (trx) => {
+          // Exactly the entries read, and nothing added since: a forget or a remember that came
+          // in between, committed before or while this runs, leaves a count that differs.
+          const deleted = await deleteEntries(
+            trx,
+            scope,
+            read.map((e) => e.id),
+          );
+          const left = await list(scope, trx);
+          if (deleted !== read.length || left.length > 0) {
+            throw new ProfileChangedError();
+          }
+          await trx
+            .insertInto("profile_entries")
+            .values(kept.map((fact) => ({ scope, fact, created_at: createdAt })))
+            .execute();
+          return list(scope, trx);
+        });
+      } catch (error) {
+        if (error instanceof ProfileChangedError) return undefined;
+        throw error;
+      }
     },
   };
 }

@@ -70,7 +70,8 @@ function outcomeHtml(outcome: CompactionOutcome): string {
     case "nothing-to-compact":
       return "Nothing to compact yet: the conversation holds only the latest exchange.";
     case "failed":
-      return `Compaction failed: ${escapeHtml(outcome.reason)}. The conversation is unchanged; try again in a minute.`;
+      // The reason says what to do (Gemini's "try again in a minute" when it was unavailable).
+      return `Compaction failed: ${escapeHtml(outcome.reason)}. The conversation is unchanged.`;
     case "stopped":
       return "Compaction stopped. The conversation is unchanged.";
   }

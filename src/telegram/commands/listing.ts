@@ -6,46 +6,46 @@ type Where = { chatId: number; threadId: number | undefined };
 
 /**
  * Sends a command's HTML reply in as many messages as Telegram's length limit takes, its buttons
- * under the last: a full /memory or /tasks list is longer than one message may be. Returns the
- * last message.
+ * under the last: a full /memory or /tasks list is longer than one message may be.
  */
 export async function sendListing(
   api: Api,
   where: Where,
   html: string,
   keyboard?: InlineKeyboard,
-): Promise<Message.TextMessage> {
+): Promise<void> {
   const pieces = splitMessage(html);
-  let last: Message.TextMessage | undefined;
   for (const [i, piece] of pieces.entries()) {
-    last = await api.sendMessage(where.chatId, piece, {
+    await api.sendMessage(where.chatId, piece, {
       parse_mode: "HTML",
       link_preview_options: { is_disabled: true },
       ...(keyboard && i === pieces.length - 1 ? { reply_markup: keyboard } : {}),
       ...(where.threadId === undefined ? {} : { message_thread_id: where.threadId }),
     });
   }
-  return last as Message.TextMessage;
 }
 
 /**
  * Shows a listing anew in the message whose button was pressed: edited in place when it fits in
- * one message, else that message says so and the listing comes again below.
+ * one message and the pressed one was the whole listing (its first line has `title`), else that
+ * message says so and the listing comes again below, so no earlier piece is left out of date.
  */
 export async function editListing(
   api: Api,
-  where: Where & { messageId: number },
+  where: Where & { message: Pick<Message, "message_id" | "text">; title: string },
   html: string,
   keyboard?: InlineKeyboard,
 ): Promise<void> {
-  if (splitMessage(html).length === 1) {
-    await api.editMessageText(where.chatId, where.messageId, html, {
+  const wholeBefore = where.message.text?.split("\n", 1)[0]?.includes(where.title) === true;
+  const messageId = where.message.message_id;
+  if (wholeBefore && splitMessage(html).length === 1) {
+    await api.editMessageText(where.chatId, messageId, html, {
       parse_mode: "HTML",
       link_preview_options: { is_disabled: true },
       ...(keyboard ? { reply_markup: keyboard } : {}),
     });
     return;
   }
-  await api.editMessageText(where.chatId, where.messageId, "Updated: the list is below.");
+  await api.editMessageText(where.chatId, messageId, "Updated: the list is below.");
   await sendListing(api, where, html, keyboard);
 }

@@ -11,6 +11,7 @@ import { editListing, sendListing } from "./listing.js";
 const DELETE_DATA = /^memory:del:(\d+)$/;
 const CONFIRM_DATA = /^forget:yes:(\d+)$/;
 const BUTTON_FACT_CHARS = 40;
+const PROFILE_TITLE = "What I remember";
 
 export type MemoryCommandDeps = {
   profiles: Pick<Profiles, "list" | "remove">;
@@ -27,7 +28,7 @@ function profileView(entries: readonly ProfileEntry[]) {
   }
   return {
     html: [
-      `🧠 <b>What I remember</b> (${entries.length} of at most ${PROFILE_BUDGET.entries})`,
+      `🧠 <b>${PROFILE_TITLE}</b> (${entries.length} of at most ${PROFILE_BUDGET.entries})`,
       ...entries.map((e, i) => `${i + 1}. ${escapeHtml(e.fact)}`),
     ].join("\n"),
     keyboard: InlineKeyboard.from(
@@ -108,7 +109,7 @@ export function memoryComposer(deps: MemoryCommandDeps): Composer<TurnContext> {
     if (!message) return;
     await editListing(
       ctx.api,
-      { chatId: message.chat.id, threadId: ctx.thread, messageId: message.message_id },
+      { chatId: message.chat.id, threadId: ctx.thread, message, title: PROFILE_TITLE },
       view.html,
       view.keyboard,
     );
