@@ -95,6 +95,21 @@ export function createBot(deps: BotDeps) {
   const commandsAndButtons = bot.filter(
     Context.has.filterQuery([":entities:bot_command", "callback_query:data"]),
   );
+  const mayAct = createStopPermission(bot.api);
+  // A press let in by its group's id (access.ts) counts only from an administrator of the group.
+  commandsAndButtons.on("callback_query:data", async (ctx, next) => {
+    const chat = ctx.callbackQuery.message?.chat;
+    if (
+      allowed.has(ctx.from.id) ||
+      (chat && (await mayAct(chat, { id: ctx.from.id, kind: "user" }, undefined)))
+    ) {
+      return next();
+    }
+    await ctx.answerCallbackQuery({
+      text: "Only an administrator of this group can use this button.",
+      show_alert: true,
+    });
+  });
   commandsAndButtons.use(
     commandsComposer({
       store: deps.store,
@@ -118,7 +133,7 @@ export function createBot(deps: BotDeps) {
     commandsAndButtons.use(
       approvalsComposer({
         ...approvals,
-        mayAnswer: createStopPermission(bot.api),
+        mayAnswer: mayAct,
       }),
     );
   }

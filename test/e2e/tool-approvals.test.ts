@@ -24,6 +24,8 @@ const USERS = Array.from({ length: 22 }, (_, i) => 700_001 + i);
 const GROUP = -4_000_777;
 const OTHER_GROUP = -4_000_779;
 const GRANTS_GROUP = -4_000_781;
+/** A group on the allowlist by its id: its anonymous administrators speak for it. */
+const ANON_GROUP = -1_004_000_900;
 const FORUM = -1_004_000_778;
 const TOPIC = 5;
 
@@ -34,7 +36,7 @@ function mcpEnv(webUrl?: string): Record<string, string> {
     web: { url: webUrl, headers: { Authorization: `Bearer $${"{"}WEB_TOKEN}` }, policy: "allow" },
   };
   return {
-    ALLOWED_USER_IDS: USERS.join(","),
+    ALLOWED_USER_IDS: [...USERS, ANON_GROUP].join(","),
     ENABLE_SHELL_TOOL: "true",
     WEB_TOKEN,
     MCP_CONFIG: mcpConfigFile({
@@ -370,6 +372,41 @@ describe.each(DATABASE_KINDS)("tool approvals through the running service on %s"
     w.gemini.script(text("read in the main chat"));
     await press(w, chat, inMain.prompt, "once");
     await eventually(() => textsTo(w, chat).includes("read in the main chat"));
+  });
+
+  it("in a group on the allowlist by its id, an anonymous administrator answers from their own account", async () => {
+    // Neither is on the allowlist: the one posts as the group, both press as themselves.
+    const [admin, member] = [9_100_001, 9_100_002];
+    w.telegram.setMemberStatus(ANON_GROUP, admin, "administrator");
+    w.telegram.setMemberStatus(ANON_GROUP, member, "member");
+    const group = { id: ANON_GROUP, type: "supergroup", title: "Admins" };
+    const mention = `@${w.telegram.bot.username}`;
+    w.gemini.script(call("fake__note"), text("read for the admins"));
+    const posted = await w.post({
+      update_id: w.nextUpdateId(),
+      message: {
+        message_id: 77,
+        date: Math.floor(Date.now() / 1000),
+        chat: group,
+        from: { id: 1087968824, is_bot: true, first_name: "Group", username: "GroupAnonymousBot" },
+        sender_chat: group,
+        text: `${mention} read the note`,
+        entities: [{ type: "mention", offset: 0, length: mention.length }],
+      },
+    });
+    expect(posted.status).toBe(200);
+    const prompt = await promptFor(w, ANON_GROUP, "fake__note");
+    await press(w, ANON_GROUP, prompt, "once", member);
+    await eventually(() =>
+      w.telegram.calls.some(
+        (c) =>
+          c.method === "answerCallbackQuery" &&
+          c.body.text === "Only an administrator of this group can use this button.",
+      ),
+    );
+    expect(current(w, ANON_GROUP, prompt.message_id)?.message.reply_markup).toBeDefined();
+    await press(w, ANON_GROUP, prompt, "once", admin);
+    await eventually(() => textsTo(w, ANON_GROUP).includes("read for the admins"));
   });
 
   it("/stop in a forum's topic cancels a waiting call for the one who asked, not for another member", async () => {
