@@ -81,6 +81,7 @@ export async function mediaBenchmark(deps: { progress(line: string): void }): Pr
           () => files.upload(...args),
           (ms) => uploadMs.push(ms),
         ),
+      check: (name) => timed(() => files.check(name)),
     }),
   });
   gemini.setDefault(text("a photo"));

@@ -24,7 +24,11 @@ export class GeminiFileRefusedError extends Error {
  * described in words, but only for a while, then uploaded again.
  */
 export class GeminiFileNotReadyError extends GeminiFileRefusedError {
-  constructor(reason: string) {
+  constructor(
+    reason: string,
+    /** The upload Gemini goes on processing: the next look asks after it, not uploads again. */
+    readonly file: Pick<UploadedFile, "name" | "uri" | "mimeType">,
+  ) {
     super(reason);
     this.name = "GeminiFileNotReadyError";
   }
@@ -38,6 +42,12 @@ export interface GeminiFiles {
    * Gemini could not be reached within the retries.
    */
   upload(bytes: Buffer, mimeType: string, displayName: string): Promise<UploadedFile>;
+  /**
+   * Where an upload Gemini was still processing stands: the file once it is ready, "processing"
+   * while it is not, undefined when Gemini no longer has it. Throws GeminiFileRefusedError when
+   * its processing failed.
+   */
+  check(name: string): Promise<UploadedFile | "processing" | undefined>;
 }
 
 export type GeminiFilesDeps = {
@@ -136,8 +146,10 @@ export function createGeminiFiles(deps: GeminiFilesDeps): GeminiFiles {
     const started = Date.now();
     while (file.state === "PROCESSING") {
       if (Date.now() - started > maxProcessingMs) {
+        const { name, uri } = uploaded(file, mimeType);
         throw new GeminiFileNotReadyError(
           `Gemini was still processing it after ${Math.round(maxProcessingMs / 1000)} s`,
+          { name, uri, mimeType: file.mimeType ?? mimeType },
         );
       }
       await sleep(pollMs);
@@ -150,5 +162,24 @@ export function createGeminiFiles(deps: GeminiFilesDeps): GeminiFiles {
     return uploaded(file, mimeType);
   }
 
-  return { upload };
+  async function check(name: string): Promise<UploadedFile | "processing" | undefined> {
+    const { ai } = await loadSdk();
+    let file: GeminiFile;
+    try {
+      file = await withRetries("checking an uploaded file", () => ai.files.get({ name }));
+    } catch (error) {
+      // Deleted, or another project's: uploaded again.
+      if (error instanceof GeminiRefusedError && (error.status === 403 || error.status === 404)) {
+        return undefined;
+      }
+      throw error;
+    }
+    if (file.state === "PROCESSING") return "processing";
+    if (file.state === "FAILED") {
+      throw new GeminiFileRefusedError(file.error?.message ?? "Gemini could not process the file");
+    }
+    return uploaded(file, file.mimeType ?? "");
+  }
+
+  return { upload, check };
 }

@@ -10,6 +10,7 @@ import {
   GeminiFileNotReadyError,
   GeminiFileRefusedError,
   type GeminiFiles,
+  type UploadedFile,
 } from "./gemini-files.js";
 
 /**
@@ -148,33 +149,65 @@ export function createMediaSource(deps: MediaSourceDeps): MediaSource {
     ref !== undefined &&
     Date.parse(ref.expiresAt) - (ref.kind === "uploaded" ? REUPLOAD_MARGIN_MS : 0) > now();
 
-  /** Uploads one attachment (or records why Gemini will not take it); undefined if its bytes are gone. */
-  async function upload(part: MediaPart): Promise<GeminiFileRef | undefined> {
-    const bytes = (await deps.readAttachments([part.sha256])).get(part.sha256);
-    if (!bytes) return undefined;
+  /** An upload Gemini is still processing, asked after again once it may be done. */
+  const stillProcessing = (
+    file: Pick<UploadedFile, "name" | "uri" | "mimeType">,
+  ): GeminiFileRef => ({
+    kind: "processing",
+    ...file,
+    expiresAt: new Date(now() + NOT_READY_RETRY_MS).toISOString(),
+  });
+
+  /** What became of an upload Gemini was still processing; undefined: it is to be uploaded anew. */
+  async function askedAfter(earlier: GeminiFileRef | undefined) {
+    if (earlier?.kind !== "processing") return undefined;
+    const checked = await deps.files.check(earlier.name);
+    if (checked === "processing") return stillProcessing(earlier);
+    return checked && ({ kind: "uploaded", ...checked } satisfies GeminiFileRef);
+  }
+
+  /**
+   * Uploads one attachment (or records why Gemini will not take it); undefined if its bytes are
+   * gone. One Gemini was still processing is asked after rather than uploaded again.
+   */
+  async function upload(
+    part: MediaPart,
+    earlier?: GeminiFileRef,
+  ): Promise<GeminiFileRef | undefined> {
     const mimeType = geminiMimeType(part);
     const started = performance.now();
     let ref: GeminiFileRef;
     try {
-      ref = { kind: "uploaded", ...(await deps.files.upload(bytes, mimeType, part.sha256)) };
-      deps.logger.info(
-        { sha256: part.sha256, bytes: part.size, ms: Math.round(performance.now() - started) },
-        "uploaded a file to Gemini",
-      );
+      const known = await askedAfter(earlier);
+      if (known) {
+        ref = known;
+      } else {
+        const bytes = (await deps.readAttachments([part.sha256])).get(part.sha256);
+        if (!bytes) return undefined;
+        ref = { kind: "uploaded", ...(await deps.files.upload(bytes, mimeType, part.sha256)) };
+        deps.logger.info(
+          { sha256: part.sha256, bytes: part.size, ms: Math.round(performance.now() - started) },
+          "uploaded a file to Gemini",
+        );
+      }
     } catch (error) {
-      if (!(error instanceof GeminiFileRefusedError)) throw error;
-      deps.logger.warn(
-        { sha256: part.sha256, mime_type: mimeType, reason: error.reason },
-        error instanceof GeminiFileNotReadyError
-          ? "Gemini has not processed a file in time; it is described in words for now"
-          : "Gemini refused a file; it is described in words",
-      );
-      // Asked again only once Gemini would have deleted it anyway, or, for a file still being
-      // processed, once it may be done.
-      const retryInMs =
-        error instanceof GeminiFileNotReadyError ? NOT_READY_RETRY_MS : FILE_LIFE_MS;
-      const expiresAt = new Date(now() + retryInMs).toISOString();
-      ref = { kind: "failed", mimeType, reason: error.reason, expiresAt };
+      if (error instanceof GeminiFileNotReadyError) {
+        deps.logger.warn(
+          { sha256: part.sha256, mime_type: mimeType, reason: error.reason },
+          "Gemini has not processed a file in time; it is described in words for now",
+        );
+        ref = stillProcessing(error.file);
+      } else if (error instanceof GeminiFileRefusedError) {
+        deps.logger.warn(
+          { sha256: part.sha256, mime_type: mimeType, reason: error.reason },
+          "Gemini refused a file; it is described in words",
+        );
+        // Asked again only once Gemini would have deleted it anyway.
+        const expiresAt = new Date(now() + FILE_LIFE_MS).toISOString();
+        ref = { kind: "failed", mimeType, reason: error.reason, expiresAt };
+      } else {
+        throw error;
+      }
     }
     await deps.store.save(part.sha256, ref);
     return ref;
@@ -185,10 +218,13 @@ export function createMediaSource(deps: MediaSourceDeps): MediaSource {
    * (a stopped turn leaves its upload running, for the next).
    */
   const underWay = new Map<string, Promise<GeminiFileRef | undefined>>();
-  function uploadOnce(part: MediaPart): Promise<GeminiFileRef | undefined> {
+  function uploadOnce(
+    part: MediaPart,
+    earlier?: GeminiFileRef,
+  ): Promise<GeminiFileRef | undefined> {
     let pending = underWay.get(part.sha256);
     if (!pending) {
-      pending = upload(part).finally(() => underWay.delete(part.sha256));
+      pending = upload(part, earlier).finally(() => underWay.delete(part.sha256));
       underWay.set(part.sha256, pending);
     }
     return pending;
@@ -198,7 +234,7 @@ export function createMediaSource(deps: MediaSourceDeps): MediaSource {
     for (let i = 0; i < parts.length; i += UPLOADS_AT_ONCE) {
       await Promise.all(
         parts.slice(i, i + UPLOADS_AT_ONCE).map(async (part) => {
-          const ref = await uploadOnce(part);
+          const ref = await uploadOnce(part, into.get(part.sha256));
           if (ref) into.set(part.sha256, ref);
         }),
       );

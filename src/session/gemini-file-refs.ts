@@ -3,10 +3,17 @@ import type { Database } from "../db/schema.js";
 
 type Db = Kysely<Database> | Transaction<Database>;
 
-/** Where Gemini's Files API holds an attachment, or why it could not take it. */
+/**
+ * Where Gemini's Files API holds an attachment, or why it could not take it; or an upload Gemini
+ * was still processing, asked after again at `expiresAt`.
+ */
 export type GeminiFileRef =
   | { kind: "uploaded"; name: string; uri: string; mimeType: string; expiresAt: string }
+  | { kind: "processing"; name: string; uri: string; mimeType: string; expiresAt: string }
   | { kind: "failed"; mimeType: string; reason: string; expiresAt: string };
+
+/** The failure a row of an upload still being processed carries beside its name. */
+const STILL_PROCESSING = "still processing";
 
 /** The refs of these attachments, by SHA-256; one never uploaded is left out. */
 export async function findGeminiFiles(
@@ -24,6 +31,8 @@ export async function findGeminiFiles(
     const common = { mimeType: row.mime_type, expiresAt: row.expires_at };
     if (row.name !== null && row.uri !== null && row.failure === null) {
       found.set(row.sha256, { kind: "uploaded", name: row.name, uri: row.uri, ...common });
+    } else if (row.name !== null && row.uri !== null && row.failure === STILL_PROCESSING) {
+      found.set(row.sha256, { kind: "processing", name: row.name, uri: row.uri, ...common });
     } else {
       found.set(row.sha256, { kind: "failed", reason: row.failure ?? "no uri", ...common });
     }
@@ -39,11 +48,12 @@ export async function saveGeminiFile(
   now: Date = new Date(),
 ): Promise<void> {
   const values = {
-    name: ref.kind === "uploaded" ? ref.name : null,
-    uri: ref.kind === "uploaded" ? ref.uri : null,
+    name: ref.kind === "failed" ? null : ref.name,
+    uri: ref.kind === "failed" ? null : ref.uri,
     mime_type: ref.mimeType,
     expires_at: ref.expiresAt,
-    failure: ref.kind === "failed" ? ref.reason : null,
+    failure:
+      ref.kind === "failed" ? ref.reason : ref.kind === "processing" ? STILL_PROCESSING : null,
     created_at: now.toISOString(),
   };
   await db

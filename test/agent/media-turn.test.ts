@@ -195,6 +195,23 @@ describe.each(DATABASE_KINDS)("media in turns on %s", (kind) => {
     expect((await h.app.agent.runTurn("v4", { text: "and now?" })).text).toBe("still not");
     expect(mediaOf(h.fake.requests[1])).toEqual(["words [video 0:03, video/mp4, 1.0 MB]"]);
     expect(h.fake.files.uploaded).toHaveLength(1);
+    // An hour on, the upload is asked after, not made again: still processing, then ready.
+    const anHourOn = () =>
+      h.app.database.db
+        .updateTable("gemini_files")
+        .set({ expires_at: new Date(Date.now() - 1).toISOString() })
+        .where("sha256", "=", stored.sha256)
+        .execute();
+    await anHourOn();
+    h.fake.script(text("not yet"), text("a video at last"));
+    await h.app.agent.runTurn("v4", { text: "now?" });
+    expect(mediaOf(h.fake.requests[2])).toEqual(["words [video 0:03, video/mp4, 1.0 MB]"]);
+    const file = h.fake.files.files.get(h.fake.files.uploaded[0]?.name ?? "");
+    if (file) file.state = "ACTIVE";
+    await anHourOn();
+    await h.app.agent.runTurn("v4", { text: "and now?" });
+    expect(mediaOf(h.fake.requests[3])).toEqual([`file ${file?.uri}`]);
+    expect(h.fake.files.uploaded).toHaveLength(1);
   });
 
   it("ends a turn stopped while Gemini processes its video at once; the next turn uses the upload", async () => {
