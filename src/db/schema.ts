@@ -171,9 +171,12 @@ export interface ModelUsageTable {
 export interface GeminiFilesTable {
   /** The attachment's hex SHA-256. */
   sha256: string;
-  /** `files/…`; null when Gemini could not take the file (`failure` says why). */
+  /**
+   * `files/…`; null when Gemini could not take the file (`failure` says why). With the failure
+   * "still processing", an upload Gemini had not finished, asked after at `expires_at`.
+   */
   name: string | null;
-  /** What a fileData part names; null with `failure`. */
+  /** What a fileData part names; null when `name` is. */
   uri: string | null;
   mime_type: string;
   /** ISO time Gemini deletes the file (a failure is tried again after it, too). */
