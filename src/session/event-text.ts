@@ -1,3 +1,4 @@
+import { FRESH_START_NOTE } from "../recall/fresh-start.js";
 import { type StoredEventBody, toolPayload } from "./events.js";
 import { mediaSearchText, mediaTokens } from "./media-text.js";
 
@@ -55,10 +56,12 @@ export function eventText(body: StoredEventBody): EventText {
     const shown = tool.role === "call" ? tool.json : tool.json.slice(0, MAX_SEARCH_CHARS_PER_PART);
     pieces.push(`${tool.name} ${shown}`);
   }
+  // /new's note is for the model: nothing a search (by words or by meaning) should find.
+  const freshStart = body.event_type === "compaction" && pieces.join("") === FRESH_START_NOTE;
   return {
     estimatedTokens: Math.ceil(chars / 4),
     // PostgreSQL text cannot hold NUL; a search never needs it. Case stays: the full-text
     // indexes ignore it, and search results show this text.
-    searchText: pieces.join("\n").replaceAll("\0", "\uFFFD"),
+    searchText: freshStart ? "" : pieces.join("\n").replaceAll("\0", "\uFFFD"),
   };
 }

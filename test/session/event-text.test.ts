@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { FRESH_START_NOTE } from "../../src/recall/fresh-start.js";
 import { eventText, SEARCH_HISTORY_TOOL, truncate } from "../../src/session/event-text.js";
 
 describe("derived texts of an event", () => {
@@ -61,6 +62,17 @@ describe("derived texts of an event", () => {
         summarized_events: 4,
       }),
     ).toEqual({ estimatedTokens: 1, searchText: "Ab" });
+  });
+
+  it("leaves /new's note to the model out of what searches find", () => {
+    const fresh = eventText({
+      v: 1,
+      event_type: "compaction",
+      summary: [{ kind: "text", text: FRESH_START_NOTE }],
+      summarized_events: 4,
+    });
+    expect(fresh.searchText).toBe("");
+    expect(fresh.estimatedTokens).toBeGreaterThan(10);
   });
 
   it("truncates with an ellipsis and never splits a surrogate pair", () => {
