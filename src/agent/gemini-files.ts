@@ -21,7 +21,7 @@ export class GeminiFileRefusedError extends Error {
 
 /**
  * A file Gemini had not finished processing in time (a long video): like a refused one, it is
- * described in words, but only for a while, then uploaded again.
+ * described in words, but only for a while, then asked after again.
  */
 export class GeminiFileNotReadyError extends GeminiFileRefusedError {
   constructor(

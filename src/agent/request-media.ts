@@ -35,7 +35,7 @@ export const REUPLOAD_MARGIN_MS = 60 * 60 * 1000;
 const UPLOADS_AT_ONCE = 4;
 /** How long Gemini keeps an uploaded file (its Files API deletes it after 48 hours). */
 const FILE_LIFE_MS = 48 * 60 * 60 * 1000;
-/** When a file Gemini had not finished processing is uploaded again. */
+/** When an upload Gemini had not finished processing is asked after again. */
 const NOT_READY_RETRY_MS = 60 * 60 * 1000;
 
 export type ReadAttachments = (hashes: readonly string[]) => Promise<Map<string, Buffer>>;

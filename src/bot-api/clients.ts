@@ -63,6 +63,7 @@ export function botApiClients(deps: BotApiDeps) {
 
   return {
     client,
+    courier,
     live,
     polling,
     /** Puts the bot's own calls' transformers on its Api (`bot.api`). */

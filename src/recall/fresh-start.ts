@@ -7,6 +7,9 @@ import type { SessionStore } from "../session/store.js";
 export const FRESH_START_NOTE =
   "The user started a fresh conversation here with /new. What was said before is left out of this context on purpose; do not bring it up unless the user asks, and then find it with search_history or read_memory.";
 
+/** Whether a summary's text is /new's note, for the model only: neither shown nor searched. */
+export const isFreshStartNote = (summaryText: string): boolean => summaryText === FRESH_START_NOTE;
+
 /**
  * /new where no new topic can be opened: a fresh context in the same conversation. Unlike /clear
  * nothing is deleted: a compaction event whose summary is FRESH_START_NOTE covers the whole

@@ -1,4 +1,4 @@
-import { FRESH_START_NOTE } from "../recall/fresh-start.js";
+import { isFreshStartNote } from "../recall/fresh-start.js";
 import { type StoredEventBody, toolPayload } from "./events.js";
 import { mediaSearchText, mediaTokens } from "./media-text.js";
 
@@ -57,7 +57,7 @@ export function eventText(body: StoredEventBody): EventText {
     pieces.push(`${tool.name} ${shown}`);
   }
   // /new's note is for the model: nothing a search (by words or by meaning) should find.
-  const freshStart = body.event_type === "compaction" && pieces.join("") === FRESH_START_NOTE;
+  const freshStart = body.event_type === "compaction" && isFreshStartNote(pieces.join(""));
   return {
     estimatedTokens: Math.ceil(chars / 4),
     // PostgreSQL text cannot hold NUL; a search never needs it. Case stays: the full-text

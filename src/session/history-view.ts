@@ -1,4 +1,4 @@
-import { FRESH_START_NOTE } from "../recall/fresh-start.js";
+import { isFreshStartNote } from "../recall/fresh-start.js";
 import { truncate } from "./event-text.js";
 import {
   type EventPart,
@@ -88,7 +88,7 @@ export function historyLines(events: readonly StoredEvent[]): HistoryLine[] {
     if (stored.kind === "compaction") {
       const text = textOf(stored.event.summary);
       // /new's note is for the model, not a summary of anything.
-      lines.push(text === FRESH_START_NOTE ? { kind: "fresh" } : { kind: "summary", text });
+      lines.push(isFreshStartNote(text) ? { kind: "fresh" } : { kind: "summary", text });
       continue;
     }
     const { event } = stored;

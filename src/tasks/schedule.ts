@@ -109,14 +109,11 @@ const LATEST_END_HOURS = 24 + 12 + 2;
 function atTime(date: DateTime, time: WallTime, zone: string): DateTime {
   // An invalid date (past JavaScript's last) stays invalid, for parseWhen to refuse.
   if (!date.isValid) return date;
-  const from = date.minus({ hours: EARLIEST_START_HOURS });
-  const next = new Cron(`${time.minute} ${time.hour} ${date.day} ${date.month} *`, {
-    mode: "5-part",
-    paused: true,
-    timezone: zone,
-  }).nextRun(from.minus(1).toJSDate());
-  if (next && next.getTime() < date.plus({ hours: LATEST_END_HOURS }).toMillis()) {
-    return DateTime.fromJSDate(next, { zone });
+  const expression = `${time.minute} ${time.hour} ${date.day} ${date.month} *`;
+  const from = date.minus({ hours: EARLIEST_START_HOURS }).toMillis();
+  const next = firstOccurrence({ kind: "cron", expression }, from, zone);
+  if (next !== undefined && next < date.plus({ hours: LATEST_END_HOURS }).toMillis()) {
+    return DateTime.fromMillis(next, { zone });
   }
   const { year, month, day } = date;
   return DateTime.fromObject({ year, month, day, ...time }, { zone });
@@ -153,9 +150,9 @@ function relative(text: string, now: DateTime): Parsed | undefined {
           seconds: now.second,
           milliseconds: now.millisecond,
         });
-  return ms === 0
-    ? { at: sameTime, wall: wallOf(now) }
-    : { at: sameTime.plus(ms), wall: wallOf(sameTime.plus(ms)) };
+  if (ms === 0) return { at: sameTime, wall: wallOf(now) };
+  const at = sameTime.plus(ms);
+  return { at, wall: wallOf(at) };
 }
 
 function onDay(text: string, now: DateTime): Parsed | undefined {

@@ -3,7 +3,6 @@ import type { Update, UserFromGetMe } from "grammy/types";
 import type { AgentHooks } from "../agent/hooks.js";
 import type { Agent } from "../agent/turn.js";
 import { sendApprovalRequests } from "../answer/approval-requests.js";
-import { noCourier } from "../answer/courier.js";
 import { createDelivery } from "../answer/delivery.js";
 import { createLivePacer } from "../answer/live-pacer.js";
 import type { ConversationVoice } from "../answer/voice-delivery.js";
@@ -83,7 +82,7 @@ export function createBot(deps: BotDeps) {
     api: bot.api,
     logger: deps.logger,
     richMessages: deps.richMessages,
-    courier: deps.courier ?? noCourier,
+    courier: apis.courier,
   });
   const allowed = new Set(deps.allowedUserIds);
 

@@ -8,13 +8,21 @@ type Where = { chatId: number; threadId: number | undefined };
  * Sends a command's HTML reply in as many messages as Telegram's length limit takes, its buttons
  * under the last: a full /memory or /tasks list is longer than one message may be.
  */
-export async function sendListing(
+export function sendListing(
   api: Api,
   where: Where,
   html: string,
   keyboard?: InlineKeyboard,
 ): Promise<void> {
-  const pieces = splitMessage(html);
+  return sendPieces(api, where, splitMessage(html), keyboard);
+}
+
+async function sendPieces(
+  api: Api,
+  where: Where,
+  pieces: readonly string[],
+  keyboard: InlineKeyboard | undefined,
+): Promise<void> {
   for (const [i, piece] of pieces.entries()) {
     await api.sendMessage(where.chatId, piece, {
       parse_mode: "HTML",
@@ -38,7 +46,8 @@ export async function editListing(
 ): Promise<void> {
   const wholeBefore = where.message.text?.split("\n", 1)[0]?.includes(where.title) === true;
   const messageId = where.message.message_id;
-  if (wholeBefore && splitMessage(html).length === 1) {
+  const pieces = splitMessage(html);
+  if (wholeBefore && pieces.length === 1) {
     await api.editMessageText(where.chatId, messageId, html, {
       parse_mode: "HTML",
       link_preview_options: { is_disabled: true },
@@ -47,5 +56,5 @@ export async function editListing(
     return;
   }
   await api.editMessageText(where.chatId, messageId, "Updated: the list is below.");
-  await sendListing(api, where, html, keyboard);
+  await sendPieces(api, where, pieces, keyboard);
 }
