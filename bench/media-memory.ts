@@ -18,7 +18,7 @@ const CHATS = envCount("BENCH_MEDIA_MEMORY_CHATS", 100);
 /** Rounds of one photo turn in every chat: 1,000 photo turns, 10 photos in each context. */
 const ROUNDS = envCount("BENCH_MEDIA_MEMORY_ROUNDS", 10);
 /** Rounds after those, to see whether memory keeps growing with the photos stored. */
-const MORE_ROUNDS = 4;
+const MORE_ROUNDS = envCount("BENCH_MEDIA_MEMORY_MORE_ROUNDS", 4);
 const PHOTO_BYTES = 1024 * 1024;
 const FIRST_USER_ID = 3_000_001;
 const SAMPLE_MS = 100;
