@@ -2,7 +2,12 @@ import type { Logger } from "../logger.js";
 import { type CompactionLimits, isOverBudget, planCompaction } from "../session/compaction-plan.js";
 import { textOf } from "../session/events.js";
 import { appendMemory } from "../session/memory-files.js";
-import { type ChatContext, contextSize, type SessionStore } from "../session/store.js";
+import {
+  type ChatContext,
+  contextSize,
+  type SessionStore,
+  type StoredSession,
+} from "../session/store.js";
 import { GeminiError } from "./gemini-errors.js";
 import type { AgentHooks } from "./hooks.js";
 import type { ModelClient } from "./model-client.js";
@@ -50,13 +55,30 @@ export function createCompactor(deps: CompactorDeps): Compactor & {
   const { store, model, hooks, settings } = deps;
   const now = deps.now ?? (() => new Date());
 
-  async function summarise(
+  /**
+   * What the summary is written from. What /forget hid stays out: the summary is recalled
+   * (search, read_memory, the profile's rewrite) where the events it would repeat no longer are.
+   */
+  async function summaryInput(
+    chatId: string,
     context: ChatContext,
-    events: Parameters<typeof transcriptOf>[0],
+    plan: readonly StoredSession[],
+  ) {
+    const forgotten = await store.forgottenAmong(chatId, [
+      ...(context.summary ? [context.summary.id] : []),
+      ...plan.map((e) => e.id),
+    ]);
+    const summary =
+      context.summary && !forgotten.has(context.summary.id) ? context.summary : undefined;
+    return { summary, events: plan.filter((e) => !forgotten.has(e.id)) };
+  }
+
+  async function summarise(
+    input: Awaited<ReturnType<typeof summaryInput>>,
     stop: AbortSignal | undefined,
   ) {
-    const previous = context.summary
-      ? `${summaryFraming(textOf(context.summary.event.summary))}\n\n`
+    const previous = input.summary
+      ? `${summaryFraming(textOf(input.summary.event.summary))}\n\n`
       : "";
     const result = await model.generate({
       model: settings.model,
@@ -65,7 +87,9 @@ export function createCompactor(deps: CompactorDeps): Compactor & {
         {
           role: "user",
           parts: [
-            { text: `${previous}[Conversation]\n${transcriptOf(events)}\n\n${SUMMARY_REQUEST}` },
+            {
+              text: `${previous}[Conversation]\n${transcriptOf(input.events)}\n\n${SUMMARY_REQUEST}`,
+            },
           ],
         },
       ],
@@ -97,9 +121,10 @@ export function createCompactor(deps: CompactorDeps): Compactor & {
     if (!plan) return { status: "nothing-to-compact", context };
     const started = performance.now();
     const before = contextSize(context);
+    const input = await summaryInput(chatId, context, plan.summarize);
     let summarised: Awaited<ReturnType<typeof summarise>>;
     try {
-      summarised = await summarise(context, plan.summarize, options.stop);
+      summarised = await summarise(input, options.stop);
     } catch (error) {
       log.warn({ err: error }, "compaction failed: the summary call did not succeed");
       return {
@@ -129,7 +154,7 @@ export function createCompactor(deps: CompactorDeps): Compactor & {
     }
     // The memory file gets what the new summary says; the context keeps what earlier ones said.
     const summary = text || SUMMARY_UNAVAILABLE;
-    const previous = context.summary && textOf(context.summary.event.summary);
+    const previous = input.summary && textOf(input.summary.event.summary);
     const stands = text || (previous ? `${previous}\n\n${SUMMARY_UNAVAILABLE_LATER}` : summary);
     await options.guard?.();
     const first = plan.summarize[0];

@@ -505,6 +505,22 @@ export function createSessionStore(deps: {
     return Number(result.numUpdatedRows) > 0;
   }
 
+  /** Which of the chat's events `ids` were hidden by /forget (src/recall/forgetting.ts). */
+  async function forgottenAmong(chatId: string, ids: readonly number[]): Promise<Set<number>> {
+    const forgotten = new Set<number>();
+    for (let i = 0; i < ids.length; i += 500) {
+      const rows = await db
+        .selectFrom("messages")
+        .select("id")
+        .where("chat_id", "=", chatId)
+        .where("id", "in", ids.slice(i, i + 500))
+        .where("forgotten_at", "is not", null)
+        .execute();
+      for (const row of rows) forgotten.add(row.id);
+    }
+    return forgotten;
+  }
+
   async function stats(chatId: string): Promise<ChatStats> {
     const context = await loadContext(chatId);
     const { compactions } = await db
@@ -524,6 +540,7 @@ export function createSessionStore(deps: {
     clear,
     move,
     rewrite,
+    forgottenAmong,
     stats,
   };
 }

@@ -210,6 +210,22 @@ describe("compaction through the agent", () => {
     );
   });
 
+  it("leaves what /forget hid out of the summary, and an earlier summary it hid", async () => {
+    h = await startHarness({ env: { COMPACTION_MAX_EVENTS: "30" } });
+    const chat = "8303:1";
+    await talk(chat, ["my test at the Lupa clinic came back", "q2"]);
+    h.fake.scriptFor(SUMMARY_MODEL, text("They talked about the Lupa clinic."));
+    expect((await h.app.compactor.compact(chat)).status).toBe("compacted");
+    await talk(chat, ["the clinic called again", "q4"]);
+    const asked = await h.app.forgetting.ask("private-8303", "clinic");
+    await h.app.forgetting.confirm("private-8303", asked.requestId as number);
+    h.fake.scriptFor(SUMMARY_MODEL, text("They talked about q2."));
+    expect((await h.app.compactor.compact(chat)).status).toBe("compacted");
+    const sent = body(summaryRequests(h)[1]);
+    expect(sent).not.toContain("clinic");
+    expect(sent).toContain("q2");
+  });
+
   it("compacts on demand and says when there is nothing to compact", async () => {
     h = await startHarness({ env: { COMPACTION_MAX_EVENTS: "30" } });
     h.fake.scriptFor(SUMMARY_MODEL, text("on demand"));
