@@ -5,7 +5,7 @@ import type { NewAttachment, StoredAttachment } from "../session/attachments.js"
 import type { MediaPart } from "../session/events.js";
 import { isRecord, type ToolOutcome, type ToolRegistry } from "../tools/registry.js";
 import type { McpConfig } from "./config-file.js";
-import { convertResult } from "./results.js";
+import { capText, convertResult } from "./results.js";
 import { connectServer, type ServerConnection, type ServerStatus } from "./server-connection.js";
 import { NAME_SEPARATOR } from "./tool-names.js";
 
@@ -59,8 +59,9 @@ export function startMcpTools(
       if (!found) return failure(`unknown tool "${name}"`);
       const { server, tool } = found;
       const called = await server.call(tool.remoteName, isRecord(args) ? args : {}, ctx.signal);
-      if (called.kind !== "result") return failure(called.why);
-      const converted = convertResult(called.result, maxChars.get(server.name) ?? 0);
+      const max = maxChars.get(server.name) ?? 0;
+      if (called.kind !== "result") return failure(capText(called.why, max));
+      const converted = convertResult(called.result, max);
       if (converted.isError) return failure(converted.text || "the tool failed without saying why");
       const media: MediaPart[] = [];
       for (const file of converted.files) {

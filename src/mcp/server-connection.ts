@@ -52,6 +52,21 @@ export type CallResult =
 const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /**
+ * The client's own check refused what the server sent (zod's error, with its issues): the server
+ * answered and is still there, so this is not a lost connection.
+ */
+function refusedBySchema(error: unknown): string | undefined {
+  const issues = error instanceof Error ? (error as { issues?: unknown }).issues : undefined;
+  if (!Array.isArray(issues)) return undefined;
+  return issues
+    .slice(0, 3)
+    .map((issue: { path?: unknown[]; message?: string }) =>
+      [issue.path?.join("."), issue.message].filter(Boolean).join(": "),
+    )
+    .join("; ");
+}
+
+/**
  * One MCP server: connected at start, its tools listed (and listed again when it says they
  * changed), restarted with backoff when it dies. Meanwhile its tools stay offered and answer
  * that the server is unavailable.
@@ -225,6 +240,13 @@ export function connectServer(
         return { kind: "failed", why: failure.message };
       }
       if (signal?.aborted) return { kind: "failed", why: "stopped by the user" };
+      const refused = refusedBySchema(failure);
+      if (refused !== undefined) {
+        return {
+          kind: "failed",
+          why: `the tool's result does not follow the MCP schema (${refused}), so it was not read; the tool may have run`,
+        };
+      }
       await lost(current, messageOf(failure));
       return {
         kind: "unavailable",
@@ -244,7 +266,9 @@ export function connectServer(
     try {
       await current.ping({ timeout: Math.min(config.timeoutMs, PING_TIMEOUT_MS) });
     } catch (failure) {
-      if (!(failure instanceof McpError)) await lost(current, messageOf(failure));
+      if (!(failure instanceof McpError) && refusedBySchema(failure) === undefined) {
+        await lost(current, messageOf(failure));
+      }
     }
   }
 

@@ -14,6 +14,7 @@ import { captureLogger } from "../helpers/logs.js";
 import { toolContext } from "../helpers/tool-context.js";
 
 const SCRIPT = fileURLToPath(new URL("../fakes/mcp-server.ts", import.meta.url));
+const RAW_SCRIPT = fileURLToPath(new URL("../fakes/raw-mcp-server.ts", import.meta.url));
 
 const stdioServer = (more: Partial<McpServerConfig> = {}): McpServerConfig => ({
   name: "fake",
@@ -23,6 +24,12 @@ const stdioServer = (more: Partial<McpServerConfig> = {}): McpServerConfig => ({
   maxOutputChars: 1_000,
   ...more,
 });
+/** A server that sends what the SDK's own server would not (test/fakes/raw-mcp-server.ts). */
+const rawServer = (): McpServerConfig =>
+  stdioServer({
+    name: "raw",
+    transport: { kind: "stdio", command: process.execPath, args: [RAW_SCRIPT], env: {} },
+  });
 
 let running: McpTools | undefined;
 let http: HttpMcpServer | undefined;
@@ -150,6 +157,33 @@ describe("MCP tools over stdio", () => {
     });
     // The server still answers after the timeout.
     expect(await tools.execute("fake__echo", { text: "still" }, ctx)).toMatchObject({ ok: true });
+  });
+
+  it("reads a result the client's schema refuses as a failed call, not a lost server", async () => {
+    const { tools } = start([rawServer()]);
+    await tools.settled();
+    const pid = tools.server("raw")?.pid();
+    const odd = await tools.execute("raw__odd_block", {}, ctx);
+    expect(odd.ok).toBe(false);
+    const why = String((odd.response as { error: string }).error);
+    expect(why).toMatch(/^the tool's result does not follow the MCP schema \(content\.1/);
+    expect(why).toContain("the tool may have run");
+    expect(why).not.toContain("unavailable");
+    expect(tools.server("raw")?.pid()).toBe(pid);
+    expect(await tools.execute("raw__echo", {}, ctx)).toEqual({
+      ok: true,
+      response: { output: "ok" },
+    });
+  });
+
+  it("holds a tool's JSON-RPC error to the server's output cap", async () => {
+    const { tools } = start([rawServer()]);
+    await tools.settled();
+    const failed = await tools.execute("raw__long_error", {}, ctx);
+    const why = String((failed.response as { error: string }).error);
+    expect(why).toContain("boom");
+    expect(why.length).toBeLessThan(1_200);
+    expect(why).toContain("only the first 1000 are kept]");
   });
 
   it("restarts a server that died; its tools answer unavailable meanwhile", async () => {
