@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import { parseEnv } from "node:util";
+import { parse as parsePostgresUrl } from "pg-connection-string";
 import { z } from "zod";
 import { type McpConfig, readMcpConfig } from "./mcp/config-file.js";
 
@@ -396,7 +397,17 @@ export class ConfigError extends Error {
  * of a URL may hold a password.
  */
 export function parseDatabaseUrl(url: string): DatabaseTarget {
-  if (/^postgres(ql)?:\/\//i.test(url)) return { kind: "postgres", connectionString: url };
+  if (/^postgres(ql)?:\/\//i.test(url)) {
+    // Read as pg reads it, so that what pg would refuse stops here with a line, not a stack.
+    try {
+      parsePostgresUrl(url);
+    } catch {
+      throw new Error(
+        "DATABASE_URL is not a PostgreSQL URL pg can read: percent-encode the password's # / ? @ and % (as %23 %2F %3F %40 %25)",
+      );
+    }
+    return { kind: "postgres", connectionString: url };
+  }
   const sqlite = /^sqlite:(\/\/)?/i.exec(url);
   // Two letters or more: C:\data\agent.db is a Windows path, not a scheme.
   const scheme = sqlite ? undefined : /^[a-z][a-z0-9+.-]+:/i.exec(url);
@@ -447,9 +458,11 @@ export function configuredSecrets(config: Config): string[] {
     ...config.mcp.secrets,
   ];
   if (config.database.kind === "postgres") {
-    const { password } = new URL(config.database.connectionString);
-    // The URL form is percent-encoded; a message would show the password as typed.
-    secrets.push(password, decodeURIComponent(password));
+    const url = config.database.connectionString;
+    // As pg reads it (from the user:password part or a ?password= parameter), and as written in
+    // the URL, where it may be percent-encoded.
+    secrets.push(parsePostgresUrl(url).password ?? "");
+    if (URL.canParse(url)) secrets.push(new URL(url).password);
   }
   return secrets.filter((s): s is string => s !== undefined && s !== "");
 }

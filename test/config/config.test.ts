@@ -293,9 +293,24 @@ describe("configured secrets", () => {
       "123:abc",
       "key",
       "hook-secret",
-      "p%40ss%2Fword",
       "p@ss/word",
+      "p%40ss%2Fword",
     ]);
     expect(configuredSecrets(loadConfig(minimal))).toEqual(["123:abc", "key"]);
+  });
+
+  it("reads a PostgreSQL URL's password as pg does, and refuses in one line what pg cannot read", () => {
+    const secretsOf = (url: string) =>
+      configuredSecrets(loadConfig({ ...minimal, DATABASE_URL: url })).slice(2);
+    // pg takes a stray "%" as it is, a password from the query, and a socket folder as the host.
+    expect(secretsOf("postgres://koroku:50%off@127.0.0.1:5432/test")).toContain("50%off");
+    expect(secretsOf("postgres://koroku@db:5432/koroku?password=hunter2")).toEqual(["hunter2"]);
+    expect(secretsOf("postgres://koroku:s3cret@/test?host=/var/run/postgresql")).toContain(
+      "s3cret",
+    );
+    const refused = () => loadConfig({ ...minimal, DATABASE_URL: "postgres://u:pa#ss@db/koroku" });
+    expect(refused).toThrow(ConfigError);
+    expect(refused).toThrow(/percent-encode the password's # \/ \? @ and %/);
+    expect(refused).not.toThrow(/pa#ss/);
   });
 });
