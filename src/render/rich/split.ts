@@ -192,6 +192,8 @@ export function splitInline(nodes: readonly Inline[], max: number): Inline[][] {
   let rest: readonly Inline[] = nodes;
   while (rest.length > 0) {
     const [head, tail] = take(rest, max, false);
+    // An empty part would leave `rest` as it was, and this loop would fill the heap.
+    if (head.length === 0) throw new Error("splitInline: nothing fits an empty part");
     parts.push(head);
     rest = tail;
   }
@@ -246,6 +248,15 @@ function cutNode(
       head.length > 0 ? { ...node, children: head } : undefined,
       tail.length > 0 ? { ...node, children: tail } : undefined,
     ];
+  }
+  // A formula longer than a whole part cannot be cut and stay one: its source is shown, as code.
+  if (node.kind === "math" && !started) {
+    const source: Inline = {
+      kind: "format",
+      tag: "code",
+      children: [{ kind: "text", text: node.source }],
+    };
+    return cutNode(source, budget, started);
   }
   // A break or a formula cannot be cut: it opens the next part.
   return [undefined, node];

@@ -280,6 +280,24 @@ describe("renderRichMessages: limits of one rich message, at their edges", () =>
     expect(messages[1]?.text).toBe("abcdef");
   });
 
+  it("shows an inline formula longer than a message as its source, cut over messages", () => {
+    const row = Array.from({ length: 100 }, (_, i) => (i === 0 ? "1" : "0")).join(" & ");
+    const matrix = Array.from({ length: 100 }, () => row).join(" \\\\ ");
+    for (const [open, close] of [
+      ["\\(", "\\)"],
+      ["$$", "$$"],
+    ] as const) {
+      const messages = parsed(
+        `Here it is: ${open}\\begin{pmatrix} ${matrix} \\end{pmatrix}${close} done.`,
+      );
+      expect(messages.length).toBeGreaterThan(1);
+      const shown = messages.map((m) => m.text).join("");
+      expect(shown).toContain("Here it is:");
+      expect(shown.replace(/\s/g, "")).toContain(matrix.replace(/\s/g, ""));
+      expect(shown).toContain("done.");
+    }
+  });
+
   it("takes no leading space past a part that a formula filled to the last character", () => {
     // 22 + 22 + 23 + 22 = 89 characters fill the part; the next text begins with a space.
     const input = "日本beta<div> alphaalpha$$ ".repeat(5);
