@@ -13,13 +13,16 @@ export type PolicyOf = (tool: string) => Policy;
  */
 export function createPolicies(config: Pick<McpConfig, "servers" | "policies">): PolicyOf {
   const servers = new Map(config.servers.map((server) => [server.name, server]));
+  // Own keys only: a tool named `valueOf` or `constructor` must not find Object.prototype's.
+  const own = (policies: Readonly<Record<string, Policy>>, name: string): Policy | undefined =>
+    Object.hasOwn(policies, name) ? policies[name] : undefined;
   return (tool) => {
-    const named = config.policies[tool];
+    const named = own(config.policies, tool);
     if (named) return named;
     const at = tool.indexOf(NAME_SEPARATOR);
     const server = at < 0 ? undefined : servers.get(tool.slice(0, at));
     if (server)
-      return server.tools[tool.slice(at + NAME_SEPARATOR.length)] ?? server.policy ?? "ask";
+      return own(server.tools, tool.slice(at + NAME_SEPARATOR.length)) ?? server.policy ?? "ask";
     return ASKING_BUILTINS.has(tool) ? "ask" : "allow";
   };
 }

@@ -53,6 +53,14 @@ describe("createPolicies", () => {
     expect(policyOf("search_history")).toBe("allow");
   });
 
+  it("reads a tool named like an object's own members by its server's policy", () => {
+    for (const name of ["valueOf", "toString", "constructor", "hasOwnProperty", "__proto__"]) {
+      expect(policyOf(`cal__${name}`)).toBe("allow");
+      expect(policyOf(`notes__${name}`)).toBe("ask");
+      expect(policyOf(name)).toBe("allow");
+    }
+  });
+
   it("takes a full name first, then the server's tool, then the server's default", () => {
     expect(policyOf("write_file")).toBe("allow");
     expect(policyOf("cal__list")).toBe("deny");
