@@ -52,9 +52,23 @@ function scrubValue(value: unknown, scrub: (s: string) => string, depth: number)
   if (typeof value === "string") return scrub(value);
   if (depth > 6 || value === null || typeof value !== "object") return value;
   if (value instanceof Error) {
+    // What says why: a system error's code (ECONNREFUSED), PostgreSQL's SQLSTATE, and what caused
+    // it (fetch's "fetch failed" holds the socket's error there). Plain fields only: an object
+    // beside them (a response, a request's options) is no reason, and can be large.
+    const fields: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) {
+      if (typeof v === "string" || typeof v === "number" || typeof v === "boolean") {
+        fields[k] = scrubValue(v, scrub, depth + 1);
+      }
+    }
+    const { cause } = value;
+    const errors = value instanceof AggregateError ? value.errors : undefined;
     return {
       type: value.name,
       message: scrub(value.message),
+      ...fields,
+      ...(cause === undefined ? {} : { cause: scrubValue(cause, scrub, depth + 1) }),
+      ...(errors ? { errors: scrubValue(errors, scrub, depth + 1) } : {}),
       stack: value.stack ? scrub(value.stack) : undefined,
     };
   }

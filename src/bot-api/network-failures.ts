@@ -29,7 +29,10 @@ const CAUSES: Readonly<Record<string, string>> = {
  */
 export function networkCause(error: unknown): string {
   let current: unknown = error;
+  // The innermost error is the most precise, when no code of the table names it.
+  let innermost: Error | undefined;
   for (let depth = 0; current instanceof Error && depth < 8; depth++) {
+    innermost = current;
     const { code } = current as NodeJS.ErrnoException;
     if (code !== undefined && code in CAUSES) return `${CAUSES[code]} (${code})`;
     // grammY's own request timeout (its client's timeoutSeconds).
@@ -41,7 +44,10 @@ export function networkCause(error: unknown): string {
           ? current.errors[0]
           : current.cause;
   }
-  return current instanceof Error ? current.message : String(current ?? "unknown");
+  if (current !== undefined && !(current instanceof Error)) return String(current);
+  if (innermost === undefined) return "unknown";
+  const { code } = innermost as NodeJS.ErrnoException;
+  return typeof code === "string" ? `${innermost.message} (${code})` : innermost.message;
 }
 
 /** Between two attempts of a Bot API call that got no answer: up to 3 s, doubling, at most 60 s. */

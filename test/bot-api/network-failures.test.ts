@@ -60,6 +60,14 @@ describe("Telegram network failures in the log", () => {
     });
   });
 
+  it("names a failure its table does not know by the innermost error's words", async () => {
+    // fetch refuses some ports outright (6000 is X11's): no socket is ever opened.
+    const apiRoot = "http://127.0.0.1:6000";
+    const { api, lines } = watchedApi(apiRoot, telegram.token);
+    await expect(api.getMe()).rejects.toThrow(/Network request for 'getMe' failed/);
+    expect(lines.find((l) => l.msg === UNREACHABLE)?.cause).toBe("bad port");
+  });
+
   it("names a failed DNS lookup", async () => {
     const apiRoot = "http://koroku-no-such-host.invalid";
     const { api, lines } = watchedApi(apiRoot, telegram.token);

@@ -26,6 +26,32 @@ describe("logger", () => {
     expect(lines[1]?.err).toMatchObject({ message: "failed for [REDACTED]" });
   });
 
+  it("keeps an error's code and its cause, scrubbed, but no object beside them", () => {
+    const { logger, lines } = captureLogger(["s3cret-password"]);
+    const cause = Object.assign(new Error("connect ECONNREFUSED 10.0.0.5:5432"), {
+      code: "ECONNREFUSED",
+      port: 5432,
+      request: { headers: { authorization: "x" } },
+    });
+    logger.error({ err: new TypeError("fetch failed", { cause }) }, "HTTP request failed");
+    const sqlState = Object.assign(new Error("auth failed for s3cret-password"), {
+      code: "28P01",
+      detail: "password s3cret-password",
+    });
+    logger.error({ err: new AggregateError([sqlState], "all failed") }, "could not connect");
+    expect(lines[0]?.err).toMatchObject({
+      type: "TypeError",
+      message: "fetch failed",
+      cause: { type: "Error", code: "ECONNREFUSED", port: 5432 },
+    });
+    expect(JSON.stringify(lines[0]?.err)).not.toContain("authorization");
+    expect(lines[1]?.err).toMatchObject({
+      errors: [
+        { code: "28P01", detail: "password [REDACTED]", message: "auth failed for [REDACTED]" },
+      ],
+    });
+  });
+
   it("catches a secret percent-encoded, HTML-escaped or split by invisible characters", () => {
     const token = "123456:AAbbCCddEEffGGhhIIjjKKllMMnnOOpp";
     const password = "p&ss<w>rd";
