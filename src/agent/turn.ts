@@ -519,7 +519,9 @@ export function createAgent(deps: AgentDeps) {
       const ran = await runCalls(dangling, settings.maxToolCallsPerTurn - used);
       if (ran === "stopped") return endStopped("");
       if (ran !== "ran") {
-        return { ...end(textOf(dangling.event.parts)), waiting: ran.waiting };
+        // A run after an answer: the words before the calls went out with the run that asked.
+        const words = input.resume ? "" : textOf(dangling.event.parts);
+        return { ...end(words), waiting: ran.waiting };
       }
     } else if (input.resume) {
       // Another run answered what waited: nothing is left to go on from.

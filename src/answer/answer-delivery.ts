@@ -71,6 +71,8 @@ export async function deliverAnswer(args: {
   result: Pick<TurnResult, "text" | "files" | "resumed" | "stopped">;
   lease: Pick<Lease, "delivered" | "recordDelivered" | "deliveredStatement">;
   after?: AfterAnswer | undefined;
+  /** False when the turn waits with no words before its calls: its files go out alone. */
+  words?: boolean;
 }): Promise<void> {
   const { live, lease, result } = args;
   const files = await outgoingFiles(result.files, args.read);
@@ -84,6 +86,7 @@ export async function deliverAnswer(args: {
     await live.close();
     await args.delivery.sendFiles(args.chatId, files, args.threadId, from(0));
   }
+  if (args.words === false) return live.close();
   await live.finish(messageText(result, live.words), from(files.length), args.after);
 }
 
@@ -102,8 +105,7 @@ export async function deliverTurnResult(
   const { result, live } = args;
   if (result.idle) return live.close();
   if (!result.waiting) return deliverAnswer(args);
-  if (result.text.trim() === "") await live.close();
-  else await deliverAnswer({ ...args, after: undefined });
+  await deliverAnswer({ ...args, after: undefined, words: result.text.trim() !== "" });
   await args.sendRequests?.(result.waiting);
   // The words before the calls are spoken once their buttons are out.
   await args.after?.run(NOT_SHOWN);

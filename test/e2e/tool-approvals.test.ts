@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NOT_ANSWERED, RAN_BEFORE_CRASH, USER_DECLINED } from "../../src/approvals/gate.js";
 import { INHERITED_ENV } from "../../src/mcp/stdio-transport.js";
 import { NOT_YOURS_TO_STOP } from "../../src/telegram/ingest.js";
-import { call, text } from "../fakes/gemini.js";
+import { call, calls, combine, text } from "../fakes/gemini.js";
 import type { RecordedRequest } from "../fakes/gemini-steps.js";
 import {
   type HttpMcpServer,
@@ -13,17 +13,18 @@ import {
   startHttpMcpServer,
 } from "../fakes/mcp-server.js";
 import type { SentMessage } from "../fakes/telegram.js";
-import { inboxStatus } from "../helpers/database-rows.js";
+import { inboxStatus, query } from "../helpers/database-rows.js";
 import { DATABASE_KINDS } from "../helpers/databases.js";
 import { eventually, type ServiceWorld, startWorld } from "../helpers/service-process.js";
 import { mcpConfigFile } from "../helpers/tool-policies.js";
 
 const FAKE_SERVER = fileURLToPath(new URL("../fakes/mcp-server.ts", import.meta.url));
 // One private chat per test: approvals and grants are per conversation and scope.
-const USERS = Array.from({ length: 22 }, (_, i) => 700_001 + i);
+const USERS = Array.from({ length: 26 }, (_, i) => 700_001 + i);
 const GROUP = -4_000_777;
 const OTHER_GROUP = -4_000_779;
 const GRANTS_GROUP = -4_000_781;
+const NEW_GROUP = -4_000_783;
 /** A group on the allowlist by its id: its anonymous administrators speak for it. */
 const ANON_GROUP = -1_004_000_900;
 const FORUM = -1_004_000_778;
@@ -341,6 +342,80 @@ describe.each(DATABASE_KINDS)("tool approvals through the running service on %s"
       expect.stringMatching(/^🧹 Cleared/),
       "fresh start",
     ]);
+  });
+
+  it("/new ends a call that waits: its request says so and loses its buttons", async () => {
+    // A group without topics: /new starts afresh in the same conversation.
+    const chat = NEW_GROUP;
+    const user = USERS[22] as number;
+    const { prompt } = await askIn(w, { chatId: chat, userId: user });
+    const before = w.gemini.requests.length;
+    await w.say("/new", { chatId: chat, userId: user });
+    await eventually(() => textsTo(w, chat).some((t) => t.startsWith("🆕 A fresh conversation")));
+    await eventually(() => current(w, chat, prompt.message_id)?.plain_text.includes("Stopped"));
+    expect(current(w, chat, prompt.message_id)?.message.reply_markup).toBeUndefined();
+    expect(w.gemini.requests.length).toBe(before);
+  });
+
+  it("sends the pictures a tool returned before a call that waits, with no words before it", async () => {
+    const chat = USERS[23] as number;
+    w.gemini.script(call("fake__pixel"), call("fake__note"), text("here you go"));
+    await w.say("a picture, then the note", { chatId: chat, userId: chat });
+    await press(w, chat, await promptFor(w, chat, "fake__pixel"), "once");
+    const note = await promptFor(w, chat, "fake__note");
+    // The picture is out while the note's request waits, before any answer.
+    expect(w.telegram.sentFiles.filter((f) => f.chat_id === chat)).toHaveLength(1);
+    await press(w, chat, note, "once");
+    await eventually(() => textsTo(w, chat).includes("here you go"));
+    expect(w.telegram.sentFiles.filter((f) => f.chat_id === chat)).toHaveLength(1);
+    expect(textsTo(w, chat)).not.toContain("(no answer)");
+  });
+
+  it("says the words before two calls once, though the first answer leaves the second waiting", async () => {
+    const chat = USERS[24] as number;
+    const words = "I will read the note and write the file.";
+    w.gemini.script(
+      combine(
+        text(words),
+        calls([
+          { name: "fake__note" },
+          { name: "write_file", args: { path: "b.txt", content: "B" } },
+        ]),
+      ),
+      text("both done"),
+    );
+    await w.say("read and write", { chatId: chat, userId: chat });
+    const first = await promptFor(w, chat, "fake__note");
+    const second = await promptFor(w, chat, "write_file");
+    await press(w, chat, first, "once");
+    await eventually(() => current(w, chat, first.message_id)?.plain_text.includes("Allowed once"));
+    // The run the first answer queued has ended, the second request still waiting.
+    await eventually(async () => {
+      const open = await query(
+        w.db,
+        "select update_id from inbox where status in ('pending', 'running')",
+      );
+      return open.length === 0;
+    });
+    await press(w, chat, second, "once");
+    await eventually(() => textsTo(w, chat).includes("both done"));
+    expect(textsTo(w, chat).filter((t) => t === words)).toHaveLength(1);
+  });
+
+  it("shows how a request ended when Telegram refuses to answer the press as too old", async () => {
+    const chat = USERS[25] as number;
+    w.gemini.script(call("fake__note"), text("read after a late press"));
+    await w.say("read the note", { chatId: chat, userId: chat });
+    const prompt = await promptFor(w, chat, "fake__note");
+    w.telegram.failNext("answerCallbackQuery", {
+      error_code: 400,
+      description:
+        "Bad Request: query is too old and response timeout expired or query ID is invalid",
+    });
+    await press(w, chat, prompt, "once");
+    await eventually(() => textsTo(w, chat).includes("read after a late press"));
+    expect(current(w, chat, prompt.message_id)?.plain_text).toContain("Allowed once");
+    expect(current(w, chat, prompt.message_id)?.message.reply_markup).toBeUndefined();
   });
 
   for (const [name, threadId] of [

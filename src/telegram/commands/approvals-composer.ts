@@ -78,8 +78,10 @@ export function approvalsComposer(deps: ApprovalsComposerDeps): Composer<TurnCon
       return;
     }
     deps.onQueued(answered.conversation);
-    await ctx.answerCallbackQuery({ text: ENDINGS[answered.status] });
     await showEnding(ctx.api, { ...answered, messageId: message.message_id }, approvals.timeoutMs);
+    // A press handled late ("query is too old") can no longer be answered; the answer is stored
+    // and its message shows it, so a retry of this update would find nothing left to do.
+    await ctx.answerCallbackQuery({ text: ENDINGS[answered.status] }).catch(() => {});
   });
 
   composer.command("tools", async (ctx) => {

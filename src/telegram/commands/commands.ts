@@ -86,7 +86,7 @@ export type CommandDeps = {
   pendingTopicNames: PendingTopicNames;
   /** A cleared conversation's scheduled tasks end with it. */
   tasks: Pick<TaskStore, "disableConversation">;
-  /** So do its tool calls waiting for an answer (none without approvals). */
+  /** So do its tool calls waiting for an answer (none without approvals), and /new's. */
   cancelApprovals?(conversation: string): Promise<void>;
   logger: Logger;
 };
@@ -142,6 +142,8 @@ export function commandsComposer(deps: CommandDeps): Composer<TurnContext> {
     await ctx.lease.ensureHeld();
     const threadId = await openTopic(ctx, deps.logger);
     if (threadId === undefined) {
+      // Their turn leaves the context: an answer to their buttons would have nothing to go on.
+      await deps.cancelApprovals?.(ctx.conversation);
       const left = await startFresh(store, ctx.conversation);
       await reply(ctx, freshHtml(left));
       return;
