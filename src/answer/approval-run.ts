@@ -32,9 +32,17 @@ export function createContinuationRunner(
     const approval = await approvals.store.get(approvalId);
     const where = parseConversationKey(conversation);
     if (!approval || !where) return;
-    if (approval.status === "expired" || approval.status === "cancelled") {
-      await showEnding(deps.api, approval, approvals.timeoutMs);
-    }
+    // A time running out queues a turn for each request; a stop or a new message one for all
+    // the requests it ended, so each of those shows its ending here.
+    const ended =
+      approval.status === "expired"
+        ? [approval]
+        : approval.status === "cancelled" || approval.status === "superseded"
+          ? (await approvals.store.ofEvent(conversation, approval.eventId)).filter(
+              (a) => a.status === approval.status,
+            )
+          : [];
+    for (const each of ended) await showEnding(deps.api, each, approvals.timeoutMs);
     const asked = askedBefore(await deps.store.loadContext(conversation), approval.eventId);
     await answerTurn({
       lease,

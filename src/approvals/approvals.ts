@@ -23,10 +23,26 @@ export function createApprovals(deps: {
 }) {
   const now = deps.now ?? Date.now;
   const store = createApprovalStore(deps.db, now);
-  const gate = createApprovalGate({ ...deps, store, now });
   const inTransaction = <T>(
     work: (trx: ReturnType<typeof createApprovalStore>, db: Kysely<Database>) => Promise<T>,
   ) => deps.db.transaction().execute((trx) => work(createApprovalStore(trx, now), trx));
+  /**
+   * Ends requests for a stop or a new message. One turn goes on for them all: its run shows each
+   * request's ending (src/answer/approval-run.ts) and finds their calls answered, or ends them.
+   */
+  const endTogether = (end: (trx: ReturnType<typeof createApprovalStore>) => Promise<Approval[]>) =>
+    inTransaction(async (trx, db) => {
+      const ended = await end(trx);
+      const first = ended[0];
+      if (first) await enqueueContinuation(db, first, now);
+      return ended;
+    });
+  const gate = createApprovalGate({
+    ...deps,
+    store,
+    now,
+    supersede: (conversation) => endTogether((trx) => trx.supersede(conversation)),
+  });
 
   return {
     store,
@@ -51,11 +67,6 @@ export function createApprovals(deps: {
       }),
     /** A stop: the conversation's waiting calls are cancelled, and its turn ends as stopped. */
     cancel: (conversation: string): Promise<Approval[]> =>
-      inTransaction(async (trx, db) => {
-        const cancelled = await trx.cancel(conversation);
-        const first = cancelled[0];
-        if (first) await enqueueContinuation(db, first, now);
-        return cancelled;
-      }),
+      endTogether((trx) => trx.cancel(conversation)),
   };
 }

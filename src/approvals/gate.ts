@@ -58,6 +58,8 @@ export function createApprovalGate(deps: {
   timeoutMs: number;
   logger: Logger;
   now?: () => number;
+  /** Ends the conversation's waiting requests as superseded (and queues what shows it). */
+  supersede(conversation: string): Promise<Approval[]>;
 }) {
   const now = deps.now ?? Date.now;
   const { store } = deps;
@@ -184,7 +186,7 @@ export function createApprovalGate(deps: {
     hasRequests: async (conversation: string, eventId: number) =>
       (await store.ofEvent(conversation, eventId)).length > 0,
     /** A new message came while requests waited: they are left unanswered. */
-    supersede: (conversation: string) => store.supersede(conversation),
+    supersede: deps.supersede,
     /** The allowed calls about to run: a run after a crash must not run them again. */
     markStarted: (approvals: readonly Approval[]) => store.markStarted(approvals.map((a) => a.id)),
   };

@@ -20,7 +20,7 @@ import { mcpConfigFile } from "../helpers/tool-policies.js";
 
 const FAKE_SERVER = fileURLToPath(new URL("../fakes/mcp-server.ts", import.meta.url));
 // One private chat per test: approvals and grants are per conversation and scope.
-const USERS = Array.from({ length: 26 }, (_, i) => 700_001 + i);
+const USERS = Array.from({ length: 28 }, (_, i) => 700_001 + i);
 const GROUP = -4_000_777;
 const OTHER_GROUP = -4_000_779;
 const GRANTS_GROUP = -4_000_781;
@@ -342,6 +342,41 @@ describe.each(DATABASE_KINDS)("tool approvals through the running service on %s"
       expect.stringMatching(/^🧹 Cleared/),
       "fresh start",
     ]);
+  });
+
+  it("a new message leaves a waiting request unanswered: it says so and loses its buttons", async () => {
+    const chat = USERS[26] as number;
+    const { prompt } = await askIn(w, { chatId: chat, userId: chat });
+    w.gemini.script(text("answered the new message"));
+    await w.say("never mind, something else", { chatId: chat, userId: chat });
+    await eventually(() => textsTo(w, chat).includes("answered the new message"));
+    await eventually(() =>
+      current(w, chat, prompt.message_id)?.plain_text.includes(
+        "Not answered: a new message came first",
+      ),
+    );
+    expect(current(w, chat, prompt.message_id)?.message.reply_markup).toBeUndefined();
+  });
+
+  it("/stop with two requests waiting ends both", async () => {
+    const chat = USERS[27] as number;
+    w.gemini.script(
+      calls([
+        { name: "fake__note" },
+        { name: "write_file", args: { path: "a.txt", content: "A" } },
+      ]),
+    );
+    await w.say("read and write", { chatId: chat, userId: chat });
+    const requests = [
+      await promptFor(w, chat, "fake__note"),
+      await promptFor(w, chat, "write_file"),
+    ];
+    await w.say("/stop", { chatId: chat, userId: chat });
+    await eventually(() => textsTo(w, chat).includes("(stopped)"));
+    for (const request of requests) {
+      await eventually(() => current(w, chat, request.message_id)?.plain_text.includes("Stopped"));
+      expect(current(w, chat, request.message_id)?.message.reply_markup).toBeUndefined();
+    }
   });
 
   it("/new ends a call that waits: its request says so and loses its buttons", async () => {
