@@ -1,9 +1,10 @@
 import type { MarkdownIt, StateBlock, StateInline } from "markdown-it";
 
 /**
- * Formulas as models write them: `$x^2$`, `$$…$$`, `\(…\)` and `\[…\]`. Dollars follow pandoc's
- * rule, so prices stay text: an opening `$` has a non-space right after it, a closing one a
- * non-space right before it and no letter or digit after it ("$5 and $10" is no formula).
+ * Formulas as models write them: `$x^2$`, `$$…$$`, `\(…\)`, and `\[…\]` on lines of its own.
+ * Dollars follow pandoc's rule, so prices stay text: an opening `$` has a non-space right after
+ * it, a closing one a non-space right before it and no letter or digit after it ("$5 and $10" is
+ * no formula).
  */
 export function mathPlugin(md: MarkdownIt): void {
   // Before "escape", which would otherwise eat the backslash of `\(` and LaTeX's own.
@@ -32,7 +33,8 @@ function inlineMath(state: StateInline, silent: boolean): boolean {
 function matchInline(src: string, at: number, max: number): Found | undefined {
   if (src.startsWith("$$", at)) return delimited(src, at + 2, "$$", max);
   if (src.startsWith("\\(", at)) return delimited(src, at + 2, "\\)", max);
-  if (src.startsWith("\\[", at)) return delimited(src, at + 2, "\\]", max);
+  // `\[…\]` is a formula on lines of its own only (blockMath): inside a sentence it is how
+  // models escape brackets ("as the paper says \[1\]", "arr\[0\]"), and shows as them.
   if (src[at] === "$") return singleDollar(src, at, max);
   return undefined;
 }

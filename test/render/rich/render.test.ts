@@ -188,6 +188,12 @@ describe("renderRichMessages: text that only looks like markup stays literal", (
     expect(only(markdown)).toEqual([{ type: "paragraph", text: shown }]);
   });
 
+  it("keeps escaped square brackets in a sentence as brackets, not a formula", () => {
+    const [message] = parsed("As the paper says \\[1\\], arr\\[0\\] holds \\[a-z\\]+ words.");
+    expect(message?.text).toBe("As the paper says [1], arr[0] holds [a-z]+ words.");
+    expect(JSON.stringify(message?.blocks)).not.toContain("math");
+  });
+
   it("keeps a price-like dollar next to a formula", () => {
     expect(only("pay $5 for $x$")).toEqual([
       {
