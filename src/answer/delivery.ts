@@ -53,10 +53,13 @@ const isCantParse = (error: unknown) =>
  * block, zero-width characters) is said so instead.
  */
 export function htmlChunks(html: string): string[] {
-  const chunks = splitMessage(html.toWellFormed());
+  const chunks = shownChunks(html);
   if (chunks.length === 0) chunks.push(NO_ANSWER);
   return chunks;
 }
+
+/** htmlChunks without the stand-in: none when Telegram would show nothing (an empty draft). */
+export const shownChunks = (html: string): string[] => splitMessage(html.toWellFormed());
 
 /**
  * A rich message Telegram refused for what it holds (400), or a Bot API server without rich

@@ -1,6 +1,6 @@
 import { type Api, GrammyError } from "grammy";
 import { richDraftHtml } from "../render/rich/render.js";
-import { htmlChunks } from "./delivery.js";
+import { shownChunks } from "./delivery.js";
 import { type Frame, frameHtml, inThread, type Replacement, type ViewDeps } from "./live-view.js";
 
 /**
@@ -23,8 +23,11 @@ export type DraftViewDeps = ViewDeps & {
 
 export type DraftView = ReturnType<typeof draftView>;
 
-/** The part of a long answer a draft can show: its last message's worth, where it is growing. */
-const draftHtml = (frame: Frame): string => htmlChunks(frameHtml(frame)).at(-1) ?? "";
+/**
+ * The part of a long answer a draft can show: its last message's worth, where it is growing.
+ * Empty when nothing shows yet (a stream that started over): Telegram then shows "Thinking…".
+ */
+const draftHtml = (frame: Frame): string => shownChunks(frameHtml(frame)).at(-1) ?? "";
 
 /**
  * The answer as a draft, with the stop button: rich (sendRichMessageDraft) or HTML

@@ -178,6 +178,29 @@ describe("live answer in a private chat, rich messages on", () => {
   });
 });
 
+describe("a stream that starts over", () => {
+  for (const rich of [true, false]) {
+    it(`empties the draft (Telegram shows "Thinking…"), never "(no answer)"; rich messages ${rich ? "on" : "off"}`, async () => {
+      const chat = nextChat++;
+      const answer = live(richDelivery(rich), chat);
+      await shows(answer, chat, rich ? "sendRichMessageDraft" : "sendMessageDraft", "First try");
+      const before = callsTo(chat, "sendMessageDraft").length;
+      answer.progress.restart();
+      await telegram.waitFor(
+        (c) =>
+          answered(chat, "sendMessageDraft")(c) &&
+          callsTo(chat, "sendMessageDraft").indexOf(c) >= before,
+        5_000,
+      );
+      await answer.finish("Second try.");
+      expect(callsTo(chat, "sendMessageDraft").at(-1)?.body.text).toBe("");
+      expect(
+        telegram.drafts.filter((d) => d.chat_id === chat).map((d) => d.plain_text),
+      ).not.toContain("(no answer)");
+    });
+  }
+});
+
 describe("a draft that stops growing", () => {
   it("is shown again before Telegram lets it disappear", async () => {
     const chat = nextChat++;
