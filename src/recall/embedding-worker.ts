@@ -5,7 +5,7 @@ import type { Database } from "../db/schema.js";
 import type { Logger } from "../logger.js";
 import { backoffDelay } from "../retry/backoff.js";
 import type { EmbeddingQueue } from "./embedding-queue.js";
-import type { Embed } from "./gemini-embedder.js";
+import { type Embed, EmbeddingFailedError } from "./gemini-embedder.js";
 
 /** One chunk of a long event: Gemini embeds at most 2,048 tokens of a text. */
 export const CHUNK_CHARS = 2_000;
@@ -21,6 +21,9 @@ const RETRY_MS = 30_000;
 const PROGRESS_EVERY_MS = 10_000;
 /** After a failed step (Gemini or the database away), as every retry loop waits. */
 const FAILURE_BACKOFF = { baseMs: 1_000, maxMs: RETRY_MS };
+
+const refusedTexts = (error: unknown): boolean =>
+  error instanceof EmbeddingFailedError && error.aboutTexts;
 
 /** The pieces of an event's text that are embedded, cut between words where it can. */
 export function chunksOf(text: string): string[] {
@@ -100,7 +103,9 @@ export function createEmbeddingWorker(deps: {
         vectors.push(...(await deps.embed(texts, "RETRIEVAL_DOCUMENT", stop.signal)));
       }
     } catch (error) {
-      if (stop.signal.aborted) {
+      // Only Gemini refusing the texts counts as an attempt: an outage, a spent quota or a
+      // wrong model name ends some day, and what was said meanwhile is embedded then.
+      if (stop.signal.aborted || !refusedTexts(error)) {
         await queue.putBack(ids);
         throw error;
       }

@@ -30,12 +30,20 @@ export type Embed = (
 ) => Promise<Float32Array[]>;
 
 export class EmbeddingFailedError extends Error {
+  /**
+   * What failed is the texts themselves (Gemini refused them, 400, or answered them with the
+   * wrong vectors), not Gemini, the network, the quota or the settings, which recover.
+   */
+  readonly aboutTexts: boolean;
+
   constructor(
     reason: string,
     readonly status: number | undefined,
+    aboutTexts = status === 400,
   ) {
     super(`Gemini could not embed: ${reason}`);
     this.name = "EmbeddingFailedError";
+    this.aboutTexts = aboutTexts;
   }
 }
 
@@ -97,6 +105,7 @@ export function createGeminiEmbedder(deps: {
         throw new EmbeddingFailedError(
           `expected ${texts.length} vectors of ${EMBEDDING_DIMENSIONS} dimensions, got ${vectors.length}`,
           undefined,
+          true,
         );
       }
       return vectors;

@@ -1,8 +1,17 @@
 import pg from "pg";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createEmbeddingQueue, EMBEDDINGS_LOCK_KEY } from "../../src/recall/embedding-queue.js";
-import { CHUNK_CHARS, chunksOf, MAX_CHUNKS } from "../../src/recall/embedding-worker.js";
-import { EMBEDDING_DIMENSIONS, type Embed } from "../../src/recall/gemini-embedder.js";
+import {
+  CHUNK_CHARS,
+  chunksOf,
+  createEmbeddingWorker,
+  MAX_CHUNKS,
+} from "../../src/recall/embedding-worker.js";
+import {
+  EMBEDDING_DIMENSIONS,
+  type Embed,
+  EmbeddingFailedError,
+} from "../../src/recall/gemini-embedder.js";
 import { followMovedConversation } from "../../src/recall/meaning.js";
 import { createRecall, fuseRanks } from "../../src/recall/recall.js";
 import { createVectorSearch, type VectorEngine } from "../../src/recall/vector-search.js";
@@ -219,6 +228,33 @@ describe.each(DATABASE_KINDS)("recall by meaning on %s", (kind) => {
     // Claimable at once by another worker, the cut batch not counted as an attempt.
     const other = createEmbeddingQueue({ db: h.app.database.db, worker: "b", leaseMs: 60_000 });
     expect((await other.claim(10, Date.now())).map((c) => c.attempts)).toEqual([1]);
+  });
+
+  it("embeds what was said during a Gemini outage once it is back; drops only texts Gemini refuses", async () => {
+    const { db } = h.app.database;
+    await h.app.store.append(String(USER), [{ event: said(FACT) }]);
+    let failure: EmbeddingFailedError | undefined = new EmbeddingFailedError("overloaded", 503);
+    const embed: Embed = async (texts, task, signal) => {
+      if (failure) throw failure;
+      return fakeEmbed(texts, task, signal);
+    };
+    const queue = createEmbeddingQueue({ db, worker: "w", leaseMs: 60_000 });
+    const worker = createEmbeddingWorker({ db, queue, embed, model: "m", logger: h.app.logger });
+    // Every 31 s for five minutes, longer than five tries 30 s apart.
+    let now = Date.now();
+    for (let t = 0; t < 10; t++, now += 31_000) {
+      await expect(worker.runOnce(() => now)).rejects.toThrow("overloaded");
+    }
+    failure = undefined;
+    await worker.drain(() => now);
+    expect(await db.selectFrom("embeddings").select("message_id").execute()).toHaveLength(1);
+
+    await h.app.store.append(String(USER), [{ event: said("a text Gemini refuses") }]);
+    failure = new EmbeddingFailedError("invalid argument", 400);
+    for (let t = 0; t < 5; t++, now += 31_000) {
+      await expect(worker.runOnce(() => now)).rejects.toThrow("invalid argument");
+    }
+    expect(await db.selectFrom("embedding_queue").select("message_id").execute()).toEqual([]);
   });
 
   it("lets one worker's claim stand until its lease runs out, then another takes it", async () => {
