@@ -489,20 +489,39 @@ export function createSessionStore(deps: {
    */
   async function rewrite(chatId: string, id: number, event: SessionEvent): Promise<boolean> {
     const row = rowFor(chatId, event);
-    const result = await db
-      .updateTable("messages")
-      .set({
-        event_json: row.event_json,
-        search_text: row.search_text,
-        estimated_tokens: row.estimated_tokens,
-      })
-      .where("id", "=", id)
-      .where("chat_id", "=", chatId)
-      .where("kind", "=", "session")
-      .executeTakeFirst();
+    const rewritten = await db.transaction().execute(async (trx) => {
+      const result = await trx
+        .updateTable("messages")
+        .set({
+          event_json: row.event_json,
+          search_text: row.search_text,
+          estimated_tokens: row.estimated_tokens,
+        })
+        .where("id", "=", id)
+        .where("chat_id", "=", chatId)
+        .where("kind", "=", "session")
+        .executeTakeFirst();
+      if (Number(result.numUpdatedRows) === 0) return false;
+      // Recall by meaning held the old text (a voice note without its words): its vectors go,
+      // and the event is embedded again. A batch holding it now stores nothing of it, as its
+      // claim is taken back (src/recall/embedding-queue.ts, complete).
+      await trx.deleteFrom("embeddings").where("message_id", "=", id).execute();
+      if (row.search_text.trim() !== "" && (row.role === "model" || row.is_user_message === 1)) {
+        await trx
+          .insertInto("embedding_queue")
+          .values({ message_id: id })
+          .onConflict((oc) =>
+            oc
+              .column("message_id")
+              .doUpdateSet({ claimed_by: null, lease_until: null, attempts: 0 }),
+          )
+          .execute();
+      }
+      return true;
+    });
     // The cache never sees a row change in place: this chat is read afresh next time.
     cache.delete(chatId);
-    return Number(result.numUpdatedRows) > 0;
+    return rewritten;
   }
 
   /** Which of the chat's events `ids` were hidden by /forget (src/recall/forgetting.ts). */

@@ -18,7 +18,7 @@ import { createVectorSearch, type VectorEngine } from "../../src/recall/vector-s
 import { scopeOfKey } from "../../src/scope/recall-scope.js";
 import { fakeEmbedding } from "../fakes/gemini-embeddings.js";
 import { DATABASE_KINDS } from "../helpers/databases.js";
-import { said } from "../helpers/events.js";
+import { eventOf, mediaPart, said } from "../helpers/events.js";
 import { type Harness, startHarness } from "../helpers/harness.js";
 import { installPgvectorStandIn } from "../helpers/pgvector-stand-in.js";
 import { eventually } from "../helpers/service-process.js";
@@ -317,6 +317,39 @@ describe.each(DATABASE_KINDS)("recall by meaning on %s", (kind) => {
       }
     },
   );
+
+  it("embeds a voice note again once its transcript is written, whatever was embedded before", async () => {
+    const { db } = h.app.database;
+    const worker = h.app.embeddingWorker;
+    if (!worker) throw new Error("expected recall by meaning");
+    const chat = String(USER);
+    const [voice] = await h.app.store.append(chat, [
+      { event: eventOf("user", [mediaPart({ media: "voice", mimeType: "audio/ogg" })]) },
+    ]);
+    if (!voice) throw new Error("stored nothing");
+    await worker.drain();
+    // The transcript comes after the answer, and a batch may be under way with the old text.
+    const queue = createEmbeddingQueue({ db, worker: "busy", leaseMs: 60_000 });
+    const withWords = {
+      ...voice.event,
+      parts: voice.event.parts.map((part) => ({ ...part, transcript: FACT })),
+    } as typeof voice.event;
+    expect(await h.app.store.rewrite(chat, voice.id, withWords)).toBe(true);
+    const [claimed] = await queue.claim(10, Date.now());
+    expect(claimed?.messageId).toBe(voice.id);
+    await h.app.store.rewrite(chat, voice.id, withWords);
+    const old = {
+      scope: `private-${USER}`,
+      model: "m",
+      values: new Float32Array(EMBEDDING_DIMENSIONS),
+    };
+    expect(await queue.complete(new Map([[voice.id, [old]]]), [voice.id])).toBe(0);
+    await worker.drain();
+    const [hit] = await h.app.recall.search(asking(`${USER}:2`), QUESTION, { limit: 1 });
+    expect(hit?.id).toBe(voice.id);
+    const vectors = await db.selectFrom("embeddings").select("message_id").execute();
+    expect(vectors.filter((v) => v.message_id === voice.id)).toHaveLength(1);
+  });
 
   it("stores each vector to the last bit", async () => {
     const { db } = h.app.database;
