@@ -19,11 +19,16 @@ export type Remembered =
 /** One line, spaces squeezed: a fact is shown as a list item and a button's label. */
 export const normalizeFact = (fact: string): string => fact.replace(/\s+/g, " ").trim();
 
-/** Whether every word of `words` is a word of `fact` (any case): what forget matches. */
+/**
+ * Whether every word of `words` is a word of `fact`, in any case and with or without accents:
+ * what forget matches. SQLite's word index ignores accents, so "/forget zoe" hides the messages
+ * that say "Zoë", and must take the facts and summaries that say it too.
+ */
 export function factMatches(fact: string, words: string): boolean {
-  const wanted = wordsOf(words);
+  const fold = (text: string) => wordsOf(text.normalize("NFD").replace(/\p{M}+/gu, ""));
+  const wanted = fold(words);
   if (wanted.length === 0) return false;
-  const have = new Set(wordsOf(fact));
+  const have = new Set(fold(fact));
   return wanted.every((w) => have.has(w));
 }
 

@@ -80,6 +80,10 @@ describe("profile text", () => {
     expect(factMatches("Daughter Mia, born 2019", "mia 2019")).toBe(true);
     expect(factMatches("Daughter Mia, born 2019", "mi")).toBe(false);
     expect(factMatches("anything", "  ")).toBe(false);
+    // As SQLite's word index, which /forget hides messages by: accents or none, the same word.
+    expect(factMatches("Daughter Zoë likes crêpes", "zoe crepes")).toBe(true);
+    expect(factMatches("Daughter Zoe", "Zoë")).toBe(true);
+    expect(factMatches("Daughter Zoë", "zo")).toBe(false);
     expect(profileInstruction([])).toBe("");
     expect(profileInstruction([{ fact: "a" }, { fact: "b" }])).toMatch(/\n- a\n- b$/);
   });
