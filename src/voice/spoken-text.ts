@@ -35,24 +35,33 @@ export function spokenText(markdown: string): string {
 }
 
 function spokenLine(line: string): string {
+  const words = line
+    // Headings, quotes and list marks are layout.
+    .replace(/^\s{0,3}#{1,6}\s+/, "")
+    .replace(/^\s*>+\s?/, "")
+    .replace(/^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?/, "")
+    .replace(/^\s*(?:[-*_]\s*){3,}$/, "")
+    // A picture by its description, a link by its words.
+    .replace(/!\[([^\]]*)\]\([^)]*\)/g, "$1")
+    .replace(/\[([^\]]+)\]\([^)]*\)/g, "$1")
+    // An address ends before the punctuation that ends its sentence.
+    .replace(/<?\b(?:https?|mailto|ftp):[^\s)>]*[^\s)>.,;:!?'"]>?/gi, "a link")
+    .replace(/\bwww\.[^\s)]*[^\s).,;:!?'"]/gi, "a link");
+  // Inline code is read when it is a word or two, named when it is more. It stands aside while
+  // the marks are dropped, so that max_tool_calls keeps its underscores.
+  const code: string[] = [];
   return (
-    line
-      // Headings, quotes and list marks are layout.
-      .replace(/^\s{0,3}#{1,6}\s+/, "")
-      .replace(/^\s*>+\s?/, "")
-      .replace(/^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?/, "")
-      .replace(/^\s*(?:[-*_]\s*){3,}$/, "")
-      // A picture by its description, a link by its words.
-      .replace(/!\[([^\]]*)\]\([^)]*\)/g, "$1")
-      .replace(/\[([^\]]+)\]\([^)]*\)/g, "$1")
-      // An address ends before the punctuation that ends its sentence.
-      .replace(/<?\b(?:https?|mailto|ftp):[^\s)>]*[^\s)>.,;:!?'"]>?/gi, "a link")
-      .replace(/\bwww\.[^\s)]*[^\s).,;:!?'"]/gi, "a link")
-      // Inline code is read when it is a word or two, named when it is more.
-      .replace(/`([^`]+)`/g, (_, code: string) => (code.length <= 30 ? code : "some code"))
+    words
+      .replace(/`([^`]+)`/g, (_, span: string) => {
+        code.push(span.length <= 30 ? span : "some code");
+        return `\uE000${code.length - 1}\uE001`;
+      })
       .replace(/<\/?[a-z][^>]*>/gi, "")
-      .replace(/(\*\*|__|\*|_|~~)(\S(?:.*?\S)?)\1/g, "$2")
+      .replace(/(\*\*|\*|~~)(\S(?:.*?\S)?)\1/g, "$2")
+      // Underscores mark emphasis only at a word's edge (snake_case stays as it is).
+      .replace(/(?<![\p{L}\p{N}])(__|_)(\S(?:.*?\S)?)\1(?![\p{L}\p{N}])/gu, "$2")
       .replace(/\\([\\`*_{}[\]()#+\-.!|~>])/g, "$1")
+      .replace(/\uE000(\d+)\uE001/g, (_, i: string) => code[Number(i)] ?? "")
   );
 }
 
@@ -91,7 +100,8 @@ export function speechParts(text: string, maxChars = MAX_PART_CHARS): string[] {
 
 /** Sentences (with their trailing space), each at most `maxChars` (a longer one cut at spaces). */
 function pieces(text: string, maxChars: number): string[] {
-  const sentences = text.match(/[^.!?…\n]*(?:[.!?…]+["')\]]*|\n+|$)\s*/g) ?? [];
+  // Chinese and Japanese end their sentences with full-width marks, and closing quotes of their own.
+  const sentences = text.match(/[^.!?…。！？\n]*(?:[.!?…。！？]+["')\]」』）]*|\n+|$)\s*/g) ?? [];
   return sentences
     .filter((s) => s !== "")
     .flatMap((sentence) => {

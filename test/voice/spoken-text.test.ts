@@ -35,6 +35,13 @@ describe("spokenText", () => {
     );
   });
 
+  it("keeps inline code and snake_case as written, and drops only the marks around them", () => {
+    expect(spokenText("Set `max_tool_calls` in **`config.ts`**, and keep snake_case_names.")).toBe(
+      "Set max_tool_calls in config.ts, and keep snake_case_names.",
+    );
+    expect(spokenText("It is _really_ __that__ simple.")).toBe("It is really that simple.");
+  });
+
   it("an unclosed code block runs to the end and is named once", () => {
     expect(spokenText("Look:\n```\nline 1\nline 2")).toBe("Look:\n(The code is in the message.)");
   });
@@ -55,6 +62,18 @@ describe("speechParts", () => {
       expect(part.endsWith("in it.")).toBe(true);
     }
     expect(parts.join(" ")).toBe(text.trim());
+  });
+
+  it("cuts Chinese and Japanese at their sentence ends, not in the middle of a sentence", () => {
+    const sentence = "今日はとても良い天気ですね。";
+    const text = sentence.repeat(100);
+    const parts = speechParts(text, 100);
+    expect(parts.length).toBeGreaterThan(1);
+    for (const part of parts) {
+      expect(part.length).toBeLessThanOrEqual(100);
+      expect(part.endsWith("。")).toBe(true);
+    }
+    expect(parts.join("")).toBe(text);
   });
 
   it("cuts a sentence longer than a part at spaces, and a word longer than a part inside it", () => {
