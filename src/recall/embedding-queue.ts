@@ -45,6 +45,34 @@ export function createEmbeddingQueue(deps: {
 
   return {
     /**
+     * Makes `model` the one recall compares against: vectors another model made (before
+     * GEMINI_EMBEDDING_MODEL was changed) are deleted, as a query of this model cannot be set
+     * against them, and the cursor goes back to the start so that the history is embedded again.
+     * Returns how many vectors were deleted.
+     */
+    async adoptModel(model: string): Promise<number> {
+      const other = await db
+        .selectFrom("embeddings")
+        .select("model")
+        .where("model", "<>", model)
+        .limit(1)
+        .executeTakeFirst();
+      if (!other) return 0;
+      return db.transaction().execute(async (trx) => {
+        const deleted = await trx
+          .deleteFrom("embeddings")
+          .where("model", "<>", model)
+          .executeTakeFirst();
+        await trx
+          .updateTable("embedding_progress")
+          .set({ last_id: 0 })
+          .where("name", "=", "cursor")
+          .execute();
+        return Number(deleted.numDeletedRows);
+      });
+    },
+
+    /**
      * Takes the next events after the cursor into the queue: what recall can find (a person's
      * message, a model's answer, a summary) with text and not forgotten. Returns how many it
      * looked at; 0 when the queue has taken in everything.

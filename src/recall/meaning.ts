@@ -47,9 +47,18 @@ export async function createMeaning(deps: {
   const vectors = createVectorSearch({
     db,
     engine: pgvector ? "pgvector" : "exact",
+    model,
   });
   deps.logger.debug({ engine: vectors.engine, model }, "recall by meaning is on");
   const queue = createEmbeddingQueue({ db, worker: randomUUID(), leaseMs: LEASE_MS });
+  // Once, at start: however many vectors the old model left, in one statement.
+  const dropped = await deps.database.unbounded(() => queue.adoptModel(model));
+  if (dropped > 0) {
+    deps.logger.info(
+      { model, vectors: dropped },
+      "GEMINI_EMBEDDING_MODEL changed: the old model's vectors are deleted and the history is embedded again",
+    );
+  }
   deps.metrics?.watchEmbeddingBacklog(() => queue.backlog());
   const worker = createEmbeddingWorker({
     db,

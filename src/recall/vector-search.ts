@@ -161,6 +161,8 @@ export function createVectorSearch(deps: {
   cacheBytes?: number;
   /** Rows a statement reads when a scope's vectors are loaded (default LOAD_PAGE_ROWS). */
   loadPageRows?: number;
+  /** Only this model's vectors are compared (a query of one model says nothing of another's). */
+  model?: string;
 }) {
   const { db } = deps;
   const pageRows = deps.loadPageRows ?? LOAD_PAGE_ROWS;
@@ -175,6 +177,7 @@ export function createVectorSearch(deps: {
         select e.message_id, e.embedding::vector <=> ${Array.from(query)}::real[]::vector as d
         from embeddings e join messages m on m.id = e.message_id
         where e.scope = ${area.scope} and ${recallFilter("m", area, options)}
+          ${deps.model === undefined ? sql`` : sql`and e.model = ${deps.model}`}
         order by d limit ${options.limit * MAX_CHUNKS}
       ) nearest group by message_id order by min(d) limit ${options.limit}`.execute(db);
     return rows.map((r) => Number(r.id));
@@ -190,6 +193,7 @@ export function createVectorSearch(deps: {
         .innerJoin("messages as m", "m.id", "e.message_id")
         .select(["e.id", "e.message_id", "e.embedding", "m.chat_id", "m.created_at"])
         .where("e.scope", "=", scope)
+        .$if(deps.model !== undefined, (q) => q.where("e.model", "=", deps.model as string))
         .where("e.id", ">", entry?.lastId ?? 0)
         .orderBy("e.id")
         .limit(pageRows)

@@ -351,6 +351,40 @@ describe.each(DATABASE_KINDS)("recall by meaning on %s", (kind) => {
     expect(vectors.filter((v) => v.message_id === voice.id)).toHaveLength(1);
   });
 
+  it.each(engines)(
+    "compares a query with its own model's vectors only, and embeds the history again after a change of model (%s)",
+    async (engine) => {
+      const { db } = h.app.database;
+      const [fact] = await h.app.store.append(String(USER), [{ event: said(FACT) }]);
+      const workerOf = (model: string) =>
+        createEmbeddingWorker({
+          db,
+          queue: createEmbeddingQueue({ db, worker: model, leaseMs: 60_000 }),
+          embed: fakeEmbed,
+          model,
+          logger: h.app.logger,
+        });
+      await workerOf("old-model").drain();
+      if (engine === "pgvector") await installPgvectorStandIn(db);
+      const area = { scope: `private-${USER}` };
+      const [query] = await fakeEmbed([QUESTION], "RETRIEVAL_QUERY");
+      const nearest = (model: string) =>
+        createVectorSearch({ db, engine, model }).nearest(area, query as Float32Array, {
+          limit: 1,
+        });
+      expect(await nearest("old-model")).toEqual([fact?.id]);
+      expect(await nearest("new-model")).toEqual([]);
+
+      const queue = createEmbeddingQueue({ db, worker: "new-model", leaseMs: 60_000 });
+      expect(await queue.adoptModel("new-model")).toBe(1);
+      expect(await queue.adoptModel("new-model")).toBe(0);
+      await workerOf("new-model").drain();
+      expect(await nearest("new-model")).toEqual([fact?.id]);
+      const models = await db.selectFrom("embeddings").select("model").execute();
+      expect(models).toEqual([{ model: "new-model" }]);
+    },
+  );
+
   it("stores each vector to the last bit", async () => {
     const { db } = h.app.database;
     const [stored] = await h.app.store.append(String(USER), [{ event: said("one") }]);
