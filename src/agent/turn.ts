@@ -6,6 +6,7 @@ import { unlessStopped } from "../retry/unless-stopped.js";
 import { type ChatType, chatTypeOfKey, type RecallScope, scopeOf } from "../scope/recall-scope.js";
 import type { NewAttachment, StoredAttachment } from "../session/attachments.js";
 import {
+  codeOutputsOf,
   type EventPart,
   type FunctionCallPart,
   fromContent,
@@ -648,7 +649,8 @@ export function createAgent(deps: AgentDeps) {
 
       const calls = functionCallsOf(event);
       if (calls.length === 0) {
-        const pieces = [textOf(event.parts), verdict.cutNote, sourcesBlock(sourcesOf(grounding))];
+        const words = textOf(event.parts) || codeOutputsOf(event.parts);
+        const pieces = [words, verdict.cutNote, sourcesBlock(sourcesOf(grounding))];
         return end(pieces.filter((piece) => piece).join("\n\n"));
       }
 

@@ -86,8 +86,10 @@ export async function deliverAnswer(args: {
     await live.close();
     await args.delivery.sendFiles(args.chatId, files, args.threadId, from(0));
   }
-  if (args.words === false) return live.close();
-  await live.finish(messageText(result, live.words), from(files.length), args.after);
+  const words = messageText(result, live.words);
+  // Files with no words (a drawn picture alone) need no "(no answer)" after them.
+  if (args.words === false || (words.trim() === "" && files.length > 0)) return live.close();
+  await live.finish(words, from(files.length), args.after);
 }
 
 /**

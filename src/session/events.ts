@@ -432,6 +432,20 @@ export function textOf(parts: readonly EventPart[], options: { thoughts?: boolea
     .join("");
 }
 
+/**
+ * What Gemini's own code runs printed, each as a Markdown code block: an answer with no words
+ * but a run (code_execution) says this instead of nothing.
+ */
+export function codeOutputsOf(parts: readonly EventPart[]): string {
+  return parts
+    .flatMap((p) =>
+      p.kind === "code_execution_result" && p.output?.trim()
+        ? [`\`\`\`\n${p.output.replace(/\n$/, "")}\n\`\`\``]
+        : [],
+    )
+    .join("\n\n");
+}
+
 export const isRealUserMessage = (event: SessionEvent): boolean =>
   event.role === "user" && !event.parts.some((p) => p.kind === "function_response");
 

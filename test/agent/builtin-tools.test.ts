@@ -119,4 +119,11 @@ describe("Gemini's server-side tools", () => {
       ]);
       expect(await history(h)).toContain('✓ code_execution {"code":"print(2 + 2)"}');
     }));
+
+  it("answers with what the code printed when the model ran code and said nothing", () =>
+    withHarness({ GEMINI_BUILTIN_TOOLS: "code_execution" }, async (h) => {
+      h.fake.script(codeRun("print(6 * 7)", "42\n", "e1"));
+      const result = await h.app.agent.runTurn("c1", { text: "6*7?" });
+      expect(result).toMatchObject({ text: "```\n42\n```", serverToolCalls: 1 });
+    }));
 });

@@ -143,6 +143,44 @@ describe.each(DATABASE_KINDS)("files Koroku sends (Gemini's answers, send_file) 
     expect(w.telegram.sent.slice(before.sent).map((m) => m.plain_text)).toEqual(["two files"]);
     expect(recorded).toEqual([2, 3]);
   });
+  it('sends files that come with no words alone, without a "(no answer)" after them', async () => {
+    const picture: MediaPart = {
+      kind: "media",
+      media: "photo",
+      ...(await w.h.app.attachments.save("alone", {
+        bytes: pngImage(64, 64, 300),
+        mimeType: "image/png",
+      })),
+      name: "drawn.png",
+    };
+    const delivery = createDelivery({ api: w.bot.api, logger: w.h.app.logger });
+    const chatId = USER + 3;
+    const live = startLiveAnswer({
+      api: w.bot.api,
+      delivery,
+      logger: w.h.app.logger,
+      chatId,
+      privateChat: true,
+      mode: "off",
+      draftId: 1,
+    });
+    await deliverAnswer({
+      live,
+      delivery,
+      read: w.h.app.attachments.read,
+      chatId,
+      threadId: undefined,
+      result: { text: "", files: [picture], resumed: false },
+      lease: {
+        delivered: 0,
+        recordDelivered: async () => {},
+        deliveredStatement: (count) => CompiledQuery.raw("select ?", [count]),
+      },
+    });
+    expect(w.telegram.sentFiles.filter((f) => f.chat_id === chatId)).toHaveLength(1);
+    expect(w.telegram.sent.filter((m) => m.chat_id === chatId)).toEqual([]);
+  });
+
   it("sends a workspace image as a photo and a PDF as a document, keeps both, and /history shows them", async () => {
     const chart = pngImage(1200, 800, 4_000);
     const workspace = w.h.workspaceOf(String(USER + 10));
