@@ -194,6 +194,14 @@ export class Dispatcher {
     const lease = inbox.leaseOf(item);
     const release = this.holdLease(lease);
     try {
+      // Claimed more often than a run may fail, with no failure recorded: its runs ended with
+      // the process (killed out of memory, a crash), or with a lost lease. Run again, it could
+      // stop the process again, and every chat's answers with it.
+      if (item.attempts > this.deps.maxAttempts) {
+        const ended = `its last ${item.attempts - 1} runs ended without an outcome (the service stopped, or lost it, during each)`;
+        await this.failed(item, lease, log, new Error(ended));
+        return;
+      }
       try {
         await this.deps.handle(item, lease);
       } catch (error) {

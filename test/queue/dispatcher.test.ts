@@ -267,6 +267,29 @@ describe("dispatcher", () => {
     );
   });
 
+  it("gives up on an update claimed more often than a run may fail, without running it", async () => {
+    const inbox = inboxFor("after-crashes");
+    await inbox.add(9, "crashing", {});
+    // Four claims whose runs ended with the process: pending again after each restart.
+    await handle.db.updateTable("inbox").set({ attempts: 4 }).where("update_id", "=", 9).execute();
+    const ran: number[] = [];
+    const gaveUp: number[] = [];
+    const { logger, lines } = captureLogger();
+    const dispatcher = oneAtATime({
+      inbox,
+      handle: async (item) => void ran.push(item.updateId),
+      logger,
+      maxAttempts: 3,
+      onGiveUp: async (item) => void gaveUp.push(item.updateId),
+    });
+    dispatcher.start();
+    await eventually(() => gaveUp.includes(9));
+    expect(await dispatcher.stop(5_000)).toBe(true);
+    expect(ran).not.toContain(9);
+    expect((await rowOf(9)).status).toBe("failed");
+    expect(lines.find((l) => l.msg === "giving up on an update")).toMatchObject({ attempts: 5 });
+  });
+
   it("records an answered update as done once the database answers again, without running it twice", async () => {
     const { logger, lines } = captureLogger();
     const inbox = inboxFor("patient");
