@@ -221,7 +221,7 @@ export async function startService(
             read: app.attachments.read,
             maxBytes: config.mediaMaxBytes,
             workspaces: app.workspaces,
-            transcribe: (conversation) => app.transcriber.transcribePending(conversation),
+            transcribe: (conversation, heard) => app.transcriber.afterTurn(conversation, heard),
           },
           usage: app.usage,
           memory: { profiles: app.profiles, forgetting: app.forgetting },

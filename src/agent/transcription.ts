@@ -20,7 +20,8 @@ export type Transcriber = ReturnType<typeof createTranscriber>;
  * Writes down what was said in the conversation's voice notes and audio, once each, with the
  * compaction model, and stores it with the media part: /history shows it, search_history finds
  * it, and summaries tell of it. A failure leaves the part as it was (the audio itself still goes
- * to Gemini) and is tried again the next time the conversation is transcribed.
+ * to Gemini) and is tried again after the conversation's next turn in this process, or with its
+ * next voice note or audio.
  */
 export function createTranscriber(deps: {
   store: SessionStore;
@@ -60,10 +61,14 @@ export function createTranscriber(deps: {
     return text === "" ? undefined : truncate(text, MAX_TRANSCRIPT_CHARS);
   }
 
+  /** Conversations where a transcription failed in this process: tried again after their next turn. */
+  const failedIn = new Set<string>();
+
   /** Transcribes every voice note and audio file of the context that has no transcript yet. */
   async function transcribePending(chatId: string): Promise<number> {
     const log = deps.logger.child({ chat_id: chatId });
     const context = await deps.store.loadContext(chatId);
+    failedIn.delete(chatId);
     let written = 0;
     // A recording Gemini refused is not sent again (its event comes back as a stand-in, without it).
     for (const stored of sendableEvents(context.events)) {
@@ -80,6 +85,7 @@ export function createTranscriber(deps: {
           if (transcript !== undefined) changed = true;
           parts.push(transcript === undefined ? part : { ...part, transcript });
         } catch (error) {
+          failedIn.add(chatId);
           log.warn(
             { err: error, message_id: stored.id },
             "could not transcribe a voice note; will try again later",
@@ -94,5 +100,14 @@ export function createTranscriber(deps: {
     return written;
   }
 
-  return { transcribePending };
+  return {
+    transcribePending,
+    /**
+     * After a turn: transcribes when the turn's message held a voice note or audio (`heard`), or
+     * a transcription of the conversation failed before; else it reads nothing, as most turns
+     * have nothing to write down.
+     */
+    afterTurn: (chatId: string, heard: boolean): Promise<number> =>
+      heard || failedIn.has(chatId) ? transcribePending(chatId) : Promise.resolve(0),
+  };
 }

@@ -139,7 +139,10 @@ export function conversationComposer(deps: ConversationDeps): Composer<TurnConte
       // Unstreamed, the answer's first words show when its messages have gone out.
       nowVisible();
       media
-        .transcribe?.(session)
+        .transcribe?.(
+          session,
+          parts.some((part) => part.media === "voice" || part.media === "audio"),
+        )
         .catch((error: unknown) =>
           deps.logger.warn({ err: error, chat_id: session }, "transcribing voice notes failed"),
         );

@@ -274,6 +274,28 @@ describe.each(DATABASE_KINDS)("media from Telegram on %s", (kind) => {
     expect(events.map((e) => e.event.role)).toEqual(["user", "model"]);
   });
 
+  it("after a turn, transcribes when the message held a voice note or a transcription failed before", async () => {
+    const chat = USER + 10;
+    const conversation = String(chat);
+    const voice = w.telegram.addFile(ogg());
+    w.h.fake.script(text("noted"));
+    await send(chat, { voice: { ...voice, duration: 3, mime_type: "audio/ogg" } });
+    const summaryCalls = () => w.h.fake.requests.filter((r) => r.model === SUMMARY_MODEL).length;
+    const before = summaryCalls();
+    // A turn of words only reads nothing.
+    expect(await w.h.app.transcriber.afterTurn(conversation, false)).toBe(0);
+    expect(summaryCalls()).toBe(before);
+    w.h.fake.scriptFor(SUMMARY_MODEL, status(400, "cannot decode"));
+    expect(await w.h.app.transcriber.afterTurn(conversation, true)).toBe(0);
+    expect(summaryCalls()).toBeGreaterThan(before);
+    // The failure is tried again after the next turn, words only as it may be.
+    w.h.fake.scriptFor(SUMMARY_MODEL, text("Three seconds of words."));
+    expect(await w.h.app.transcriber.afterTurn(conversation, false)).toBe(1);
+    const asked = summaryCalls();
+    expect(await w.h.app.transcriber.afterTurn(conversation, false)).toBe(0);
+    expect(summaryCalls()).toBe(asked);
+  });
+
   it("transcribes a voice note once, for /history and search_history, retrying a failure later", async () => {
     const chat = USER + 8;
     const voice = w.telegram.addFile(ogg());

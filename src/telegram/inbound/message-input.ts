@@ -22,9 +22,10 @@ export type ConversationMedia = {
   workspaces: Workspaces;
   /**
    * Writes down what the conversation's voice notes say, after the answer went out (so it never
-   * holds a turn up); what failed is tried again after a later turn.
+   * holds a turn up); what failed is tried again after a later turn. `heard`: the turn's message
+   * held a voice note or audio.
    */
-  transcribe?(conversation: string): Promise<unknown>;
+  transcribe?(conversation: string, heard: boolean): Promise<unknown>;
 };
 
 const NOT_IN_WORKSPACE =
