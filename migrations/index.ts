@@ -17,6 +17,7 @@ import * as recallScopes from "./20261203100000_recall_scopes.js";
 import * as profilesAndForgetting from "./20261203110000_profiles_and_forgetting.js";
 import * as embeddings from "./20261203120000_embeddings.js";
 import * as conversationVoice from "./20261203150000_conversation_voice.js";
+import * as embeddingModel from "./20261205120000_embedding_model.js";
 
 /** Every migration, by name; names sort in the order they must run. Add new files here. */
 export const migrations: Record<string, Migration> = {
@@ -37,5 +38,6 @@ export const migrations: Record<string, Migration> = {
   "20261203110000_profiles_and_forgetting": profilesAndForgetting,
   "20261203120000_embeddings": embeddings,
   "20261203150000_conversation_voice": conversationVoice,
+  "20261205120000_embedding_model": embeddingModel,
   "20261203090000_tool_approvals": toolApprovals,
 };

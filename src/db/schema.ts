@@ -216,6 +216,8 @@ export interface EmbeddingQueueTable {
 export interface EmbeddingProgressTable {
   name: string;
   last_id: number;
+  /** The model the stored vectors were made with; null until a start has checked them. */
+  model: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /**

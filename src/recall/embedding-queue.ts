@@ -45,27 +45,45 @@ export function createEmbeddingQueue(deps: {
 
   return {
     /**
-     * Makes `model` the one recall compares against: vectors another model made (before
-     * GEMINI_EMBEDDING_MODEL was changed) are deleted, as a query of this model cannot be set
-     * against them, and the cursor goes back to the start so that the history is embedded again.
-     * Returns how many vectors were deleted.
+     * Makes `model` the one recall compares against. Vectors another model made (before
+     * GEMINI_EMBEDDING_MODEL was changed) cannot be set against this model's queries: their
+     * events are queued again, unless this model embedded them already, and the vectors deleted.
+     * Read from the cursor's row, locked, so replicas starting together do it once. Returns how
+     * many vectors were deleted.
      */
     async adoptModel(model: string): Promise<number> {
-      const other = await db
-        .selectFrom("embeddings")
-        .select("model")
-        .where("model", "<>", model)
-        .limit(1)
-        .executeTakeFirst();
-      if (!other) return 0;
       return db.transaction().execute(async (trx) => {
+        const cursor = trx
+          .selectFrom("embedding_progress")
+          .select("model")
+          .where("name", "=", "cursor");
+        const { model: adopted } = await (postgres
+          ? cursor.forUpdate()
+          : cursor
+        ).executeTakeFirstOrThrow();
+        if (adopted === model) return 0;
+        const other = trx.selectFrom("embeddings").select("message_id").where("model", "<>", model);
+        await trx
+          .insertInto("embedding_queue")
+          .columns(["message_id"])
+          .expression(
+            other
+              .distinct()
+              .where(
+                "message_id",
+                "not in",
+                trx.selectFrom("embeddings").select("message_id").where("model", "=", model),
+              ),
+          )
+          .onConflict((oc) => oc.column("message_id").doNothing())
+          .execute();
         const deleted = await trx
           .deleteFrom("embeddings")
           .where("model", "<>", model)
           .executeTakeFirst();
         await trx
           .updateTable("embedding_progress")
-          .set({ last_id: 0 })
+          .set({ model })
           .where("name", "=", "cursor")
           .execute();
         return Number(deleted.numDeletedRows);

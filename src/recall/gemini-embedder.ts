@@ -39,7 +39,7 @@ export class EmbeddingFailedError extends Error {
   constructor(
     reason: string,
     readonly status: number | undefined,
-    aboutTexts = status === 400,
+    aboutTexts = false,
   ) {
     super(`Gemini could not embed: ${reason}`);
     this.name = "EmbeddingFailedError";
@@ -119,7 +119,8 @@ export function createGeminiEmbedder(deps: {
       if (failure.status === 429) {
         outcome = { limited: true, serverDelayMs: failure.retryAfterMs };
       }
-      throw new EmbeddingFailedError(failure.reason, failure.status);
+      // A wrong API key is a 400 too, and recovers once it is set right: only input counts.
+      throw new EmbeddingFailedError(failure.reason, failure.status, failure.inputRefused === true);
     } finally {
       request.dispose();
       pass.done(outcome);

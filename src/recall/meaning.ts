@@ -51,12 +51,12 @@ export async function createMeaning(deps: {
   });
   deps.logger.debug({ engine: vectors.engine, model }, "recall by meaning is on");
   const queue = createEmbeddingQueue({ db, worker: randomUUID(), leaseMs: LEASE_MS });
-  // Once, at start: however many vectors the old model left, in one statement.
+  // At start, and only after a change of model: however many vectors the old one left.
   const dropped = await deps.database.unbounded(() => queue.adoptModel(model));
   if (dropped > 0) {
     deps.logger.info(
       { model, vectors: dropped },
-      "GEMINI_EMBEDDING_MODEL changed: the old model's vectors are deleted and the history is embedded again",
+      "GEMINI_EMBEDDING_MODEL changed: the old model's vectors are deleted and their events embedded again",
     );
   }
   deps.metrics?.watchEmbeddingBacklog(() => queue.backlog());

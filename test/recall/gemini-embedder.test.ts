@@ -59,6 +59,28 @@ describe("the Gemini embedder", () => {
     },
   );
 
+  it("tells texts Gemini refuses from a wrong API key, which a 400 says too", async () => {
+    const empty = await embedder()(["   "], "RETRIEVAL_DOCUMENT").catch((error: unknown) => error);
+    expect(empty).toMatchObject({ name: "EmbeddingFailedError", status: 400, aboutTexts: true });
+    const keyed = await startFakeGemini({ apiKey: "the-right-key" });
+    try {
+      const wrongKey = createGeminiEmbedder({
+        apiKey: "a-wrong-key",
+        baseUrl: keyed.baseUrl,
+        model: "gemini-embedding-001",
+        limit: createSharedLimit({ policy: RATE_LIMIT_BACKOFF }),
+      });
+      const refused = await wrongKey(["where"], "RETRIEVAL_DOCUMENT").catch((e: unknown) => e);
+      expect(refused).toMatchObject({
+        name: "EmbeddingFailedError",
+        status: 400,
+        aboutTexts: false,
+      });
+    } finally {
+      await keyed.close();
+    }
+  });
+
   it("ends at once when its caller gives up (a stopped turn), with the caller's reason", async () => {
     const stalled = fake.stallEmbeddings();
     const stop = new AbortController();

@@ -250,7 +250,7 @@ describe.each(DATABASE_KINDS)("recall by meaning on %s", (kind) => {
     expect(await db.selectFrom("embeddings").select("message_id").execute()).toHaveLength(1);
 
     await h.app.store.append(String(USER), [{ event: said("a text Gemini refuses") }]);
-    failure = new EmbeddingFailedError("invalid argument", 400);
+    failure = new EmbeddingFailedError("invalid argument", 400, true);
     for (let t = 0; t < 5; t++, now += 31_000) {
       await expect(worker.runOnce(() => now)).rejects.toThrow("invalid argument");
     }
@@ -377,11 +377,16 @@ describe.each(DATABASE_KINDS)("recall by meaning on %s", (kind) => {
 
       const queue = createEmbeddingQueue({ db, worker: "new-model", leaseMs: 60_000 });
       expect(await queue.adoptModel("new-model")).toBe(1);
+      // A second replica starting with it finds the change made.
       expect(await queue.adoptModel("new-model")).toBe(0);
+      const queued = await db.selectFrom("embedding_queue").select("message_id").execute();
+      expect(queued.map((q) => Number(q.message_id))).toEqual([fact?.id]);
       await workerOf("new-model").drain();
       expect(await nearest("new-model")).toEqual([fact?.id]);
-      const models = await db.selectFrom("embeddings").select("model").execute();
-      expect(models).toEqual([{ model: "new-model" }]);
+      const vectors = await db.selectFrom("embeddings").select(["message_id", "model"]).execute();
+      expect(vectors.map((v) => [Number(v.message_id), v.model])).toEqual([
+        [fact?.id, "new-model"],
+      ]);
     },
   );
 
