@@ -20,12 +20,15 @@ export type Remembered =
 export const normalizeFact = (fact: string): string => fact.replace(/\s+/g, " ").trim();
 
 /**
- * Whether every word of `words` is a word of `fact`, in any case and with or without accents:
- * what forget matches. SQLite's word index ignores accents, so "/forget zoe" hides the messages
- * that say "Zoë", and must take the facts and summaries that say it too.
+ * Whether every word of `words` is a word of `fact`, in any case, and Latin letters with or
+ * without accents: what forget matches. SQLite's word index reads "Zoë" as "zoe", so "/forget zoe"
+ * hides the messages that say "Zoë" and must take the facts and summaries that say it too; on
+ * PostgreSQL, whose index keeps accents, a fact goes that a message search would not find, the
+ * side a forget may err on. Marks of other scripts are letters of their own (バ is not ハ).
  */
 export function factMatches(fact: string, words: string): boolean {
-  const fold = (text: string) => wordsOf(text.normalize("NFD").replace(/\p{M}+/gu, ""));
+  const fold = (text: string) =>
+    wordsOf(text.normalize("NFD").replace(/(\p{Script=Latin})\p{M}+/gu, "$1"));
   const wanted = fold(words);
   if (wanted.length === 0) return false;
   const have = new Set(fold(fact));

@@ -84,6 +84,7 @@ describe("profile text", () => {
     expect(factMatches("Daughter Zoë likes crêpes", "zoe crepes")).toBe(true);
     expect(factMatches("Daughter Zoe", "Zoë")).toBe(true);
     expect(factMatches("Daughter Zoë", "zo")).toBe(false);
+    expect(factMatches("バカ", "ハカ")).toBe(false);
     expect(profileInstruction([])).toBe("");
     expect(profileInstruction([{ fact: "a" }, { fact: "b" }])).toMatch(/\n- a\n- b$/);
   });
