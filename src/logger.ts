@@ -48,18 +48,33 @@ export function createScrubber(secrets: readonly (string | undefined)[]): (text:
   };
 }
 
+/** An error's fields that say why it happened: Node's system errors, pg's, grammY's, HTTP's. */
+const REASON_FIELDS = [
+  "code",
+  "errno",
+  "syscall",
+  "address",
+  "port",
+  "hostname",
+  "status",
+  "error_code",
+  "description",
+  "severity",
+  "routine",
+] as const;
+
 function scrubValue(value: unknown, scrub: (s: string) => string, depth: number): unknown {
   if (typeof value === "string") return scrub(value);
   if (depth > 6 || value === null || typeof value !== "object") return value;
   if (value instanceof Error) {
     // What says why: a system error's code (ECONNREFUSED), PostgreSQL's SQLSTATE, and what caused
-    // it (fetch's "fetch failed" holds the socket's error there). Plain fields only: an object
-    // beside them (a response, a request's options) is no reason, and can be large.
+    // it (fetch's "fetch failed" holds the socket's error there). Named fields only: others may
+    // hold what users wrote (pg's `detail` quotes a failing row) or a whole response.
     const fields: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) {
-      if (typeof v === "string" || typeof v === "number" || typeof v === "boolean") {
+    for (const k of REASON_FIELDS) {
+      const v = (value as unknown as Record<string, unknown>)[k];
+      if (typeof v === "string" || typeof v === "number")
         fields[k] = scrubValue(v, scrub, depth + 1);
-      }
     }
     const { cause } = value;
     const errors = value instanceof AggregateError ? value.errors : undefined;

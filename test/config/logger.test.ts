@@ -36,7 +36,8 @@ describe("logger", () => {
     logger.error({ err: new TypeError("fetch failed", { cause }) }, "HTTP request failed");
     const sqlState = Object.assign(new Error("auth failed for s3cret-password"), {
       code: "28P01",
-      detail: "password s3cret-password",
+      severity: "FATAL s3cret-password",
+      detail: "Failing row contains (42, my HIV test came back).",
     });
     logger.error({ err: new AggregateError([sqlState], "all failed") }, "could not connect");
     expect(lines[0]?.err).toMatchObject({
@@ -47,9 +48,11 @@ describe("logger", () => {
     expect(JSON.stringify(lines[0]?.err)).not.toContain("authorization");
     expect(lines[1]?.err).toMatchObject({
       errors: [
-        { code: "28P01", detail: "password [REDACTED]", message: "auth failed for [REDACTED]" },
+        { code: "28P01", severity: "FATAL [REDACTED]", message: "auth failed for [REDACTED]" },
       ],
     });
+    // What users wrote, quoted by pg's detail, stays out of the log.
+    expect(JSON.stringify(lines[1]?.err)).not.toContain("HIV");
   });
 
   it("catches a secret percent-encoded, HTML-escaped or split by invisible characters", () => {
