@@ -4,6 +4,7 @@ import { type Courier, noCourier } from "../answer/courier.js";
 import type { Logger } from "../logger.js";
 import type { BackoffPolicy } from "../retry/backoff.js";
 import { grammyFetch } from "./grammy-fetch.js";
+import { latePressesAnswered } from "./late-presses.js";
 import { logNetworkFailures, retryNetworkFailures } from "./network-failures.js";
 import { scrubOutgoing } from "./scrub-outgoing.js";
 
@@ -70,7 +71,7 @@ export function botApiClients(deps: BotApiDeps) {
     configure(api: Api): void {
       api.config.use(courier.live, scrub, logFailures);
       if (countErrors) api.config.use(countErrors);
-      api.config.use(retryNetworkFailures(deps.networkRetry));
+      api.config.use(latePressesAnswered, retryNetworkFailures(deps.networkRetry));
       // Flood waits and Telegram's 5xx; a call that got no answer is retryNetworkFailures'.
       api.config.use(
         autoRetry({

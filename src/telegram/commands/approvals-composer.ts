@@ -78,10 +78,9 @@ export function approvalsComposer(deps: ApprovalsComposerDeps): Composer<TurnCon
       return;
     }
     deps.onQueued(answered.conversation);
+    // The answer is stored: its message shows it first, whatever becomes of the press's answer.
     await showEnding(ctx.api, { ...answered, messageId: message.message_id }, approvals.timeoutMs);
-    // A press handled late ("query is too old") can no longer be answered; the answer is stored
-    // and its message shows it, so a retry of this update would find nothing left to do.
-    await ctx.answerCallbackQuery({ text: ENDINGS[answered.status] }).catch(() => {});
+    await ctx.answerCallbackQuery({ text: ENDINGS[answered.status] });
   });
 
   composer.command("tools", async (ctx) => {
