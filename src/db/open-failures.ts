@@ -1,3 +1,4 @@
+import { parse as parsePostgresUrl } from "pg-connection-string";
 import type { DatabaseTarget } from "../config.js";
 import { StartupError } from "../startup-error.js";
 
@@ -62,16 +63,17 @@ function sqliteFailure(failure: Failure, path: string): string | undefined {
   return undefined;
 }
 
-/** Where a connection string points, without its password. */
+/** Where a connection string points, read as pg reads it, without its password. */
 function postgresPlace(connectionString: string) {
-  let url: URL | undefined;
+  let parsed: ReturnType<typeof parsePostgresUrl> | undefined;
   try {
-    url = new URL(connectionString);
+    parsed = parsePostgresUrl(connectionString);
   } catch {}
-  const user = decodeURIComponent(url?.username ?? "") || "the default user";
-  const host = url?.hostname || "localhost";
-  const server = `${host}:${url?.port || "5432"}`;
-  const database = decodeURIComponent(url?.pathname.slice(1) ?? "") || user;
+  const user = parsed?.user || "the default user";
+  const host = parsed?.host || "localhost";
+  // A socket folder (?host=/run/postgresql) is named as it is; a port only belongs to TCP.
+  const server = host.startsWith("/") ? host : `${host}:${parsed?.port || "5432"}`;
+  const database = parsed?.database || user;
   return { user, host, server, database };
 }
 
