@@ -42,6 +42,7 @@ export function senderOf(message: Message): Sender | undefined {
  */
 const CONTENT = [
   "text",
+  "rich_message",
   "photo",
   "voice",
   "audio",

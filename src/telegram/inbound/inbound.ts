@@ -2,6 +2,7 @@ import type { Message, PhotoSize } from "grammy/types";
 import { cleanFileName } from "../../media/file-name.js";
 import type { MediaKind } from "../../session/events.js";
 import { clockTime } from "../../session/media-text.js";
+import { richMessageText } from "./rich-text.js";
 
 /** A file of a message, to be fetched from Telegram. */
 export type WantedFile = {
@@ -259,5 +260,7 @@ function describedText(message: Message): string | undefined {
     return `[${kind}: ${p.question} — options: ${options}]`;
   }
   if (message.dice) return `[Dice ${message.dice.emoji} rolled: ${message.dice.value}]`;
+  // One forwarded from a bot (one of Koroku's own answers, say): its words.
+  if (message.rich_message) return richMessageText(message.rich_message) || undefined;
   return undefined;
 }

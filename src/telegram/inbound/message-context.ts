@@ -1,5 +1,6 @@
 import type { Chat, Message, MessageOrigin, User } from "grammy/types";
 import { truncate } from "../../session/event-text.js";
+import { richMessageText } from "./rich-text.js";
 
 /** A quoted message is context, not the message itself: a few lines are enough. */
 export const QUOTE_MAX_CHARS = 300;
@@ -39,11 +40,17 @@ function replyLine(message: Message, bot: BotIdentity): string | undefined {
   const external = message.external_reply;
   if (reply?.forum_topic_created) return undefined;
   if (!reply && !external) return undefined;
-  const quoted = message.quote?.text ?? reply?.text ?? reply?.caption;
+  const quoted =
+    message.quote?.text ??
+    reply?.text ??
+    reply?.caption ??
+    (reply?.rich_message ? richMessageText(reply.rich_message) : undefined);
+  // A channel's post or an anonymous admin's message comes "from" a service account (Telegram,
+  // GroupAnonymousBot); its sender_chat is who said it.
   const whose = reply
     ? reply.from?.id === bot.id
       ? "your own earlier message"
-      : `a message from ${reply.from ? nameOf(reply.from) : reply.sender_chat ? chatTitle(reply.sender_chat) : "someone"}`
+      : `a message from ${reply.sender_chat ? chatTitle(reply.sender_chat) : reply.from ? nameOf(reply.from) : "someone"}`
     : `a message from ${originText((external as NonNullable<typeof external>).origin)} in another chat`;
   if (quoted === undefined || oneLine(quoted) === "") return `[In reply to ${whose}, without text]`;
   const kind = message.quote ? "quoting" : "which said";

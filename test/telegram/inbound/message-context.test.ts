@@ -85,6 +85,47 @@ describe("what the model is told about a message", () => {
     expect(modelText(photo, BOT, false)).toContain("which said: “sunset at the pier”");
   });
 
+  it("quotes the words of a rich message replied to (Koroku's answers are rich messages)", () => {
+    const bot = { id: BOT.id, is_bot: true, first_name: "Koroku", username: BOT.username };
+    const reply = message({
+      text: "why?",
+      reply_to_message: {
+        message_id: 5,
+        date: 1,
+        chat: PRIVATE,
+        from: bot,
+        rich_message: {
+          blocks: [
+            { type: "heading", text: "Plan", level: 2 },
+            { type: "paragraph", text: ["The meeting ", { type: "bold", text: "moved" }, "."] },
+            { type: "list", items: [{ blocks: [{ type: "paragraph", text: "to Friday" }] }] },
+          ],
+        },
+      },
+    });
+    expect(modelText(reply, BOT, false)).toBe(
+      "[In reply to your own earlier message, which said: “Plan The meeting moved. to Friday”]\nwhy?",
+    );
+  });
+
+  it("names the channel or group a reply's message came from, not the account Telegram sent it by", () => {
+    const channelPost = message({
+      text: "@koroku_test_bot is this true?",
+      chat: GROUP,
+      reply_to_message: {
+        message_id: 5,
+        date: 1,
+        chat: GROUP,
+        from: { id: 777000, is_bot: false, first_name: "Telegram" },
+        sender_chat: { id: -1002, type: "channel", title: "Daily News" },
+        text: "Rain tomorrow",
+      },
+    });
+    expect(modelText(channelPost, BOT, true)).toContain(
+      "[In reply to a message from Daily News, which said: “Rain tomorrow”]",
+    );
+  });
+
   it("does not take a topic's creation for a reply", () => {
     const inTopic = message({
       text: "hello",
