@@ -90,15 +90,15 @@ export function messageInput(deps: { media: ConversationMedia; logger: Logger })
     };
     if (file.media !== "document") return { part };
     const name = file.name ?? `document-${stored.sha256.slice(0, 12)}`;
-    const dir = await media.workspaces.dirOf(scopeOfKey(conversation));
+    const scope = scopeOfKey(conversation);
     try {
-      const saved = await saveToWorkspace(dir, name, bytes);
+      const saved = await saveToWorkspace(await media.workspaces.dirOf(scope), name, bytes);
       return { part, note: `[Saved in the workspace as ${saved}]` };
     } catch (error) {
-      // The file is stored, and Gemini gets it: a workspace that cannot be written (read-only,
-      // full) costs the file tools their copy, not the user their answer.
+      // The file is stored, and Gemini gets it: a workspace that cannot be used (read-only, full,
+      // not sorted at start) costs the file tools their copy, not the user their answer.
       deps.logger.warn(
-        { err: error, chat_id: conversation, sha256: stored.sha256, workspace: dir },
+        { err: error, chat_id: conversation, sha256: stored.sha256, scope },
         "could not copy a document into the workspace; answering without that copy",
       );
       return { part, note: NOT_IN_WORKSPACE };
