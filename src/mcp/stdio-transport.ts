@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import { endGroupWithLeader, signalGroup } from "../tools/process-group.js";
+import { endGroupWithLeader, endGroupWithProcess, signalGroup } from "../tools/process-group.js";
 
 // The server's stderr is its log: kept short for ours (it may be chatty, or hostile).
 const MAX_STDERR_LINE = 500;
@@ -62,11 +62,7 @@ export class IsolatedStdioTransport implements Transport {
       });
       this.child = child;
       endGroupWithLeader(child);
-      // In a session of its own, the group outlives a Koroku that exits without closing it (a
-      // crash, a stop cut short), and no terminal's Ctrl-C reaches it: it goes with the process.
-      const orphaned = () => signalGroup(child, "SIGKILL");
-      process.once("exit", orphaned);
-      child.once("exit", () => process.off("exit", orphaned));
+      endGroupWithProcess(child);
       child.once("error", (error) => {
         reject(error);
         this.onerror?.(error);

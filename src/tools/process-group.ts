@@ -36,3 +36,13 @@ export function endGroupWithLeader(child: ChildProcess): void {
   });
   child.once("close", () => clearTimeout(grace));
 }
+
+/**
+ * In a session of its own, the group outlives a Koroku that exits without ending it (a crash, a
+ * stop cut short), and no terminal's Ctrl-C reaches it: it is killed as this process exits.
+ */
+export function endGroupWithProcess(child: ChildProcess): void {
+  const orphaned = () => signalGroup(child, "SIGKILL");
+  process.once("exit", orphaned);
+  child.once("exit", () => process.off("exit", orphaned));
+}

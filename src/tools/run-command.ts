@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import type { Readable } from "node:stream";
 import { z } from "zod";
 import type { Workspaces } from "../scope/workspaces.js";
-import { endGroupWithLeader, signalGroup } from "./process-group.js";
+import { endGroupWithLeader, endGroupWithProcess, signalGroup } from "./process-group.js";
 import { defineTool } from "./registry.js";
 
 export const RUN_COMMAND_TIMEOUT_MS = 20_000;
@@ -73,6 +73,9 @@ function runShell(command: string, limits: RunLimits): Promise<CommandResult> {
     };
     // Background jobs left behind would keep the pipes open past the shell's exit.
     endGroupWithLeader(child);
+    // Its timer goes with this process: a command must not run on after it, nor again after the
+    // restart beside the one still running.
+    endGroupWithProcess(child);
     child.on("error", (error) => {
       settle();
       reject(error);

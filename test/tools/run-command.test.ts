@@ -1,5 +1,7 @@
+import { readFileSync } from "node:fs";
 import { readFile, realpath } from "node:fs/promises";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
 import { createToolRegistry, type ToolOutcome } from "../../src/tools/registry.js";
 import {
@@ -9,6 +11,9 @@ import {
   RUN_COMMAND_MAX_OUTPUT_BYTES,
 } from "../../src/tools/run-command.js";
 import { startHarness } from "../helpers/harness.js";
+import { runModuleScript } from "../helpers/module-script.js";
+import { eventually } from "../helpers/service-process.js";
+import { REPO_ROOT } from "../helpers/spawn-service.js";
 import { toolContext } from "../helpers/tool-context.js";
 import { errorOf, oneFolder, outputOf, useWorkspaceDirs } from "./temp-dir.js";
 
@@ -138,6 +143,39 @@ describe("run_command", () => {
         "the pid file",
       );
       process.kill(Number(await readFile(pidFile, "utf8")), "SIGKILL");
+    }
+  });
+
+  it("kills the command when Koroku exits without ending it (a crash), its time limit gone with it", async () => {
+    const dir = dirs().ws;
+    const tool = pathToFileURL(path.join(REPO_ROOT, "dist/src/tools/run-command.js")).href;
+    const { stdout } = await runModuleScript(`
+      import { existsSync, readFileSync } from "node:fs";
+      import { createRunCommandTool } from ${JSON.stringify(tool)};
+      const tool = createRunCommandTool({
+        workspaces: { dirOf: async () => ${JSON.stringify(dir)}, move: async () => 0 },
+        timeoutMs: 60000,
+      });
+      tool.run({ command: "echo $$ > pid; exec sleep 30" }, { chatId: "1", scope: { kind: "private", userId: 1 } });
+      const pid = ${JSON.stringify(path.join(dir, "pid"))};
+      while (!existsSync(pid) || readFileSync(pid, "utf8").trim() === "") await new Promise((r) => setTimeout(r, 10));
+      console.log(readFileSync(pid, "utf8").trim());
+      process.exit(1);
+    `);
+    const pid = Number(stdout.trim());
+    expect(pid).toBeGreaterThan(0);
+    const running = () => {
+      try {
+        process.kill(pid, 0);
+        return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+      } catch {
+        return false;
+      }
+    };
+    try {
+      await eventually(() => !running(), 5_000);
+    } finally {
+      if (running()) process.kill(pid, "SIGKILL");
     }
   });
 
