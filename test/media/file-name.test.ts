@@ -34,4 +34,13 @@ describe("cleanFileName", () => {
     expect(cleanFileName(undefined)).toBeUndefined();
     expect(cleanFileName("\uD800lone.txt")).toBe("\uFFFDlone.txt");
   });
+
+  it("fits a file name's 255 bytes, and never cuts a character in two", () => {
+    const cjk = cleanFileName(`${"報".repeat(100)}.pdf`) ?? "";
+    expect(Buffer.byteLength(cjk)).toBeLessThanOrEqual(240);
+    expect(cjk).toBe(`${"報".repeat(78)}.pdf`);
+    const emoji = cleanFileName(`a${"😀".repeat(100)}.pdf`) ?? "";
+    expect(emoji.isWellFormed()).toBe(true);
+    expect(emoji.endsWith("😀.pdf")).toBe(true);
+  });
 });
