@@ -37,6 +37,14 @@ async function isPresent(file: string): Promise<boolean> {
 export const isScoped = (workspaceRoot: string) =>
   isPresent(path.join(workspaceRoot, SCOPED_MARKER));
 
+/** A file system error of the workspace itself, said without its path (kept as the cause). */
+const unusable = (error: unknown) =>
+  new Error(
+    `this chat's workspace folder cannot be used (${String(errorCode(error) ?? "unknown error")}); ` +
+      "ask whoever runs the bot to look at WORKSPACE_DIR",
+    { cause: error },
+  );
+
 export function createWorkspaces(workspaceDir: string): Workspaces {
   return {
     async move(from, to) {
@@ -50,7 +58,10 @@ export function createWorkspaces(workspaceDir: string): Workspaces {
       return moveTree(source, path.join(root, scopeName(to)));
     },
     async dirOf(scope) {
-      const root = await ensureWorkspace(workspaceDir);
+      // The model, and the chat, read what failed, but not where: the host's paths stay here.
+      const root = await ensureWorkspace(workspaceDir).catch((error: unknown) => {
+        throw unusable(error);
+      });
       if (!(await isScoped(root))) {
         throw new Error(
           "the workspace is not ready: its files have not been sorted into one folder per chat yet " +
@@ -59,10 +70,12 @@ export function createWorkspaces(workspaceDir: string): Workspaces {
       }
       const dir = path.join(root, scopeName(scope));
       await mkdir(dir).catch((error: unknown) => {
-        if (errorCode(error) !== "EEXIST") throw error;
+        if (errorCode(error) !== "EEXIST") throw unusable(error);
       });
       // A symlink put in a scope's place would lead its tools into another scope or anywhere.
-      const stats = await lstat(dir);
+      const stats = await lstat(dir).catch((error: unknown) => {
+        throw unusable(error);
+      });
       if (stats.isSymbolicLink() || !stats.isDirectory()) {
         throw new Error(
           "this chat's workspace folder is not a plain folder, so the file tools refuse it; " +
