@@ -198,7 +198,7 @@ export class Dispatcher {
       // the process (killed out of memory, a crash), or with a lost lease. Run again, it could
       // stop the process again, and every chat's answers with it.
       if (item.attempts > this.deps.maxAttempts) {
-        const ended = `its last ${item.attempts - 1} runs ended without an outcome (the service stopped, or lost it, during each)`;
+        const ended = `claimed ${item.attempts} times, its last run ended without an outcome (the service stopped, or lost it, during the run)`;
         await this.failed(item, lease, log, new Error(ended));
         return;
       }

@@ -1,5 +1,6 @@
 import { type Kysely, PostgresAdapter, sql } from "kysely";
 import type { Database } from "../db/schema.js";
+import { isEmbedded } from "../session/event-text.js";
 
 /** Events taken into the queue at a time, in id order (the backfill's step). */
 const INTAKE = 2_000;
@@ -118,12 +119,7 @@ export function createEmbeddingQueue(deps: {
           .execute();
         const last = rows.at(-1);
         if (!last) return 0;
-        const worth = rows.filter(
-          (r) =>
-            r.forgotten_at === null &&
-            r.search_text.trim() !== "" &&
-            (r.kind === "compaction" || r.role === "model" || r.is_user_message === 1),
-        );
+        const worth = rows.filter(isEmbedded);
         for (let i = 0; i < worth.length; i += 500) {
           await trx
             .insertInto("embedding_queue")

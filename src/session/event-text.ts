@@ -21,6 +21,24 @@ export function truncate(text: string, maxChars: number): string {
   return `${last >= 0xd800 && last <= 0xdbff ? cut.slice(0, -1) : cut}…`;
 }
 
+/**
+ * Whether recall by meaning embeds a stored event: a person's message, a model's answer or a
+ * summary, with words to search and not forgotten.
+ */
+export function isEmbedded(row: {
+  kind: string;
+  role: string | null;
+  is_user_message: number;
+  search_text: string;
+  forgotten_at?: string | null;
+}): boolean {
+  return (
+    (row.forgotten_at ?? null) === null &&
+    row.search_text.trim() !== "" &&
+    (row.kind === "compaction" || row.role === "model" || row.is_user_message === 1)
+  );
+}
+
 export type EventText = {
   /** Rough token count (characters / 4), used between two measured prompt sizes. */
   estimatedTokens: number;

@@ -439,11 +439,16 @@ export function textOf(parts: readonly EventPart[], options: { thoughts?: boolea
 export function codeOutputsOf(parts: readonly EventPart[]): string {
   return parts
     .flatMap((p) =>
-      p.kind === "code_execution_result" && p.output?.trim()
-        ? [`\`\`\`\n${p.output.replace(/\n$/, "")}\n\`\`\``]
-        : [],
+      p.kind === "code_execution_result" && p.output?.trim() ? [codeBlock(p.output)] : [],
     )
     .join("\n\n");
+}
+
+/** A fence longer than any run of backticks in the output, so that none of them closes it. */
+function codeBlock(output: string): string {
+  const longest = Math.max(0, ...(output.match(/`+/g) ?? []).map((run) => run.length));
+  const fence = "`".repeat(Math.max(3, longest + 1));
+  return `${fence}\n${output.replace(/\n$/, "")}\n${fence}`;
 }
 
 export const isRealUserMessage = (event: SessionEvent): boolean =>

@@ -11,7 +11,7 @@ import {
   DEFAULT_CACHE_BYTES,
   memoryOf,
 } from "./context-cache.js";
-import { eventText } from "./event-text.js";
+import { eventText, isEmbedded } from "./event-text.js";
 import {
   type CompactionEvent,
   eventSchema,
@@ -502,11 +502,12 @@ export function createSessionStore(deps: {
         .where("kind", "=", "session")
         .executeTakeFirst();
       if (Number(result.numUpdatedRows) === 0) return false;
-      // Recall by meaning held the old text (a voice note without its words): its vectors go,
-      // and the event is embedded again. A batch holding it now stores nothing of it, as its
-      // claim is taken back (src/recall/embedding-queue.ts, complete).
-      await trx.deleteFrom("embeddings").where("message_id", "=", id).execute();
-      if (row.search_text.trim() !== "" && (row.role === "model" || row.is_user_message === 1)) {
+      // Recall by meaning held the old text (a voice note without its words): the event is
+      // queued again, taking back the claim of a batch holding it, whose vectors are then not
+      // stored (src/recall/embedding-queue.ts, complete); and the old vectors go. In this order:
+      // on PostgreSQL the queue's row waits for such a batch to commit, so the delete after it
+      // sees what the batch stored.
+      if (isEmbedded(row)) {
         await trx
           .insertInto("embedding_queue")
           .values({ message_id: id })
@@ -517,6 +518,7 @@ export function createSessionStore(deps: {
           )
           .execute();
       }
+      await trx.deleteFrom("embeddings").where("message_id", "=", id).execute();
       return true;
     });
     // The cache never sees a row change in place: this chat is read afresh next time.

@@ -125,5 +125,8 @@ describe("Gemini's server-side tools", () => {
       h.fake.script(codeRun("print(6 * 7)", "42\n", "e1"));
       const result = await h.app.agent.runTurn("c1", { text: "6*7?" });
       expect(result).toMatchObject({ text: "```\n42\n```", serverToolCalls: 1 });
+      h.fake.script(codeRun("print(fence)", "a ``` b\n", "e2"));
+      const fenced = await h.app.agent.runTurn("c1", { text: "print a fence" });
+      expect(fenced.text).toBe("````\na ``` b\n````");
     }));
 });
