@@ -171,6 +171,18 @@ async function sortStaged(root: string, db: Kysely<Database>): Promise<SortedWor
   return result;
 }
 
+/** A scope's folder as scopeName names it, or the unattributed one. */
+const SCOPE_FOLDER = new RegExp(`^(private-\\d+|group-\\d+|terminal|${UNATTRIBUTED_DIR})$`);
+
+/** Whether the top level holds scopes' folders and nothing else (an empty one holds none). */
+async function holdsScopeFoldersOnly(root: string): Promise<boolean> {
+  const entries = await readdir(root, { withFileTypes: true });
+  const found = entries.filter((entry) => !RESERVED.has(entry.name));
+  return (
+    found.length > 0 && found.every((entry) => entry.isDirectory() && SCOPE_FOLDER.test(entry.name))
+  );
+}
+
 /** Holds the database's lock for the sort, so two processes never sort one workspace at once. */
 function withSortLock<T>(
   db: Kysely<Database>,
@@ -203,6 +215,12 @@ export async function sortWorkspaceIntoScopes(deps: {
     ? undefined
     : await withSortLock(deps.db, deps.kind, async (db) => {
         if (await isScoped(root)) return undefined;
+        // Sorted before, but its marker lost (a copy that skipped dotfiles, a restore): sorting
+        // again would take every chat's folder for old files, and unattribute them all.
+        if (await holdsScopeFoldersOnly(root)) {
+          await writeFile(path.join(root, SCOPED_MARKER), MARKER_TEXT);
+          return undefined;
+        }
         if (!(await readdir(root)).includes(SORTING)) await stage(root);
         const result = await sortStaged(root, db);
         await writeFile(path.join(root, SCOPED_MARKER), MARKER_TEXT);
