@@ -126,6 +126,7 @@ function usageOf(
     cachedTokens: metadata?.cachedContentTokenCount ?? 0,
     outputTokens: (metadata?.candidatesTokenCount ?? 0) + (metadata?.thoughtsTokenCount ?? 0),
     thoughtsTokens: metadata?.thoughtsTokenCount ?? 0,
+    toolUseTokens: metadata?.toolUsePromptTokenCount ?? 0,
   };
 }
 

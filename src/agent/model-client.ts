@@ -10,7 +10,15 @@ export type Usage = {
   outputTokens: number;
   /** Of the output, the thinking. */
   thoughtsTokens: number;
+  /**
+   * What Gemini's own tools read (url_context's pages, google_search's results): billed as
+   * input, but no part of the context, so kept apart from the prompt that sizes it.
+   */
+  toolUseTokens: number;
 };
+
+/** The input Gemini bills: the prompt and what its own tools read. */
+export const billedInputTokens = (usage: Usage): number => usage.promptTokens + usage.toolUseTokens;
 
 /** Told as a streamed answer arrives. */
 export type StreamObserver = {
@@ -25,6 +33,7 @@ export const NO_USAGE: Readonly<Usage> = Object.freeze({
   cachedTokens: 0,
   outputTokens: 0,
   thoughtsTokens: 0,
+  toolUseTokens: 0,
 });
 
 /** Adds `more` into `total`. */
@@ -33,6 +42,7 @@ export function addUsage(total: Usage, more: Usage): void {
   total.cachedTokens += more.cachedTokens;
   total.outputTokens += more.outputTokens;
   total.thoughtsTokens += more.thoughtsTokens;
+  total.toolUseTokens += more.toolUseTokens;
 }
 
 export type GenerateRequest = {

@@ -1,5 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
-import type { Usage } from "../agent/model-client.js";
+import { billedInputTokens, type Usage } from "../agent/model-client.js";
 
 /** How a turn ended, as counted by koroku_turns_total. */
 export type TurnOutcome = "answered" | "gemini_error" | "lease_lost" | "error";
@@ -150,7 +150,7 @@ export function createMetrics() {
     modelCall(model: string, ok: boolean, seconds: number, usage?: Usage) {
       modelCallDuration.observe({ model, outcome: ok ? "ok" : "error" }, seconds);
       if (!usage) return;
-      tokens.inc({ model, kind: "prompt" }, usage.promptTokens);
+      tokens.inc({ model, kind: "prompt" }, billedInputTokens(usage));
       tokens.inc({ model, kind: "cached" }, usage.cachedTokens);
       tokens.inc({ model, kind: "output" }, usage.outputTokens);
       tokens.inc({ model, kind: "thoughts" }, usage.thoughtsTokens);

@@ -1,4 +1,4 @@
-import type { Usage } from "../agent/model-client.js";
+import { billedInputTokens, type Usage } from "../agent/model-client.js";
 
 /** US dollars per million tokens, standard (paid, non-batch) tier, text prompts ≤ 200k tokens. */
 export type ModelPrice = {
@@ -153,7 +153,7 @@ export function priceOf(model: string, at: Date): ModelPrice | undefined {
 
 /** Dollars for `usage` at `price`: cached prompt tokens at the cached rate, the rest at input. */
 export function costOf(usage: Usage, price: ModelPrice): number {
-  const fresh = Math.max(0, usage.promptTokens - usage.cachedTokens);
+  const fresh = Math.max(0, billedInputTokens(usage) - usage.cachedTokens);
   return (
     (fresh * price.input +
       usage.cachedTokens * price.cachedInput +

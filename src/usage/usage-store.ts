@@ -1,5 +1,5 @@
 import type { Kysely } from "kysely";
-import { addUsage, NO_USAGE, type Usage } from "../agent/model-client.js";
+import { addUsage, billedInputTokens, NO_USAGE, type Usage } from "../agent/model-client.js";
 import { precompiled } from "../db/precompiled.js";
 import type { Database, ModelUsageTable } from "../db/schema.js";
 
@@ -26,7 +26,7 @@ export function createUsageStore(db: Kysely<Database>) {
       await insertUsage.run({
         chat_id: chatId,
         model,
-        prompt_tokens: usage.promptTokens,
+        prompt_tokens: billedInputTokens(usage),
         cached_tokens: usage.cachedTokens,
         output_tokens: usage.outputTokens,
         thoughts_tokens: usage.thoughtsTokens,
@@ -67,6 +67,8 @@ export function createUsageStore(db: Kysely<Database>) {
           cachedTokens: Number(r.cached),
           outputTokens: Number(r.output),
           thoughtsTokens: Number(r.thoughts),
+          // Stored with the prompt's, as billed.
+          toolUseTokens: 0,
         },
       }));
     },

@@ -85,7 +85,13 @@ describe("createGeminiClient against the fake Gemini", () => {
     });
     expect(result).toEqual({
       content: { role: "model", parts: [{ text: "hello" }] },
-      usage: { promptTokens: 12, cachedTokens: 0, outputTokens: 8, thoughtsTokens: 5 },
+      usage: {
+        promptTokens: 12,
+        cachedTokens: 0,
+        outputTokens: 8,
+        thoughtsTokens: 5,
+        toolUseTokens: 0,
+      },
       finishReason: "STOP",
     });
     expect(fake.requests[0]?.body).toMatchObject({

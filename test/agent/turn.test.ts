@@ -251,6 +251,19 @@ describe("agent turn loop", () => {
     expect(events.map((e) => e.promptTokens)).toEqual([null, 123, null, null]);
   });
 
+  it("bills what Gemini's own tools read as input, without counting it in the context's size", async () => {
+    h.fake.script({
+      ...text("the page says hi"),
+      usage: { promptTokenCount: 100, candidatesTokenCount: 10, toolUsePromptTokenCount: 20_000 },
+    });
+    await h.app.agent.runTurn("c1", { text: "read example.com" });
+    const { events } = await h.app.store.loadContext("c1");
+    expect(events.map((e) => e.promptTokens)).toEqual([null, 100]);
+    await h.app.usageRecorder.flush();
+    const [row] = await h.app.usage.since("c1", new Date(0));
+    expect(row?.usage).toMatchObject({ promptTokens: 20_100, outputTokens: 10 });
+  });
+
   it("turns tool failures into error responses and goes on", async () => {
     h.fake.script(
       calls([

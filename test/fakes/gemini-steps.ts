@@ -39,6 +39,8 @@ export interface UsageOverride {
   cachedContentTokenCount?: number;
   candidatesTokenCount?: number;
   thoughtsTokenCount?: number;
+  /** What Gemini's own tools read (url_context's pages): in the total, not in the prompt. */
+  toolUsePromptTokenCount?: number;
   totalTokenCount?: number;
 }
 

@@ -319,6 +319,7 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
     const candidatesTokenCount =
       step.usage?.candidatesTokenCount ?? (blocked ? 0 : estimateTokens(parts));
     const thoughtsTokenCount = step.usage?.thoughtsTokenCount;
+    const toolUsePromptTokenCount = step.usage?.toolUsePromptTokenCount;
     const cachedContentTokenCount =
       step.usage?.cachedContentTokenCount ??
       Math.min(measured.cachedContentTokenCount, promptTokenCount);
@@ -330,9 +331,13 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
       ...(cachedContentTokenCount ? { cachedContentTokenCount } : {}),
       candidatesTokenCount,
       ...(thoughtsTokenCount === undefined ? {} : { thoughtsTokenCount }),
+      ...(toolUsePromptTokenCount === undefined ? {} : { toolUsePromptTokenCount }),
       totalTokenCount:
         step.usage?.totalTokenCount ??
-        promptTokenCount + candidatesTokenCount + (thoughtsTokenCount ?? 0),
+        promptTokenCount +
+          candidatesTokenCount +
+          (thoughtsTokenCount ?? 0) +
+          (toolUsePromptTokenCount ?? 0),
     };
     const meta = { usageMetadata, modelVersion: request.model, responseId: randomSignature() };
     if (blocked) return { promptFeedback: { blockReason: step.promptBlockReason }, ...meta };

@@ -47,6 +47,9 @@ describe("the price table", () => {
   it("bills cached prompt tokens at the cached rate and the rest at input", () => {
     const price = { input: 1, cachedInput: 0.1, output: 4, source: "test", checked: "2026-12-03" };
     const usage = { promptTokens: 1_000_000, cachedTokens: 400_000, outputTokens: 500_000 };
-    expect(costOf({ ...usage, thoughtsTokens: 0 }, price)).toBeCloseTo(0.6 + 0.04 + 2, 10);
+    expect(costOf({ ...usage, thoughtsTokens: 0, toolUseTokens: 0 }, price)).toBeCloseTo(
+      0.6 + 0.04 + 2,
+      10,
+    );
   });
 });

@@ -54,7 +54,13 @@ describe("/usage", () => {
     await h.app.usage.record(
       String(USER),
       MODEL,
-      { promptTokens: 1_000_000, cachedTokens: 0, outputTokens: 0, thoughtsTokens: 0 },
+      {
+        promptTokens: 1_000_000,
+        cachedTokens: 0,
+        outputTokens: 0,
+        thoughtsTokens: 0,
+        toolUseTokens: 0,
+      },
       new Date(new Date().getFullYear(), new Date().getMonth(), 0, 12),
     );
     const reply = await say("/usage");
@@ -70,7 +76,7 @@ describe("/usage", () => {
     await h.app.usage.record(
       String(USER),
       "some-new-model",
-      { promptTokens: 10, cachedTokens: 0, outputTokens: 5, thoughtsTokens: 0 },
+      { promptTokens: 10, cachedTokens: 0, outputTokens: 5, thoughtsTokens: 0, toolUseTokens: 0 },
       new Date(),
     );
     const reply = await say("/usage");
