@@ -200,8 +200,10 @@ export function createCompactor(deps: CompactorDeps): Compactor & {
 
   return {
     compact,
-    async maybeCompact(chatId, context, guard, stop) {
-      if (!isOverBudget(context, settings)) return { status: "nothing-to-compact", context };
+    async maybeCompact(chatId, context, guard, stop, force) {
+      if (!force && !isOverBudget(context, settings)) {
+        return { status: "nothing-to-compact", context };
+      }
       return compact(chatId, { context, guard, stop });
     },
   };

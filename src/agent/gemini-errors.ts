@@ -198,8 +198,25 @@ function errorInfoReason(details: unknown): string | undefined {
 function refusesInput(status: number, body: ErrorBody, reason: string, signature: boolean) {
   if (status !== 400 || signature) return false;
   if (body.status !== undefined && body.status !== "INVALID_ARGUMENT") return false;
+  // A field of Koroku's own request (an MCP tool's schema Gemini cannot take, say) is no fault
+  // of what the user sent, and setting it aside would not help the next message either.
+  if (
+    /\b(tools|tool_config|toolConfig|generation_config|generationConfig|system_instruction|systemInstruction)\b/.test(
+      reason,
+    )
+  ) {
+    return false;
+  }
   return errorInfoReason(body.details) !== "API_KEY_INVALID" && !/API key/i.test(reason);
 }
+
+/**
+ * Gemini refused a request longer than the model reads: the conversation's history, or the
+ * message itself (a text file of megabytes), past the context window.
+ */
+export const exceedsContext = (error: unknown): boolean =>
+  error instanceof GeminiRefusedError &&
+  /input token count|exceeds the maximum number of tokens/i.test(error.reason);
 
 function describeApiError(error: ApiError, secret: string): Failure {
   const body = parseApiErrorBody(error.message);

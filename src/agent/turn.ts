@@ -41,6 +41,7 @@ import type { CompactionOutcome } from "./compaction.js";
 import { contentsFor } from "./contents.js";
 import { judgeAnswer, MALFORMED_TWICE } from "./finish-reasons.js";
 import {
+  exceedsContext,
   GeminiAnswerTooLargeError,
   GeminiRefusedError,
   GeminiUnsupportedAnswerError,
@@ -83,6 +84,8 @@ export interface Compactor {
     context: ChatContext,
     guard?: () => Promise<void>,
     stop?: AbortSignal,
+    /** However small the context measures: Gemini said it was too long for the model. */
+    force?: boolean,
   ): Promise<CompactionOutcome>;
 }
 
@@ -558,11 +561,23 @@ export function createAgent(deps: AgentDeps) {
     // context is kept here as it grows instead of being asked of the store before each request.
     let roundsWithoutTools = 0;
     let compactor = deps.compactor;
+    // Gemini said the request was past the model's context: compacted once, however it measured.
+    let tooLong = "no" as "no" | "compact" | "compacted";
+    // Set inside ask(), read after it: TypeScript keeps the value it last saw assigned here.
+    const compactingForLength = () => tooLong === "compact";
     for (;;) {
       await input.guard?.();
       if (input.stop?.aborted) return endStopped("");
       if (compactor) {
-        const outcome = await compactor.maybeCompact(chatId, context, input.guard, input.stop);
+        const force = compactingForLength();
+        if (force) tooLong = "compacted";
+        const outcome = await compactor.maybeCompact(
+          chatId,
+          context,
+          input.guard,
+          input.stop,
+          force,
+        );
         context = outcome.context;
         if (outcome.status === "stopped") return endStopped("");
         // Once per turn: the summary call's own retries would otherwise delay every round after.
@@ -598,6 +613,12 @@ export function createAgent(deps: AgentDeps) {
           }
           return model.generate(request);
         }).catch(async (error: unknown) => {
+          // Too long: the history is compacted first; only if that does not do, the message
+          // itself is too long for the model, and set aside like any input Gemini refused.
+          if (exceedsContext(error) && compactor && tooLong === "no") {
+            tooLong = "compact";
+            throw error;
+          }
           if (error instanceof GeminiRefusedError && error.inputRefused) {
             await recordRefusal(error.reason);
           }
@@ -608,7 +629,14 @@ export function createAgent(deps: AgentDeps) {
         hooks.emit("modelCall", { chatId, model: request.model, usage: answer.usage });
         return answer;
       };
-      let result = await ask();
+      let result: GenerateResult;
+      try {
+        result = await ask();
+      } catch (error) {
+        if (!compactingForLength()) throw error;
+        log.warn("Gemini found the request too long for the model; compacting and asking again");
+        continue;
+      }
       if (result.stopped) return endStopped(textOf(fromContent(result.content).parts));
       let verdict = judgeAnswer(result);
       if (verdict.kind === "malformed") {

@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { GeminiRefusedError } from "../../src/agent/gemini-errors.js";
 import type { AgentHookEvents } from "../../src/agent/hooks.js";
 import { planCompaction } from "../../src/session/compaction-plan.js";
 import type { SessionEvent } from "../../src/session/events.js";
@@ -19,6 +20,8 @@ import {
 import { CHAT_MODEL, type Harness, SUMMARY_MODEL, startHarness } from "../helpers/harness.js";
 import { scopeSearch } from "../helpers/search.js";
 
+const TOO_LONG =
+  "The input token count (1048581) exceeds the maximum number of tokens allowed (1048576).";
 const chatRequests = (h: Harness) => h.fake.requests.filter((r) => r.model === CHAT_MODEL);
 const summaryRequests = (h: Harness) => h.fake.requests.filter((r) => r.model === SUMMARY_MODEL);
 const body = (r: RecordedRequest | undefined) => JSON.stringify(r?.body.contents ?? []);
@@ -224,6 +227,41 @@ describe("compaction through the agent", () => {
     const sent = body(summaryRequests(h)[1]);
     expect(sent).not.toContain("clinic");
     expect(sent).toContain("q2");
+  });
+
+  it("compacts when Gemini finds the request too long for the model, and asks again", async () => {
+    h = await startHarness({ env: { COMPACTION_MAX_EVENTS: "30" } });
+    await talk("c1", ["an earlier question", "another"]);
+    h.fake.scriptFor(CHAT_MODEL, status(400, TOO_LONG), text("4"));
+    h.fake.scriptFor(SUMMARY_MODEL, text("They asked two questions."));
+    const result = await h.app.agent.runTurn("c1", { text: "what is 2+2?" });
+    expect(result.text).toBe("4");
+    expect(summaryRequests(h)).toHaveLength(1);
+    const last = chatRequests(h).at(-1);
+    expect(body(last)).toContain("what is 2+2?");
+    expect(body(last)).toContain("They asked two questions.");
+  });
+
+  it("sets aside a message too long for the model on its own, once compacting did not do", async () => {
+    h = await startHarness({ env: { COMPACTION_MAX_EVENTS: "30" } });
+    h.fake.scriptFor(CHAT_MODEL, status(400, TOO_LONG), status(400, TOO_LONG));
+    const failed = await h.app.agent
+      .runTurn("c1", { text: "a file of megabytes" })
+      .catch((error: unknown) => error);
+    expect(failed).toBeInstanceOf(GeminiRefusedError);
+    expect(failed).toMatchObject({ inputRefused: true });
+    expect(chatRequests(h)).toHaveLength(2);
+    h.fake.scriptFor(CHAT_MODEL, text("hello"));
+    expect((await h.app.agent.runTurn("c1", { text: "hi" })).text).toBe("hello");
+  });
+
+  it("never sets a message aside for a 400 about Koroku's own request (a tool's schema)", async () => {
+    h = await startHarness({});
+    const toolSchema =
+      "Invalid JSON payload received. Unknown name \"exclusiveMinimum\" at 'tools[0].function_declarations[13].parameters': Cannot find field.";
+    h.fake.scriptFor(CHAT_MODEL, status(400, toolSchema));
+    const failed = await h.app.agent.runTurn("c2", { text: "hello" }).catch((e: unknown) => e);
+    expect(failed).toMatchObject({ inputRefused: false });
   });
 
   it("compacts on demand and says when there is nothing to compact", async () => {
