@@ -166,10 +166,13 @@ function retryDelayOf(details: unknown): number | undefined {
 
 type ErrorBody = { message?: string; status?: string; details?: unknown };
 
-/** The SDK's ApiError carries the response body as JSON text in `message`, not the headers. */
+/**
+ * The SDK's ApiError carries the response body as JSON text in `message`, not the headers; an
+ * error event inside a stream as "got status: RESOURCE_EXHAUSTED. {json}".
+ */
 function parseApiErrorBody(message: string): ErrorBody {
   try {
-    const body: unknown = JSON.parse(message);
+    const body: unknown = JSON.parse(message.replace(/^got status: [^.{]*\. (?=\{)/, ""));
     const error = isRecord(body) ? body.error : undefined;
     if (!isRecord(error)) return {};
     return {

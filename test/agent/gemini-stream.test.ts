@@ -347,4 +347,23 @@ describe.each(DATABASE_KINDS)("a stream cut short or garbled, on %s", (kind) => 
       expect.stringContaining("a readable answer"),
     ]);
   });
+
+  it("an error event inside the stream is read as Gemini's error: its words, its retry delay", async () => {
+    const h = await start();
+    const event = (code: number, status: string, message: string, details?: unknown[]) =>
+      streamed(text(ANSWER), {
+        errorAfter: { chunks: 2, code, status, message, ...(details ? { details } : {}) },
+      });
+    h.fake.script(event(400, "INVALID_ARGUMENT", "Request contains an invalid argument."));
+    const refused = await h.app.agent.runTurn("c1", { text: "q" }).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ reason: "Request contains an invalid argument." });
+    const retryInfo = { "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay: "0.2s" };
+    h.fake.script(
+      event(429, "RESOURCE_EXHAUSTED", "You exceeded your current quota.", [retryInfo]),
+      text("after the wait"),
+    );
+    expect((await h.app.agent.runTurn("c1", { text: "again" })).text).toBe("after the wait");
+    const limited = h.logs.find((l) => String(l.reason).includes("exceeded your current quota"));
+    expect(limited?.reason).toBe("You exceeded your current quota.");
+  });
 });

@@ -79,6 +79,14 @@ export interface StreamStepShape {
    * stream), and the stream ends.
    */
   garbageAfter?: number;
+  /** After this many chunks comes an error event (Gemini's error object, HTTP 200 already sent). */
+  errorAfter?: {
+    chunks: number;
+    code: number;
+    status: string;
+    message: string;
+    details?: unknown[];
+  };
 }
 
 export interface ErrorStep {

@@ -381,6 +381,12 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
         res.end(`data: {garbage\r\n\r\n`);
         return;
       }
+      const failure = step.stream?.errorAfter;
+      if (index === failure?.chunks) {
+        const { chunks: _, ...error } = failure;
+        res.end(`data: ${JSON.stringify({ error })}\r\n\r\n`);
+        return;
+      }
       if (index > 0 && shape.chunkDelayMs > 0) await delay(shape.chunkDelayMs);
       // Each chunk reaches the socket before the next (or a break) comes, as on a real network.
       await new Promise<void>((resolve) =>
