@@ -365,6 +365,15 @@ export function createAgent(deps: AgentDeps) {
         files,
       };
     };
+    /** The model kept reaching for tools after the turn's budget was spent: the turn ends. */
+    const endOverBudget = async (used: number): Promise<TurnResult> => {
+      log.warn("model kept calling tools after its budget was spent; ending the turn");
+      const text = `I stopped after ${used} tool calls, my limit for one message. Tell me whether to continue.`;
+      await append([
+        { event: { v: 1, event_type: "session", role: "model", parts: [{ kind: "text", text }] } },
+      ]);
+      return end(text);
+    };
     const endStopped = async (written: string): Promise<TurnResult> => {
       const event = stoppedEvent(written);
       await append([{ event }]);
@@ -639,6 +648,14 @@ export function createAgent(deps: AgentDeps) {
       }
       if (result.stopped) return endStopped(textOf(fromContent(result.content).parts));
       let verdict = judgeAnswer(result);
+      // Gemini's word for a call it may not make: the budget is spent, and tools forbidden.
+      if (
+        !offerTools &&
+        verdict.kind === "malformed" &&
+        verdict.detail === "UNEXPECTED_TOOL_CALL"
+      ) {
+        return endOverBudget(used);
+      }
       if (verdict.kind === "malformed") {
         log.warn({ detail: verdict.detail }, "Gemini sent a malformed function call; asking again");
         await input.guard?.();
@@ -685,16 +702,8 @@ export function createAgent(deps: AgentDeps) {
       const ran = await runCalls(context.events.at(-1) as StoredSession, remaining);
       if (ran === "stopped") return endStopped("");
       if (ran !== "ran") return { ...end(textOf(event.parts)), waiting: ran.waiting };
-      if (!offerTools && ++roundsWithoutTools > EXTRA_ROUNDS_AFTER_BUDGET) {
-        log.warn("model kept calling tools after its budget was spent; ending the turn");
-        const text = `I stopped after ${used} tool calls, my limit for one message. Tell me whether to continue.`;
-        await append([
-          {
-            event: { v: 1, event_type: "session", role: "model", parts: [{ kind: "text", text }] },
-          },
-        ]);
-        return end(text);
-      }
+      if (!offerTools && ++roundsWithoutTools > EXTRA_ROUNDS_AFTER_BUDGET)
+        return endOverBudget(used);
     }
   }
 

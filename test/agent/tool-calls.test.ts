@@ -7,7 +7,7 @@ import { runInOrder } from "../../src/agent/tool-batch.js";
 import { createAgent } from "../../src/agent/turn.js";
 import type { FunctionResponsePart, SessionEvent } from "../../src/session/events.js";
 import { createToolRegistry, defineTool } from "../../src/tools/registry.js";
-import { call, calls, mayCallFunctions, text } from "../fakes/gemini.js";
+import { call, calls, empty, mayCallFunctions, text } from "../fakes/gemini.js";
 import { type Harness, harnessPerTest } from "../helpers/harness.js";
 
 const responsesOf = (event: SessionEvent | undefined) =>
@@ -76,6 +76,19 @@ describe("tool calls of a turn", () => {
     expect(executed).toBe(3);
     const { events } = await h.app.store.loadContext("c1");
     expect(events.at(-2)?.event.parts[0]).not.toHaveProperty("response.error", BUDGET_EXHAUSTED);
+  });
+
+  it("ends the turn with the budget's words when Gemini, forbidden tools, answers UNEXPECTED_TOOL_CALL", async () => {
+    h.fake.setDefault((req) =>
+      mayCallFunctions(req)
+        ? call("get_current_time", { n: Math.random() })
+        : empty("UNEXPECTED_TOOL_CALL"),
+    );
+    const result = await h.app.agent.runTurn("c1", { text: "loop forever" });
+    expect(result).toMatchObject({ toolCalls: 15, modelCalls: 16 });
+    expect(result.text).toBe(
+      "I stopped after 15 tool calls, my limit for one message. Tell me whether to continue.",
+    );
   });
 
   it("runs one response's calls concurrently and answers them in call order", async () => {
