@@ -227,6 +227,8 @@ export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
     ai: GoogleGenAI,
     request: GenerateRequest,
     contents: Content[],
+    /** Gemini took the request: its first chunk came. */
+    accepted: () => void,
   ): Promise<GenerateResult> {
     const deadline = requestSignal(deps.timeoutMs ?? DEFAULT_TIMEOUT_MS, request.stop);
     const assembly = new StreamAssembly();
@@ -235,6 +237,7 @@ export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
       if (request.stream === undefined) return toResult(await ai.models.generateContent(params));
       for await (const chunk of await ai.models.generateContentStream(params)) {
         deadline.refresh();
+        if (!assembly.received) accepted();
         // The chunk that finishes an answer without a function call is not drafted: that text
         // is sent as the answer's message, and an answer that came whole costs no draft at all.
         if (assembly.add(chunk) && !assembly.endsWithoutCall) {
@@ -300,10 +303,19 @@ export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
       const started = Date.now();
       spentMs += started - entered;
       let failure: Failure | undefined;
+      // The limit's probe ends when Gemini takes the call, not when its answer ends: the calls
+      // waiting behind it have their own time budgets, which a long answer would spend.
+      let streamingSince: number | undefined;
+      const accepted = () => {
+        streamingSince = Date.now();
+        pass.done({ limited: false });
+      };
       try {
-        return await send(ai, request, contents);
+        return await send(ai, request, contents, accepted);
       } catch (thrown) {
-        spentMs += Date.now() - started;
+        // Time spent receiving an answer that then broke off is no wait for one: a long answer
+        // cut after a minute is asked again, as a short one is.
+        spentMs += (streamingSince ?? Date.now()) - started;
         const midStream = thrown instanceof MidStreamFailure;
         const error = midStream ? thrown.failure : thrown;
         const tooLarge = tooLargeIn(error);

@@ -20,6 +20,7 @@ import {
   hang,
   startFakeGemini,
   status,
+  streamed,
   text,
 } from "../fakes/gemini.js";
 import { refusingPort } from "../helpers/refusing-port.js";
@@ -246,6 +247,25 @@ describe("createGeminiClient against the fake Gemini", () => {
     );
     expect(sleeps).toEqual([499, 999]);
     expect(fake.requests).toHaveLength(3);
+  });
+
+  it("asks again when a stream breaks, however long it streamed before, with the budget's time", async () => {
+    const answer = "a long answer, written for a while. ".repeat(10);
+    // Scaled down: a retry budget smaller than the time the first answer streamed.
+    fake.script(
+      streamed(text(answer), { chunkChars: 36, chunkDelayMs: 60, breakAfter: 9 }),
+      text(answer),
+    );
+    const { client } = setup({ retry: { baseMs: 1, maxMs: 2, maxTotalMs: 300 } });
+    const restarts: number[] = [];
+    const result = await client.generate({
+      model: MODEL,
+      contents: [ask("q")],
+      stream: { onText: () => {}, onRestart: () => restarts.push(1) },
+    });
+    expect(result.content.parts?.[0]?.text).toBe(answer);
+    expect(fake.requests).toHaveLength(2);
+    expect(restarts).toEqual([1]);
   });
 
   it.each([400, 403, 404])("treats a %i as refused and does not retry it", async (code) => {

@@ -2,7 +2,7 @@ import type { Content } from "@google/genai";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createGeminiClient, RATE_LIMIT_BACKOFF } from "../../src/agent/gemini-client.js";
 import { createSharedLimit } from "../../src/retry/shared-limit.js";
-import { type FakeGemini, startFakeGemini } from "../fakes/gemini.js";
+import { type FakeGemini, startFakeGemini, streamed, text } from "../fakes/gemini.js";
 import { captureLogger } from "../helpers/logs.js";
 
 const KEY = "AIzaSy-rate-limit-key";
@@ -68,4 +68,26 @@ describe("one limit shared by every Gemini call of a process", () => {
     expect(probes).toBeLessThanOrEqual(6);
     expect(fake.requests).toHaveLength(TURNS + probes + TURNS);
   });
+
+  it("lets the calls waiting behind a probe go once Gemini takes it, not once its long answer ends", async () => {
+    const limit = createSharedLimit({ policy: RATE_LIMIT_BACKOFF });
+    const { logger } = captureLogger([KEY]);
+    const gemini = createGeminiClient({
+      apiKey: KEY,
+      baseUrl: fake.baseUrl,
+      logger,
+      limit,
+      retry: { maxTotalMs: 2_000 },
+    });
+    // Every answer streams for about 3 s, longer than the waiting call's budget of 2 s.
+    fake.setDefault(streamed(text("x".repeat(120)), { chunkChars: 10, chunkDelayMs: 250 }));
+    fake.limitFor(200, { retryDelay: "0.2s" });
+    const stream = { onText: () => {}, onRestart: () => {} };
+    const go = (i: number) =>
+      gemini.generate({ model: MODEL, contents: [ask(`turn ${i}`)], stream }).then(
+        () => "answered",
+        (error: unknown) => String(error),
+      );
+    expect(await Promise.all([go(1), go(2)])).toEqual(["answered", "answered"]);
+  }, 20_000);
 });
