@@ -58,6 +58,8 @@ export function botApiClients(deps: BotApiDeps) {
   const live = new Api(deps.token, client);
   // First, so that it takes the place of the request itself under every other transformer.
   live.config.use(courier.live, scrub, logFailures);
+  // A draft's flood wait is the one a burst of answers meets first.
+  if (countErrors) live.config.use(countErrors);
   const polling = new Api(deps.token, client);
   polling.config.use(logFailures);
   if (countErrors) polling.config.use(countErrors);

@@ -96,7 +96,8 @@ export function createMetrics() {
     help: "Events still to embed for recall by meaning (0 once the backfill is done)",
     registers,
     async collect() {
-      this.set((await readEmbeddingBacklog?.().catch(() => 0)) ?? 0);
+      // A backlog that cannot be read is NaN: 0 would say the backfill is done.
+      this.set((await readEmbeddingBacklog?.().catch(() => Number.NaN)) ?? 0);
     },
   });
   const databaseErrors = new Counter({
@@ -121,8 +122,9 @@ export function createMetrics() {
     help: "Updates stored and not yet finished (waiting or running), over every replica",
     registers,
     async collect() {
+      // Unread (the database away), the gauges are NaN rather than the last value read.
       const value = await currentBacklog();
-      if (value) this.set(value.pending);
+      this.set(value ? value.pending : Number.NaN);
     },
   });
   new Gauge({
@@ -131,7 +133,7 @@ export function createMetrics() {
     registers,
     async collect() {
       const value = await currentBacklog();
-      if (value) this.set(value.oldestPendingAgeSeconds);
+      this.set(value ? value.oldestPendingAgeSeconds : Number.NaN);
     },
   });
 

@@ -1,5 +1,6 @@
 import type { FunctionDeclaration } from "@google/genai";
 import { z } from "zod";
+import { GeminiError } from "../agent/gemini-errors.js";
 import type { RecallScope } from "../scope/recall-scope.js";
 import type { MediaPart } from "../session/events.js";
 
@@ -179,6 +180,9 @@ function describeIssue(issue: z.core.$ZodIssue): string {
 }
 
 function errorMessage(error: unknown): string {
+  // A Gemini call's failure (generate_image's) in the words fit for the chat: its detail names
+  // the address it called and the attempts, which are the log's.
+  if (error instanceof GeminiError) return error.userMessage;
   if (error instanceof Error) return error.message;
   if (typeof error === "string") return error;
   return `tool failed: ${JSON.stringify(toJsonValue(error))}`;

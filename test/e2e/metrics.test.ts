@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, text } from "../fakes/gemini.js";
+import { call, streamed, text } from "../fakes/gemini.js";
 import { eventually, type ServiceWorld, startWorld } from "../helpers/service-process.js";
 
 const TOKEN = "scrape-me-please";
@@ -117,5 +117,16 @@ describe("GET /metrics (the real service, webhook mode)", () => {
     await eventually(() => w.telegram.sent.find((m) => m.plain_text === "after the flood wait"));
     const body = await scrape();
     expect(sample(body, 'koroku_telegram_errors_total{method="sendMessage",code="429"}')).toBe(1);
+  });
+
+  it("counts a flood wait Telegram answered to a live answer's draft", async () => {
+    w.telegram.failNext("sendMessageDraft", { error_code: 429, retry_after: 1 });
+    w.gemini.script(streamed(text("words ".repeat(200)), { chunkChars: 60, chunkDelayMs: 20 }));
+    await w.say("a long one");
+    await eventually(() => w.telegram.sent.find((m) => m.plain_text.startsWith("words words")));
+    const body = await scrape();
+    expect(sample(body, 'koroku_telegram_errors_total{method="sendMessageDraft",code="429"}')).toBe(
+      1,
+    );
   });
 });
