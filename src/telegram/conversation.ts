@@ -101,10 +101,12 @@ export function conversationComposer(deps: ConversationDeps): Composer<TurnConte
     const progress = (live: LiveAnswer) => ({
       ...live.progress,
       text(text: string) {
-        if (!visible && text.trim() !== "") {
+        // Only an answer shown as it is written is visible now; one that is not (a group's
+        // draft mode) shows when its message goes out, below.
+        if (!visible && live.showing && text.trim() !== "") {
           nowVisible();
           // The draft or message growing says more than "typing…", and costs no calls.
-          if (live.showing) stopTyping();
+          stopTyping();
         }
         live.progress.text(text);
       },

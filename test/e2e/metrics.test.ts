@@ -10,6 +10,29 @@ function sample(body: string, series: string): number | undefined {
   return line === undefined ? undefined : Number(line.slice(series.length + 1));
 }
 
+describe("koroku_first_visible_text_seconds in a group whose answers are not shown as written", () => {
+  it("is the moment the message goes out, not the stream's first words", async () => {
+    const w = await startWorld({ env: { STREAMING: "draft", METRICS_TOKEN: TOKEN } });
+    try {
+      const group = -4_000_001;
+      // About 1.5 s of stream; the group sees nothing until its message goes out after it.
+      w.gemini.script(streamed(text("words ".repeat(150)), { chunkChars: 30, chunkDelayMs: 50 }));
+      await w.say(`@${w.telegram.bot.username} tell me`, { chatId: group });
+      await eventually(() => w.telegram.sent.find((m) => m.chat_id === group));
+      const body = await eventually(async () => {
+        const res = await fetch(`${w.service.baseUrl}/metrics`, {
+          headers: { authorization: `Bearer ${TOKEN}` },
+        });
+        const text = await res.text();
+        return sample(text, "koroku_first_visible_text_seconds_count") === 1 ? text : undefined;
+      });
+      expect(sample(body, 'koroku_first_visible_text_seconds_bucket{le="1"}')).toBe(0);
+    } finally {
+      await w.close();
+    }
+  });
+});
+
 describe("GET /metrics (the real service, webhook mode)", () => {
   let w: ServiceWorld;
   const scrape = async () => {
