@@ -100,7 +100,12 @@ export async function mediaBenchmark(deps: { progress(line: string): void }): Pr
       moveConversation: moveNothing,
       compact: (chatId, guard) => app.compactor.compact(chatId, { guard }),
       logger,
-      settings: { model: config.geminiModel, maxEvents: 0, maxTokens: 0 },
+      settings: {
+        model: config.geminiModel,
+        maxEvents: 0,
+        maxTokens: 0,
+        timeZone: config.timeZone,
+      },
       botInfo: telegram.bot,
       streaming: "off",
       media: {

@@ -211,6 +211,7 @@ export async function startService(
             model: config.geminiModel,
             maxEvents: config.compactionMaxEvents,
             maxTokens: config.compactionMaxTokens,
+            timeZone: config.timeZone,
           },
           secrets: configuredSecrets(config),
           onApiError: (method, code) => app.metrics.telegramError(method, code),

@@ -38,7 +38,7 @@ export type BotDeps = BotApiDeps & {
   moveConversation: MoveConversation;
   tasks: TaskStore;
   compact: CommandDeps["compact"];
-  settings: CompactionLimits & { model: string };
+  settings: CompactionLimits & { model: string; timeZone: string };
   /** Where files users send go, and how large they may be (see ConversationMedia). */
   media: Omit<ConversationMedia, "download">;
   /** Answers as rich messages (RICH_MESSAGES); otherwise HTML messages. */
@@ -122,7 +122,9 @@ export function createBot(deps: BotDeps) {
     }),
   );
   commandsAndButtons.use(tasksComposer({ tasks: deps.tasks, delivery }));
-  commandsAndButtons.use(usageComposer({ usage: deps.usage, delivery }));
+  commandsAndButtons.use(
+    usageComposer({ usage: deps.usage, delivery, timeZone: deps.settings.timeZone }),
+  );
   commandsAndButtons.use(memoryComposer({ ...deps.memory, delivery }));
   if (deps.voice) {
     commandsAndButtons.use(voiceComposer({ settings: deps.voice.settings, delivery }));

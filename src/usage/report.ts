@@ -1,11 +1,13 @@
+import { DateTime } from "luxon";
 import { costOf, priceOf } from "./prices.js";
 import { totalOf, type UsageByModel } from "./usage-store.js";
 
 /** Local midnight of `now`'s day, and of the first of its month (the host's time zone). */
-export function periodStarts(now: Date): { today: Date; month: Date } {
+export function periodStarts(now: Date, timeZone: string): { today: Date; month: Date } {
+  const local = DateTime.fromJSDate(now, { zone: timeZone });
   return {
-    today: new Date(now.getFullYear(), now.getMonth(), now.getDate()),
-    month: new Date(now.getFullYear(), now.getMonth(), 1),
+    today: local.startOf("day").toJSDate(),
+    month: local.startOf("month").toJSDate(),
   };
 }
 

@@ -128,7 +128,7 @@ export function botPerFile(options: {
   const withDefaults = (h: Harness, telegram: FakeTelegram, deps: Partial<BotDeps>) =>
     botOnHarness(h, telegram, {
       allowedUserIds: [options.user],
-      settings: { model: CHAT_MODEL, maxEvents: 0, maxTokens: 0 },
+      settings: { model: CHAT_MODEL, maxEvents: 0, maxTokens: 0, timeZone: "UTC" },
       ...deps,
     }).bot;
   const botWith = (deps: Partial<BotDeps> = {}, h = world().h) =>

@@ -27,7 +27,7 @@ describe.each(DATABASE_KINDS)("the profile, /memory and /forget on %s", (kind) =
     telegram = await startFakeTelegram({ topicsInPrivateChats: true });
     ({ bot } = botOnHarness(h, telegram, {
       allowedUserIds: [USER],
-      settings: { model: CHAT_MODEL, maxEvents: 0, maxTokens: 0 },
+      settings: { model: CHAT_MODEL, maxEvents: 0, maxTokens: 0, timeZone: "UTC" },
     }));
   });
   afterAll(async () => {

@@ -23,7 +23,7 @@ async function handle(
 ): Promise<unknown> {
   const { bot } = botOnHarness(h, telegram, {
     allowedUserIds: [USER],
-    settings: { model: CHAT_MODEL, maxEvents: 30, maxTokens: 0 },
+    settings: { model: CHAT_MODEL, maxEvents: 30, maxTokens: 0, timeZone: "UTC" },
   });
   const update = buildTextUpdate({ updateId, messageId: updateId, text, userId: USER });
   const error = await bot.run(update, lease).then(
@@ -172,7 +172,7 @@ describe("the bot's calls while Telegram cannot be reached", () => {
     const port = await refusingPort();
     const created = botOnHarness(h, telegram, {
       allowedUserIds: [USER],
-      settings: { model: CHAT_MODEL, maxEvents: 30, maxTokens: 0 },
+      settings: { model: CHAT_MODEL, maxEvents: 30, maxTokens: 0, timeZone: "UTC" },
       apiRoot: `http://127.0.0.1:${port}`,
       networkRetry: { baseMs: 20, maxMs: 40 },
     });

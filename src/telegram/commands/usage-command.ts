@@ -9,13 +9,15 @@ import type { TurnContext } from "../turn-context.js";
 export function usageComposer(deps: {
   usage: UsageStore;
   delivery: Delivery;
+  /** TIME_ZONE: where "today" and "this month" begin. */
+  timeZone: string;
   now?: () => Date;
 }): Composer<TurnContext> {
   const now = deps.now ?? (() => new Date());
   const composer = new Composer<TurnContext>();
   composer.command("usage", async (ctx) => {
     const key = ctx.conversation;
-    const starts = periodStarts(now());
+    const starts = periodStarts(now(), deps.timeZone);
     const [today, month] = await Promise.all([
       deps.usage.since(key, starts.today),
       deps.usage.since(key, starts.month),

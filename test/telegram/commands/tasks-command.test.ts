@@ -23,7 +23,7 @@ describe("/tasks", () => {
     telegram = await startFakeTelegram();
     ({ bot } = botOnHarness(h, telegram, {
       allowedUserIds: [USER],
-      settings: { model: CHAT_MODEL, maxEvents: 30, maxTokens: 0 },
+      settings: { model: CHAT_MODEL, maxEvents: 30, maxTokens: 0, timeZone: "UTC" },
     }));
   });
   afterAll(async () => {

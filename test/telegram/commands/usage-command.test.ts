@@ -18,7 +18,12 @@ describe("/usage", () => {
   const say = async (words: string, userId = USER) => {
     const { bot } = botOnHarness(h, telegram, {
       allowedUserIds: [USER, CACHING_USER],
-      settings: { model: MODEL, maxEvents: 0, maxTokens: 0 },
+      settings: {
+        model: MODEL,
+        maxEvents: 0,
+        maxTokens: 0,
+        timeZone: Intl.DateTimeFormat().resolvedOptions().timeZone,
+      },
     });
     updateId++;
     await bot.run(buildTextUpdate({ updateId, messageId: updateId, text: words, userId }));
@@ -64,7 +69,10 @@ describe("/usage", () => {
       new Date(new Date().getFullYear(), new Date().getMonth(), 0, 12),
     );
     const reply = await say("/usage");
-    const price = priceOf(MODEL, periodStarts(new Date()).month);
+    const price = priceOf(
+      MODEL,
+      periodStarts(new Date(), Intl.DateTimeFormat().resolvedOptions().timeZone).month,
+    );
     if (!price) throw new Error(`no price for ${MODEL}`);
     const cost = (50_000 * price.input + 150_000 * price.cachedInput + 10_000 * price.output) / 1e6;
     const line = `200,000 prompt (150,000 cached), 10,000 output tokens, ≈ $${cost.toFixed(2)}`;
