@@ -342,8 +342,13 @@ export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
           reason: failure.reason,
           ...(midStream ? { mid_stream: true } : {}),
         };
+        // Asked again, the answer starts over: what was shown of this one goes.
+        const restart = () => {
+          if (midStream) request.stream?.onRestart();
+        };
         if (failure.signatureProblem && !repairedSignatures) {
           repairedSignatures = true;
+          restart();
           contents = withPlaceholderSignatures(contents);
           deps.logger.warn(
             log,
@@ -355,6 +360,7 @@ export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
           // The shared limit holds every call back now, this one's next attempt included, for as
           // long as the call's time budget allows: a probe turned away is no failure of its own.
           limitedAttempts++;
+          restart();
           deps.logger.warn(
             { ...log, wait_ms: limit.closedForMs() },
             "Gemini limits this API key's requests; every call waits",
@@ -363,7 +369,7 @@ export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
         }
         const delayMs = planRetry(failure, attempt - limitedAttempts, spentMs);
         deps.logger.warn({ ...log, delayMs }, "Gemini call failed; retrying");
-        if (midStream) request.stream?.onRestart();
+        restart();
         await sleepUnlessStopped(delayMs, request.stop);
         spentMs += delayMs;
       } finally {

@@ -268,6 +268,35 @@ describe("createGeminiClient against the fake Gemini", () => {
     expect(restarts).toEqual([1]);
   });
 
+  it("tells whoever shows the answer to start over when a 429 comes inside the stream", async () => {
+    const retryInfo = { "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay: "0.01s" };
+    fake.script(
+      streamed(text("the first try, cut"), {
+        chunkChars: 5,
+        errorAfter: {
+          chunks: 2,
+          code: 429,
+          status: "RESOURCE_EXHAUSTED",
+          message: "You exceeded your current quota.",
+          details: [retryInfo],
+        },
+      }),
+      text("the second try"),
+    );
+    const { client } = setup();
+    const shown: string[] = [];
+    const result = await client.generate({
+      model: MODEL,
+      contents: [ask("q")],
+      stream: { onText: (t) => shown.push(t), onRestart: () => shown.push("(restart)") },
+    });
+    expect(result.content.parts?.[0]?.text).toBe("the second try");
+    expect(shown).toContain("(restart)");
+    expect(shown.slice(shown.indexOf("(restart)") + 1).every((t) => !t.includes("first"))).toBe(
+      true,
+    );
+  });
+
   it.each([400, 403, 404])("treats a %i as refused and does not retry it", async (code) => {
     fake.script(status(code, `Invalid value at 'tools' (${code})`));
     const { client, sleeps } = setup();
