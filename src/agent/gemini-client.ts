@@ -227,8 +227,8 @@ export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
     ai: GoogleGenAI,
     request: GenerateRequest,
     contents: Content[],
-    /** Gemini took the request: its first chunk came. */
-    accepted: () => void,
+    /** A chunk came (the first: Gemini took the request). */
+    received: () => void,
   ): Promise<GenerateResult> {
     const deadline = requestSignal(deps.timeoutMs ?? DEFAULT_TIMEOUT_MS, request.stop);
     const assembly = new StreamAssembly();
@@ -237,7 +237,7 @@ export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
       if (request.stream === undefined) return toResult(await ai.models.generateContent(params));
       for await (const chunk of await ai.models.generateContentStream(params)) {
         deadline.refresh();
-        if (!assembly.received) accepted();
+        received();
         // The chunk that finishes an answer without a function call is not drafted: that text
         // is sent as the answer's message, and an answer that came whole costs no draft at all.
         if (assembly.add(chunk) && !assembly.endsWithoutCall) {
@@ -305,17 +305,22 @@ export function createGeminiClient(deps: GeminiClientDeps): ModelClient {
       let failure: Failure | undefined;
       // The limit's probe ends when Gemini takes the call, not when its answer ends: the calls
       // waiting behind it have their own time budgets, which a long answer would spend.
-      let streamingSince: number | undefined;
-      const accepted = () => {
-        streamingSince = Date.now();
-        pass.done({ limited: false });
+      let streamed: { first: number; last: number } | undefined;
+      const chunk = () => {
+        const at = Date.now();
+        if (streamed) streamed.last = at;
+        else {
+          streamed = { first: at, last: at };
+          pass.accepted();
+        }
       };
       try {
-        return await send(ai, request, contents, accepted);
+        return await send(ai, request, contents, chunk);
       } catch (thrown) {
         // Time spent receiving an answer that then broke off is no wait for one: a long answer
-        // cut after a minute is asked again, as a short one is.
-        spentMs += (streamingSince ?? Date.now()) - started;
+        // cut after a minute is asked again, as a short one is. A wait for a chunk that did not
+        // come counts.
+        spentMs += Date.now() - started - (streamed ? streamed.last - streamed.first : 0);
         const midStream = thrown instanceof MidStreamFailure;
         const error = midStream ? thrown.failure : thrown;
         const tooLarge = tooLargeIn(error);

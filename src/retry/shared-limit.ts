@@ -3,8 +3,12 @@ import { type BackoffPolicy, createBackoff, pause, type Random } from "./backoff
 /** What a call that went through the limit learned: whether the server turned it away. */
 export type Outcome = { limited: false } | { limited: true; serverDelayMs?: number | undefined };
 
-/** One call let through; it must tell how it went, once, whatever happened. */
-export type Pass = { done(outcome: Outcome): void };
+/**
+ * One call let through; it must tell how it went, once, whatever happened. `accepted` tells
+ * early that the server took it (a stream's first chunk): the calls waiting behind it may go,
+ * and only a 429 after that (inside the stream) still counts.
+ */
+export type Pass = { accepted(): void; done(outcome: Outcome): void };
 
 /**
  * A rate limit shared by every caller of one process (all the chats using one API key): when the
@@ -112,11 +116,19 @@ export function createSharedLimit(deps: SharedLimitDeps): SharedLimit {
   function pass(isProbe: boolean): Pass {
     const passEpoch = epoch;
     let reported = false;
+    let taken = false;
     return {
+      accepted() {
+        if (reported || taken) return;
+        taken = true;
+        report(passEpoch, isProbe, { limited: false });
+      },
       done(outcome) {
         if (reported) return;
         reported = true;
-        report(passEpoch, isProbe, outcome);
+        if (taken && !outcome.limited) return;
+        // A probe already let the others go when it was taken.
+        report(passEpoch, isProbe && !taken, outcome);
       },
     };
   }

@@ -90,4 +90,42 @@ describe("one limit shared by every Gemini call of a process", () => {
       );
     expect(await Promise.all([go(1), go(2)])).toEqual(["answered", "answered"]);
   }, 20_000);
+
+  it("closes the limit on a 429 inside a stream, and the call gives up within its budget", async () => {
+    const limited: number[] = [];
+    const limit = createSharedLimit({
+      policy: RATE_LIMIT_BACKOFF,
+      onLimited: (ms) => limited.push(ms),
+    });
+    const { logger } = captureLogger([KEY]);
+    const gemini = createGeminiClient({
+      apiKey: KEY,
+      baseUrl: fake.baseUrl,
+      logger,
+      limit,
+      retry: { maxTotalMs: 2_000 },
+    });
+    const retryInfo = { "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay: "5s" };
+    fake.setDefault(
+      streamed(text("x".repeat(100)), {
+        chunkChars: 10,
+        errorAfter: {
+          chunks: 1,
+          code: 429,
+          status: "RESOURCE_EXHAUSTED",
+          message: "quota",
+          details: [retryInfo],
+        },
+      }),
+    );
+    const stream = { onText: () => {}, onRestart: () => {} };
+    const failed = await gemini
+      .generate({ model: MODEL, contents: [ask("q")], stream })
+      .catch((error: unknown) => error);
+    expect(String(failed)).toMatch(
+      /limits this API key's requests \(429\).*past this call's retry budget/,
+    );
+    expect(limited).toHaveLength(1);
+    expect(fake.requests).toHaveLength(1);
+  }, 10_000);
 });
