@@ -570,16 +570,18 @@ export function createAgent(deps: AgentDeps) {
     // context is kept here as it grows instead of being asked of the store before each request.
     let roundsWithoutTools = 0;
     let compactor = deps.compactor;
-    // Gemini said the request was past the model's context: compacted once, however it measured.
-    let tooLong = "no" as "no" | "compact" | "compacted";
-    // Set inside ask(), read after it: TypeScript keeps the value it last saw assigned here.
-    const compactingForLength = () => tooLong === "compact";
+    // Gemini said the request was past the model's context: it is compacted once, however it
+    // measured, and what that did decides whether the message itself was too long.
+    let compactForLength = false;
+    let forced: CompactionOutcome["status"] | undefined;
+    // Set inside ask(), read after it: a local TypeScript would take for what it last saw here.
+    const compactionAsked = () => compactForLength;
     for (;;) {
       await input.guard?.();
       if (input.stop?.aborted) return endStopped("");
       if (compactor) {
-        const force = compactingForLength();
-        if (force) tooLong = "compacted";
+        const force = compactionAsked();
+        compactForLength = false;
         const outcome = await compactor.maybeCompact(
           chatId,
           context,
@@ -587,6 +589,7 @@ export function createAgent(deps: AgentDeps) {
           input.stop,
           force,
         );
+        if (force) forced = outcome.status;
         context = outcome.context;
         if (outcome.status === "stopped") return endStopped("");
         // Once per turn: the summary call's own retries would otherwise delay every round after.
@@ -622,11 +625,15 @@ export function createAgent(deps: AgentDeps) {
           }
           return model.generate(request);
         }).catch(async (error: unknown) => {
-          // Too long: the history is compacted first; only if that does not do, the message
-          // itself is too long for the model, and set aside like any input Gemini refused.
-          if (exceedsContext(error) && compactor && tooLong === "no") {
-            tooLong = "compact";
-            throw error;
+          // Too long: the history is compacted first. Compacted and still too long, or with
+          // nothing before it to compact, the message alone is too long for the model, and set
+          // aside like any input Gemini refused; if compacting failed, nobody knows, and it stays.
+          if (exceedsContext(error)) {
+            if (compactor && forced === undefined) {
+              compactForLength = true;
+              throw error;
+            }
+            if (forced !== "compacted" && forced !== "nothing-to-compact") throw error;
           }
           if (error instanceof GeminiRefusedError && error.inputRefused) {
             await recordRefusal(error.reason);
@@ -638,14 +645,18 @@ export function createAgent(deps: AgentDeps) {
         hooks.emit("modelCall", { chatId, model: request.model, usage: answer.usage });
         return answer;
       };
-      let result: GenerateResult;
-      try {
-        result = await ask();
-      } catch (error) {
-        if (!compactingForLength()) throw error;
-        log.warn("Gemini found the request too long for the model; compacting and asking again");
-        continue;
-      }
+      /** ask(), or undefined when the conversation is to be compacted and asked again. */
+      const askUnlessTooLong = async (): Promise<GenerateResult | undefined> => {
+        try {
+          return await ask();
+        } catch (error) {
+          if (!compactionAsked()) throw error;
+          log.warn("Gemini found the request too long for the model; compacting and asking again");
+          return undefined;
+        }
+      };
+      let result = await askUnlessTooLong();
+      if (result === undefined) continue;
       if (result.stopped) return endStopped(textOf(fromContent(result.content).parts));
       let verdict = judgeAnswer(result);
       // Gemini's word for a call it may not make: the budget is spent, and tools forbidden.
@@ -660,7 +671,8 @@ export function createAgent(deps: AgentDeps) {
         log.warn({ detail: verdict.detail }, "Gemini sent a malformed function call; asking again");
         await input.guard?.();
         progress?.restart();
-        result = await ask();
+        result = await askUnlessTooLong();
+        if (result === undefined) continue;
         if (result.stopped) return endStopped(textOf(fromContent(result.content).parts));
         verdict = judgeAnswer(result);
       }

@@ -31,9 +31,9 @@ export type BotApiDeps = {
  * call passes on its way, in order. The bot's own calls (answers, commands' replies) go by the
  * courier, with secrets scrubbed, every failure logged and counted, and retries of network
  * failures and of flood waits and 5xx; the live view's drafts and edits by the courier too,
- * scrubbed and their failures logged, never retried (one retried after a wait would be stale,
- * and the next one replaces it anyway); long polling's getUpdates once each, failures logged
- * and counted, its loop asking again.
+ * scrubbed and their failures logged and counted, never retried (one retried after a wait would
+ * be stale, and the next one replaces it anyway); long polling's getUpdates once each, failures
+ * logged and counted, its loop asking again.
  */
 export function botApiClients(deps: BotApiDeps) {
   const client: ApiClientOptions = { apiRoot: deps.apiRoot, fetch: grammyFetch };

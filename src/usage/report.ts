@@ -2,7 +2,7 @@ import { DateTime } from "luxon";
 import { costOf, priceOf } from "./prices.js";
 import { totalOf, type UsageByModel } from "./usage-store.js";
 
-/** Local midnight of `now`'s day, and of the first of its month (the host's time zone). */
+/** Midnight of `now`'s day, and of the first of its month, in `timeZone` (TIME_ZONE). */
 export function periodStarts(now: Date, timeZone: string): { today: Date; month: Date } {
   const local = DateTime.fromJSDate(now, { zone: timeZone });
   return {

@@ -255,6 +255,22 @@ describe("compaction through the agent", () => {
     expect((await h.app.agent.runTurn("c1", { text: "hi" })).text).toBe("hello");
   });
 
+  it("keeps the message when compacting for a request too long failed: whose fault is not known", async () => {
+    h = await startHarness({ env: { COMPACTION_MAX_EVENTS: "30" } });
+    await talk("c1", ["an earlier question", "another"]);
+    h.fake.scriptFor(CHAT_MODEL, status(400, TOO_LONG), status(400, TOO_LONG));
+    h.fake.scriptFor(SUMMARY_MODEL, status(400, TOO_LONG));
+    const failed = await h.app.agent
+      .runTurn("c1", { text: "what is 2+2?" })
+      .catch((error: unknown) => error);
+    expect(failed).toBeInstanceOf(GeminiRefusedError);
+    const { events } = await h.app.store.loadContext("c1");
+    expect(events.some((e) => e.event.refused)).toBe(false);
+    h.fake.scriptFor(CHAT_MODEL, text("4"));
+    await h.app.agent.runTurn("c1", { text: "and now?" });
+    expect(body(chatRequests(h).at(-1))).toContain("what is 2+2?");
+  });
+
   it("never sets a message aside for a 400 about Koroku's own request (a tool's schema)", async () => {
     h = await startHarness({});
     const toolSchema =
