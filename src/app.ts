@@ -224,6 +224,7 @@ export async function createApp(
       maxTokens: config.compactionMaxTokens,
       model: config.geminiCompactionModel,
       memoryDir: config.memoryDir,
+      timeZone: config.timeZone,
     },
     afterSummary: createConsolidation({
       profiles,

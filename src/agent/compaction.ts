@@ -36,7 +36,7 @@ export type CompactorDeps = {
   model: ModelClient;
   hooks: AgentHooks;
   logger: Logger;
-  settings: CompactionLimits & { model: string; memoryDir: string };
+  settings: CompactionLimits & { model: string; memoryDir: string; timeZone?: string };
   now?: () => Date;
   /** Runs after a summary was stored (the profile's consolidation); never throws. */
   afterSummary?(chatId: string, summary: string): Promise<void>;
@@ -169,8 +169,14 @@ export function createCompactor(deps: CompactorDeps): Compactor & {
       coversFromId: context.summary?.coversFromId ?? first?.id ?? 0,
       coversToId: last?.id ?? 0,
     });
-    await appendMemory({ memoryDir: settings.memoryDir, chatId, at: now(), text: summary }).catch(
-      (error) => log.error({ err: error }, "could not append the summary to the memory file"),
+    await appendMemory({
+      memoryDir: settings.memoryDir,
+      chatId,
+      at: now(),
+      text: summary,
+      timeZone: settings.timeZone,
+    }).catch((error) =>
+      log.error({ err: error }, "could not append the summary to the memory file"),
     );
     if (text) await deps.afterSummary?.(chatId, text);
     const compacted: ChatContext = { summary: stored, events: plan.keep };

@@ -9,6 +9,7 @@ import {
   writeFile,
 } from "node:fs/promises";
 import path from "node:path";
+import { DateTime } from "luxon";
 
 /**
  * Per-conversation memory files: MEMORY_DIR/<conversation key>/dd-mm-yyyy.md, one file per local
@@ -26,16 +27,13 @@ export const MEMORY_DATE_PATTERN = /^(\d{2})-(\d{2})-(\d{4})$/;
 // the terminal chat is "local". Anything without dots or separators cannot climb out of MEMORY_DIR.
 const CHAT_ID_PATTERN = /^[A-Za-z0-9_:-]{1,64}$/;
 
-function pad2(n: number): string {
-  return String(n).padStart(2, "0");
+/** The day `at` falls on in `timeZone` (TIME_ZONE; the host's when not given), as the file's name. */
+export function memoryDate(at: Date, timeZone?: string): string {
+  return DateTime.fromJSDate(at, { zone: timeZone ?? "system" }).toFormat("dd-MM-yyyy");
 }
 
-export function memoryDate(at: Date): string {
-  return `${pad2(at.getDate())}-${pad2(at.getMonth() + 1)}-${at.getFullYear()}`;
-}
-
-function memoryTime(at: Date): string {
-  return `${pad2(at.getHours())}:${pad2(at.getMinutes())}`;
+function memoryTime(at: Date, timeZone: string | undefined): string {
+  return DateTime.fromJSDate(at, { zone: timeZone ?? "system" }).toFormat("HH:mm");
 }
 
 function chatMemoryDir(memoryDir: string, chatId: string): string {
@@ -54,7 +52,7 @@ function assertMemoryDate(date: string): void {
   }
 }
 
-function formatEntry(at: Date, text: string): string {
+function formatEntry(at: Date, text: string, timeZone: string | undefined): string {
   const block = text
     .replace(/\r\n?/g, "\n")
     .trim()
@@ -65,7 +63,7 @@ function formatEntry(at: Date, text: string): string {
   if (block === "") {
     throw new Error("memory text is empty: there is nothing to append");
   }
-  return `[${memoryTime(at)}]: ${block}\n\n`;
+  return `[${memoryTime(at, timeZone)}]: ${block}\n\n`;
 }
 
 export async function appendMemory(options: {
@@ -73,11 +71,13 @@ export async function appendMemory(options: {
   chatId: string;
   at: Date;
   text: string;
+  /** TIME_ZONE: the day and time the entry is filed under. */
+  timeZone?: string | undefined;
 }): Promise<string> {
   const dir = chatMemoryDir(options.memoryDir, options.chatId);
-  const entry = formatEntry(options.at, options.text);
+  const entry = formatEntry(options.at, options.text, options.timeZone);
   await mkdir(dir, { recursive: true });
-  const file = path.join(dir, `${memoryDate(options.at)}.md`);
+  const file = path.join(dir, `${memoryDate(options.at, options.timeZone)}.md`);
   await appendFile(file, entry, "utf8");
   return file;
 }

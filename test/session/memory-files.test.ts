@@ -34,6 +34,19 @@ describe("memory files", () => {
     expect(await readFile(file, "utf8")).toBe("[09:03]: talked about the trip\n\n");
   });
 
+  it("files an entry under its day and time in TIME_ZONE, whatever the host's zone", async () => {
+    // 20:00 in London is 05:00 the next day in Tokyo.
+    const file = await appendMemory({
+      memoryDir: memoryDir(),
+      chatId: "77",
+      at: new Date("2026-12-05T20:00:00Z"),
+      text: "planned the trip",
+      timeZone: "Asia/Tokyo",
+    });
+    expect(file).toBe(path.join(memoryDir(), "77", "06-12-2026.md"));
+    expect(await readFile(file, "utf8")).toBe("[05:00]: planned the trip\n\n");
+  });
+
   it("is append-only: a second entry keeps the first", async () => {
     const dir = memoryDir();
     await appendMemory({ memoryDir: dir, chatId: "42", at: at(5, 9, 3), text: "first" });
