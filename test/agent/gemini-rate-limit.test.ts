@@ -18,14 +18,26 @@ describe("one limit shared by every Gemini call of a process", () => {
   });
   afterEach(() => fake.close());
 
-  function client() {
+  /** A client through one shared limit; `limited` holds each closing's wait. */
+  function limitedClient(retry?: { maxTotalMs: number }) {
     const limited: number[] = [];
     const limit = createSharedLimit({
       policy: RATE_LIMIT_BACKOFF,
       onLimited: (ms) => limited.push(ms),
     });
     const { logger } = captureLogger([KEY]);
-    const gemini = createGeminiClient({ apiKey: KEY, baseUrl: fake.baseUrl, logger, limit });
+    const gemini = createGeminiClient({
+      apiKey: KEY,
+      baseUrl: fake.baseUrl,
+      logger,
+      limit,
+      ...(retry ? { retry } : {}),
+    });
+    return { gemini, limited };
+  }
+
+  function client() {
+    const { gemini, limited } = limitedClient();
     const generate = (i: number) =>
       gemini.generate({ model: MODEL, contents: [ask(`turn ${i}`)] }).then((result) => {
         const [part] = result.content.parts ?? [];
@@ -70,15 +82,7 @@ describe("one limit shared by every Gemini call of a process", () => {
   });
 
   it("lets the calls waiting behind a probe go once Gemini takes it, not once its long answer ends", async () => {
-    const limit = createSharedLimit({ policy: RATE_LIMIT_BACKOFF });
-    const { logger } = captureLogger([KEY]);
-    const gemini = createGeminiClient({
-      apiKey: KEY,
-      baseUrl: fake.baseUrl,
-      logger,
-      limit,
-      retry: { maxTotalMs: 2_000 },
-    });
+    const { gemini } = limitedClient({ maxTotalMs: 2_000 });
     // Every answer streams for about 3 s, longer than the waiting call's budget of 2 s.
     fake.setDefault(streamed(text("x".repeat(120)), { chunkChars: 10, chunkDelayMs: 250 }));
     fake.limitFor(200, { retryDelay: "0.2s" });
@@ -92,19 +96,7 @@ describe("one limit shared by every Gemini call of a process", () => {
   }, 20_000);
 
   it("closes the limit on a 429 inside a stream, and the call gives up within its budget", async () => {
-    const limited: number[] = [];
-    const limit = createSharedLimit({
-      policy: RATE_LIMIT_BACKOFF,
-      onLimited: (ms) => limited.push(ms),
-    });
-    const { logger } = captureLogger([KEY]);
-    const gemini = createGeminiClient({
-      apiKey: KEY,
-      baseUrl: fake.baseUrl,
-      logger,
-      limit,
-      retry: { maxTotalMs: 2_000 },
-    });
+    const { gemini, limited } = limitedClient({ maxTotalMs: 2_000 });
     const retryInfo = { "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay: "5s" };
     fake.setDefault(
       streamed(text("x".repeat(100)), {
